@@ -1,0 +1,7 @@
+//! TODO: dlist workloads.
+
+use crate::Workload;
+
+pub fn workloads() -> Vec<Box<dyn Workload>> {
+    Vec::new()
+}

@@ -1,0 +1,7 @@
+//! TODO: lockref workloads.
+
+use crate::Workload;
+
+pub fn workloads() -> Vec<Box<dyn Workload>> {
+    Vec::new()
+}

@@ -1,0 +1,18 @@
+//! The registry of workloads. Each module contributes `pub fn workloads() -> Vec<Box<dyn Workload>>`.
+
+use crate::Workload;
+
+pub mod dlist;
+pub mod hashed;
+pub mod lockref;
+pub mod seqlock;
+
+/// Every workload, in report order.
+pub fn all() -> Vec<Box<dyn Workload>> {
+    let mut v = Vec::new();
+    v.extend(lockref::workloads());
+    v.extend(seqlock::workloads());
+    v.extend(hashed::workloads());
+    v.extend(dlist::workloads());
+    v
+}

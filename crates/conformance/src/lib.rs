@@ -1,0 +1,1 @@
+//! Differential conformance harness (issue 3): owned by the conformance work.

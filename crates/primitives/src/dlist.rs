@@ -1,0 +1,1 @@
+//! TODO(owner: see issue 2): dlist

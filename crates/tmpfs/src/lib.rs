@@ -1,0 +1,1 @@
+//! # scalevfs-tmpfs (issue 3): owned by the VFS-core work.

@@ -1,0 +1,66 @@
+//! Linux ABI types shared by the system-call API, the file systems and the front ends.
+//!
+//! Flag and mode constants are Linux's own values, so callers use `libc::O_CREAT`,
+//! `libc::AT_FDCWD`, `libc::S_IFREG` and so on directly; this module only adds the structs.
+
+/// `struct timespec`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timespec {
+    pub sec: i64,
+    pub nsec: i64,
+}
+
+/// The fields of Linux's `struct stat` (as `newfstatat` fills it).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub dev: u64,
+    pub ino: u64,
+    /// File type and permission bits (`S_IFMT | 07777`).
+    pub mode: u32,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: i64,
+    pub blksize: i64,
+    /// 512-byte blocks allocated.
+    pub blocks: i64,
+    pub atime: Timespec,
+    pub mtime: Timespec,
+    pub ctime: Timespec,
+}
+
+/// `struct flock` for `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_OFD_SETLK`, ...).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Flock {
+    /// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
+    pub l_type: i16,
+    /// `SEEK_SET`, `SEEK_CUR` or `SEEK_END`.
+    pub l_whence: i16,
+    pub l_start: i64,
+    /// 0 means "to end of file and beyond"; negative lengths lock before `l_start`.
+    pub l_len: i64,
+    pub l_pid: i32,
+}
+
+/// The third argument of `fcntl`, which Linux interprets according to the command.
+#[derive(Debug)]
+pub enum FcntlArg<'a> {
+    /// Commands without an argument (`F_GETFD`, `F_GETFL`, ...).
+    None,
+    /// Integer argument (`F_DUPFD`, `F_SETFD`, `F_SETFL`, `F_SETPIPE_SZ`, ...).
+    Int(i64),
+    /// Pointer to a `struct flock` (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`).
+    Flock(&'a mut Flock),
+}
+
+/// One directory entry as `getdents64` reports it, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u64,
+    /// The `d_off` cookie: seeking the directory to it continues after this entry.
+    pub off: i64,
+    /// `DT_REG`, `DT_DIR`, `DT_LNK`, ...
+    pub d_type: u8,
+    pub name: Vec<u8>,
+}

@@ -1,0 +1,13 @@
+//! # scalevfs-vfs: the VFS core
+//!
+//! Object lifetimes, caches, and the generic semantics Linux keeps in its VFS: path
+//! resolution, permission checks, open-file flags, file-lock semantics. File systems
+//! (tmpfs, kernfs) implement the traits defined here; the system-call API in the
+//! `scalevfs` crate drives it.
+
+pub mod abi;
+pub mod errno;
+pub mod locks;
+
+pub use abi::{DirEntry, FcntlArg, Flock, Stat, Timespec};
+pub use errno::{Errno, SysResult};

@@ -1,0 +1,1 @@
+//! File locks (issue 4): owned by the file-locks work.

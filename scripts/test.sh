@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every check and test scalevfs has, on a fresh machine (installs what it needs).
+#   fmt --check, clippy -D warnings, unit/integration/stress tests, loom models.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "rustfmt and clippy components"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests (release mode: the stress tests are many-threaded)"
+cargo test --workspace --release
+
+step "loom models (--cfg loom, bounded preemptions)"
+LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
+    CARGO_TARGET_DIR=target/loom cargo test -p scalevfs-primitives --release --lib -- loom
+
+step "all checks passed"
