@@ -410,6 +410,9 @@ pub fn fmt_ops(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
+    if x == 0.0 {
+        return "0".into();
+    }
     let (v, unit) = match x.abs() {
         a if a >= 1e9 => (x / 1e9, "G"),
         a if a >= 1e6 => (x / 1e6, "M"),
@@ -557,7 +560,8 @@ pub(crate) mod tests {
 
     #[test]
     fn number_formatting() {
-        assert_eq!(fmt_ops(0.0), "0.00");
+        assert_eq!(fmt_ops(0.0), "0");
+        assert_eq!(fmt_ops(1.5), "1.50");
         assert_eq!(fmt_ops(950.0), "950");
         assert_eq!(fmt_ops(12_345.0), "12.3k");
         assert_eq!(fmt_ops(1_234_567.0), "1.23M");
