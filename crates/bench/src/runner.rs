@@ -95,8 +95,9 @@ pub fn total_rounds(workloads: &[&dyn Workload], cfg: &RunConfig) -> u64 {
     (designs * cfg.threads.len() * (cfg.repeats + 1)) as u64
 }
 
-/// The single place where the global lock statistics are switched on and off around a
-/// group of rounds. Every [`Instance::lockstat`] table is read after the rounds.
+/// The single place where the global lock statistics are switched on and off: on (after a
+/// reset) before the timed rounds of a (workload, thread count) group, after its warm-up;
+/// off after its last round. Then every design's [`Instance::lockstat`] table is read.
 ///
 /// TODO(lockstat owner): wire `scalevfs_primitives::lockstat::{enable, disable, reset}`:
 /// `enable == true` should `reset()` then `enable()`, `enable == false` should `disable()`.
@@ -163,9 +164,6 @@ fn run_group(
             )),
         }
     }
-    if cfg.lockstat {
-        lockstat_hooks(true);
-    }
     thread::scope(|s| {
         let mut pools = Vec::new();
         for (design, inst) in &instances {
@@ -188,6 +186,10 @@ fn run_group(
             }
         }
         for round in 0..=cfg.repeats {
+            if round == 1 && cfg.lockstat {
+                // Count the timed rounds only: not setup, not the warm-up.
+                lockstat_hooks(true);
+            }
             let (len, label) = if round == 0 {
                 (cfg.warmup, "warm-up".to_string())
             } else {
@@ -385,6 +387,9 @@ mod tests {
                 3
             })
         }
+        fn lockstat(&self) -> Option<String> {
+            Some(format!("tally {}", self.done.load(Ordering::Relaxed)))
+        }
     }
 
     fn cfg(threads: Vec<usize>) -> RunConfig {
@@ -456,6 +461,27 @@ mod tests {
         assert!(out.failures[0].error.contains("boom"), "{:?}", out.failures);
         assert_eq!(out.measurements.len(), 1);
         assert_eq!(out.measurements[0].design, Design::Scalable);
+    }
+
+    #[test]
+    fn lockstat_tables_are_collected_only_when_asked() {
+        let w = Tally { panic_on: None };
+        let off = run_suite(&[&w], &cfg(vec![2]), &Silent);
+        assert!(off.measurements.iter().all(|m| m.lockstat.is_none()));
+        let on = run_suite(
+            &[&w],
+            &RunConfig {
+                lockstat: true,
+                ..cfg(vec![1, 2])
+            },
+            &Silent,
+        );
+        assert_eq!(on.measurements.len(), 4);
+        for m in &on.measurements {
+            // The table is read after all rounds: it has seen every counted operation.
+            let total: u64 = m.ops.iter().sum();
+            assert_eq!(m.lockstat.as_deref(), Some(&*format!("tally {total}")));
+        }
     }
 
     #[test]
