@@ -21,7 +21,7 @@ const DEFAULT_REPEATS: usize = 5;
 const QUICK_DURATION_S: f64 = 0.15;
 const QUICK_REPEATS: usize = 3;
 /// More threads than this is a typo, not a benchmark (and one pool per design is started).
-const MAX_THREADS: usize = 1024;
+pub const MAX_THREADS: usize = 1024;
 
 /// Arguments of `scalevfs bench`.
 #[derive(Args, Clone, Debug, PartialEq)]
@@ -48,7 +48,7 @@ pub struct BenchArgs {
     /// Fewer thread counts, fewer and shorter repeats: the whole suite in about a minute.
     #[arg(long)]
     pub quick: bool,
-    /// Where to write the JSON results [default: <OUT>/results.json].
+    /// Where to write the JSON results [default: OUT/results.json].
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Directory for report.md, results.json and one SVG plot per workload.
