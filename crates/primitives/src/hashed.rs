@@ -588,7 +588,7 @@ mod loom_tests {
             });
             let (ga, gb) = t.lock_two_at(0, 1);
             assert_eq!((*ga, *gb.unwrap()), (0, 1));
-            drop((ga, gb));
+            drop(ga);
             th.join().unwrap();
         });
     }
