@@ -56,9 +56,7 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::lockstat::{
-    LockClass, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
-};
+use crate::lockstat::{LockClass, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::spinlock::{SpinLock, SpinLockGuard};
 use crate::Locking;
 
@@ -484,10 +482,10 @@ mod tests {
                             rng.gen_range(0..objs.len())
                         };
                         let (mut ga, gb) = table.lock_two(&objs[a], &objs[b]);
-                        bump(&mut *ga);
+                        bump(&mut ga);
                         taken += 1;
                         if let Some(mut gb) = gb {
-                            bump(&mut *gb);
+                            bump(&mut gb);
                             taken += 1;
                         }
                     }
@@ -496,7 +494,9 @@ mod tests {
             })
             .collect();
         let taken: u64 = ts.into_iter().map(|t| t.join().unwrap()).sum();
-        let sum: u64 = (0..table.len()).map(|i| *table.get(i).lock_exclusive()).sum();
+        let sum: u64 = (0..table.len())
+            .map(|i| *table.get(i).lock_exclusive())
+            .sum();
         assert_eq!(sum, taken);
         taken
     }

@@ -419,7 +419,9 @@ impl Drop for HoldStamp {
 
 impl std::fmt::Debug for LockClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockClass").field("name", &self.name).finish()
+        f.debug_struct("LockClass")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -610,8 +612,7 @@ impl<T> Mutex<T> {
     /// Acquires the mutex if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let (inner, _stamp) =
-            try_acquire(self.class, Kind::Write, || imp::try_lock(&self.inner))?;
+        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_lock(&self.inner))?;
         Some(MutexGuard { _stamp, inner })
     }
 }
@@ -685,15 +686,16 @@ impl<T> RwLock<T> {
     /// An exclusive hold if the lock is free.
     #[inline]
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        let (inner, _stamp) =
-            try_acquire(self.class, Kind::Write, || imp::try_write(&self.inner))?;
+        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_write(&self.inner))?;
         Some(RwLockWriteGuard { _stamp, inner })
     }
 }
 
 impl<T> std::fmt::Debug for RwLock<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RwLock").field("class", &self.class).finish()
+        f.debug_struct("RwLock")
+            .field("class", &self.class)
+            .finish()
     }
 }
 

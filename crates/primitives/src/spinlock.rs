@@ -164,8 +164,9 @@ impl<T> SpinLock<T> {
     /// The lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
-        let ((), stamp) =
-            lockstat::try_acquire(self.class, Kind::Write, || self.raw.try_lock().then_some(()))?;
+        let ((), stamp) = lockstat::try_acquire(self.class, Kind::Write, || {
+            self.raw.try_lock().then_some(())
+        })?;
         Some(SpinLockGuard::new(self, stamp))
     }
 
@@ -320,7 +321,7 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use loom::cell::UnsafeCell as LoomCell;
+    use loom::cell::UnsafeCell as LoomUnsafeCell;
     use loom::sync::Arc;
 
     /// Two threads increment a loom-tracked cell under the lock: loom reports a data race
@@ -329,7 +330,7 @@ mod loom_tests {
     #[test]
     fn loom_spinlock_mutual_exclusion() {
         loom::model(|| {
-            let l = Arc::new(SpinLock::new(LoomCell::new(0usize)));
+            let l = Arc::new(SpinLock::new(LoomUnsafeCell::new(0usize)));
             let l2 = Arc::clone(&l);
             let t = loom::thread::spawn(move || {
                 let g = l2.lock();
