@@ -465,7 +465,7 @@ mod tests {
             *g = v + 1;
         }
         const THREADS: u64 = 32;
-        const OPS: u64 = 1_500;
+        const OPS: u64 = 10_000;
         let table = Arc::new(table);
         let objs: Arc<Vec<u64>> = Arc::new((0..64).collect());
         let ts: Vec<_> = (0..THREADS)
@@ -542,7 +542,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                     let mut written = 0;
-                    for _ in 0..1_000 {
+                    for _ in 0..5_000 {
                         let (a, b) = (rng.gen_range(0..4u64), rng.gen_range(0..4u64));
                         if seed % 2 == 0 {
                             let (mut ga, gb) = t.write_two_at(a as usize, b as usize);

@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn stress_mutual_exclusion() {
         const THREADS: usize = 32;
-        const ITERS: usize = 2_000;
+        const ITERS: usize = 20_000;
         let l = Arc::new(SpinLock::new(0usize));
         let inside = Arc::new(AtomicUsize::new(0));
         let ts: Vec<_> = (0..THREADS)
