@@ -72,9 +72,10 @@ pub fn table_bits(ncpus: usize) -> u32 {
 }
 
 /// `hash_64(val, bits)`: the top `bits` bits of `val * GOLDEN_RATIO_64`; 0 if `bits == 0`.
+/// `bits` above 63 count as 63 (tables have at most [`MAX_TABLE_BITS`]).
 #[inline]
 pub fn hash_64(val: u64, bits: u32) -> u64 {
-    debug_assert!(bits <= 63);
+    let bits = bits.min(63);
     // `(h >> 1) >> (63 - bits)` is `h >> (64 - bits)` for bits >= 1, and 0 for bits == 0,
     // without a branch or an overlong shift.
     (val.wrapping_mul(GOLDEN_RATIO_64) >> 1) >> (63 - bits)
@@ -432,6 +433,7 @@ mod tests {
         assert!(seen.iter().all(|&s| s));
         assert_eq!(hash_64(12345, 0), 0);
         assert!(hash_64(u64::MAX, 63) < 1 << 63);
+        assert_eq!(hash_64(u64::MAX, 99), hash_64(u64::MAX, 63));
     }
 
     #[test]

