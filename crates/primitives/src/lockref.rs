@@ -287,7 +287,8 @@ impl LockRefGuard<'_> {
     #[inline]
     fn store_count(&mut self, count: i32) {
         // Relaxed: published by the unlock's Release store.
-        self.word.store(with_count(LOCKED, count), Ordering::Relaxed);
+        self.word
+            .store(with_count(LOCKED, count), Ordering::Relaxed);
     }
 
     /// The count (negative if dead).
@@ -342,7 +343,9 @@ impl Drop for LockRefGuard<'_> {
 
 impl fmt::Debug for LockRefGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LockRefGuard").field("count", &self.count()).finish()
+        f.debug_struct("LockRefGuard")
+            .field("count", &self.count())
+            .finish()
     }
 }
 
@@ -583,7 +586,9 @@ impl LockRef {
 
 impl fmt::Debug for LockRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LockRef").field("count", &self.count()).finish()
+        f.debug_struct("LockRef")
+            .field("count", &self.count())
+            .finish()
     }
 }
 
@@ -682,7 +687,9 @@ impl LegacyRef {
 
 impl fmt::Debug for LegacyRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LegacyRef").field("count", &self.count()).finish()
+        f.debug_struct("LegacyRef")
+            .field("count", &self.count())
+            .finish()
     }
 }
 
@@ -934,7 +941,10 @@ mod tests {
         drop(g);
         for h in hs {
             let (during, after) = h.join().unwrap();
-            assert!(during.waits >= 1, "{during:?}: the fast path saw the lock held");
+            assert!(
+                during.waits >= 1,
+                "{during:?}: the fast path saw the lock held"
+            );
             assert_eq!(during.locked, 0, "{during:?}: and did not queue on it");
             // The following 2000 operations only contend with 3 other fast paths: the
             // budget of 100 failed compare-exchanges per operation is never exhausted.
@@ -1095,7 +1105,7 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
-    use crate::sync::{AtomicU32, Arc};
+    use crate::sync::{Arc, AtomicU32};
     use loom::thread;
 
     /// A fast-path get/put pair while another thread holds the lock and changes the count:

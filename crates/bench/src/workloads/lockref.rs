@@ -55,7 +55,9 @@ impl Workload for LockrefWorkload {
                 "seed 004: get/put pairs on one shared refcount, plus one lock/unlock per 64 \
                  pairs (other d_lock users): does the lockless path survive lock traffic?"
             }
-            Kind::Private => "seed 004: get/put pairs, each thread its own refcount (own cache line)",
+            Kind::Private => {
+                "seed 004: get/put pairs, each thread its own refcount (own cache line)"
+            }
         }
     }
 
@@ -141,7 +143,9 @@ impl<R> Drop for Worker<'_, R> {
         let d = thread_stats().since(self.start);
         // Relaxed: plain statistics, read after the workers are gone.
         self.inst.waits.fetch_add(d.waits, Ordering::Relaxed);
-        self.inst.fallbacks.fetch_add(d.fallbacks, Ordering::Relaxed);
+        self.inst
+            .fallbacks
+            .fetch_add(d.fallbacks, Ordering::Relaxed);
         self.inst.locked.fetch_add(d.locked, Ordering::Relaxed);
         self.inst.ops.fetch_add(self.ops, Ordering::Relaxed);
     }
@@ -212,7 +216,10 @@ mod tests {
                     }
                 });
                 let stat = inst.lockstat().unwrap();
-                assert!(stat.contains(&format!("{} get/put pairs", 20 * BATCH)), "{stat}");
+                assert!(
+                    stat.contains(&format!("{} get/put pairs", 20 * BATCH)),
+                    "{stat}"
+                );
             }
         }
     }
