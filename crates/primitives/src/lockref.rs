@@ -214,11 +214,21 @@ fn note(f: impl FnOnce(&mut LockRefStats)) {
 
 /// The lock + count word. Both designs use it: `LockRef` adds the fast path, `LegacyRef`
 /// only ever changes the count under the lock.
-struct Word(AtomicU64);
+struct Word(
+    AtomicU64,
+    /// Test only: threads inside `wait_unlocked`, so a test can release the lock once its
+    /// threads are known to be waiting.
+    #[cfg(all(test, not(loom)))]
+    std::sync::atomic::AtomicUsize,
+);
 
 impl Word {
     fn new(count: u32) -> Word {
-        Word(AtomicU64::new(with_count(0, clamp(count))))
+        Word(
+            AtomicU64::new(with_count(0, clamp(count))),
+            #[cfg(all(test, not(loom)))]
+            Default::default(),
+        )
     }
 
     #[inline]
@@ -231,10 +241,14 @@ impl Word {
     #[inline(never)]
     fn wait_unlocked(&self) -> u64 {
         let mut spins = 0;
+        #[cfg(all(test, not(loom)))]
+        self.1.fetch_add(1, Ordering::SeqCst);
         loop {
             // Relaxed: the caller's following fetch_or / compare-exchange is the Acquire.
             let w = self.0.load(Ordering::Relaxed);
             if w & LOCKED == 0 {
+                #[cfg(all(test, not(loom)))]
+                self.1.fetch_sub(1, Ordering::SeqCst);
                 return w;
             }
             if spins < SPINS_BEFORE_YIELD {
@@ -407,6 +421,10 @@ enum Step<R> {
 /// contention. See the module docs.
 pub struct LockRef {
     word: Word,
+    /// Test only: fall back to the lock as soon as it is seen held, as Linux's
+    /// `CMPXCHG_LOOP` does, so a test can measure what waiting instead buys.
+    #[cfg(test)]
+    linux_fallback: bool,
 }
 
 impl LockRef {
@@ -414,6 +432,8 @@ impl LockRef {
     pub fn new(count: u32) -> LockRef {
         LockRef {
             word: Word::new(count),
+            #[cfg(test)]
+            linux_fallback: false,
         }
     }
 
@@ -426,6 +446,11 @@ impl LockRef {
         let mut budget = RETRIES;
         loop {
             if old & LOCKED != 0 {
+                #[cfg(test)]
+                if self.linux_fallback {
+                    note(|s| s.fallbacks += 1);
+                    return None;
+                }
                 // Wait for the holder instead of queueing behind it (module docs).
                 note(|s| s.waits += 1);
                 old = self.word.wait_unlocked();
@@ -750,6 +775,13 @@ mod tests {
         f(&|c| Box::new(LegacyRef::new(c)));
     }
 
+    /// Returns once `n` threads are inside `wait_unlocked` of `word`.
+    fn wait_for_waiters(word: &Word, n: usize) {
+        while word.1.load(std::sync::atomic::Ordering::SeqCst) < n {
+            thread::yield_now();
+        }
+    }
+
     /// Linux's dput decision: drop a reference; the last one marks the object dead.
     /// Returns true if this call killed it.
     fn dput<R: RefCount + ?Sized>(r: &R) -> bool {
@@ -937,7 +969,7 @@ mod tests {
             .collect();
         started.wait();
         // Hold the lock until every worker's fast path is waiting on it.
-        thread::sleep(std::time::Duration::from_millis(50));
+        wait_for_waiters(&r.word, threads);
         drop(g);
         for h in hs {
             let (during, after) = h.join().unwrap();
@@ -963,6 +995,27 @@ mod tests {
             assert!(r.put_return().is_some());
         }
         assert_eq!(thread_stats().since(before), LockRefStats::default());
+    }
+
+    /// The contrast: under Linux's policy the same situation makes the fast path queue on
+    /// the lock (which is what `returns_to_lockless_after_contention` rules out).
+    #[test]
+    fn linux_policy_queues_on_the_lock() {
+        let mut r = LockRef::new(1);
+        r.linux_fallback = true;
+        let g = r.lock();
+        let during = thread::scope(|s| {
+            let h = s.spawn(|| {
+                let before = thread_stats();
+                r.get();
+                thread_stats().since(before)
+            });
+            wait_for_waiters(&r.word, 1);
+            drop(g);
+            h.join().unwrap()
+        });
+        assert_eq!((during.waits, during.fallbacks, during.locked), (0, 1, 1));
+        assert_eq!(r.count(), 2);
     }
 
     /// Transitions that need the lock take it, and are counted.
@@ -1071,6 +1124,102 @@ mod tests {
         }
         run(LockRef::new);
         run(LegacyRef::new);
+    }
+
+    /// Ad-hoc measurement of the return to lockless, against Linux's immediate fallback:
+    /// `cargo test -p scalevfs-primitives --release --lib lockref::tests::measure --
+    /// --ignored --nocapture`. Phase 1: a locker thread keeps taking the lock while the
+    /// others do get/put pairs; phase 2: the locker stops. Prints pairs/s and the lock
+    /// acquisitions by the gets and puts per million pairs, per phase.
+    #[test]
+    #[ignore]
+    fn measure_return_to_lockless() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+        use std::time::Duration;
+        let phase = Duration::from_millis(400);
+        for linux in [false, true] {
+            for threads in [1usize, 2, 16, 64] {
+                let mut r = LockRef::new(1);
+                r.linux_fallback = linux;
+                let (stop_locker, stop, flip) = (
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                    AtomicBool::new(false),
+                );
+                // [phase][pairs, locked, waits]
+                let sums: [[AtomicU64; 3]; 2] = Default::default();
+                let add = |p: usize, pairs: u64, d: LockRefStats| {
+                    sums[p][0].fetch_add(pairs, Relaxed);
+                    sums[p][1].fetch_add(d.locked, Relaxed);
+                    sums[p][2].fetch_add(d.waits, Relaxed);
+                };
+                thread::scope(|s| {
+                    s.spawn(|| {
+                        while !stop_locker.load(Relaxed) {
+                            // A d_lock critical section of about a microsecond.
+                            let mut g = r.lock();
+                            g.inc();
+                            for _ in 0..200 {
+                                std::hint::spin_loop();
+                            }
+                            g.dec();
+                            drop(g);
+                            // ... then as long outside it (a greedy re-locker would starve
+                            // everyone, under either policy: the lock is not fair).
+                            for _ in 0..200 {
+                                std::hint::spin_loop();
+                            }
+                        }
+                    });
+                    for _ in 0..threads {
+                        s.spawn(|| {
+                            let add = &add;
+                            let mut p = 0;
+                            let (mut pairs, mut base) = (0, thread_stats());
+                            while !stop.load(Relaxed) {
+                                for _ in 0..64 {
+                                    r.get();
+                                    assert!(r.put_or_lock().is_none());
+                                }
+                                pairs += 64;
+                                if p == 0 && flip.load(Relaxed) {
+                                    add(0, pairs, thread_stats().since(base));
+                                    (p, pairs, base) = (1, 0, thread_stats());
+                                }
+                            }
+                            add(p, pairs, thread_stats().since(base));
+                        });
+                    }
+                    thread::sleep(phase);
+                    stop_locker.store(true, Relaxed);
+                    flip.store(true, Relaxed);
+                    thread::sleep(phase);
+                    stop.store(true, Relaxed);
+                });
+                let mode = if linux {
+                    "linux-fallback"
+                } else {
+                    "wait-and-retry"
+                };
+                let d = phase.as_secs_f64();
+                let pr = |i: usize| {
+                    let pairs = sums[i][0].load(Relaxed) as f64;
+                    let locked = sums[i][1].load(Relaxed) as f64;
+                    let waits = sums[i][2].load(Relaxed) as f64;
+                    format!(
+                        "{:6.2} M pairs/s, per 1M pairs: {:7.1} waits {:7.1} locks",
+                        pairs / d / 1e6,
+                        1e6 * waits / pairs.max(1.0),
+                        1e6 * locked / pairs.max(1.0)
+                    )
+                };
+                println!(
+                    "{mode:15} {threads:3} thr  with locker: {}   after: {}",
+                    pr(0),
+                    pr(1)
+                );
+            }
+        }
     }
 
     /// Oversubscription: 64 threads on 2 cores, with frequent lockers, must finish (the
