@@ -343,6 +343,27 @@ impl LockRefGuard<'_> {
     pub fn is_dead(&self) -> bool {
         self.count() < 0
     }
+
+    /// Increments if `ok(count)`, then unlocks: the locked half of the conditional gets.
+    #[inline]
+    fn inc_if(mut self, ok: impl FnOnce(i32) -> bool) -> bool {
+        let ok = ok(self.count());
+        if ok {
+            self.inc();
+        }
+        ok
+    }
+
+    /// The locked half of `put_or_lock`: keeps the lock for the last reference (count
+    /// `<= 1`, unchanged), else drops one reference and unlocks.
+    #[inline]
+    fn put_or_keep(mut self) -> Option<Self> {
+        if self.count() <= 1 {
+            return Some(self);
+        }
+        self.dec();
+        None
+    }
 }
 
 impl Drop for LockRefGuard<'_> {
@@ -487,18 +508,6 @@ impl LockRef {
         self.word.lock()
     }
 
-    /// A racy snapshot of the count (negative if dead).
-    #[inline]
-    pub fn count(&self) -> i32 {
-        self.word.count()
-    }
-
-    /// Whether the count is dead (negative).
-    #[inline]
-    pub fn is_dead(&self) -> bool {
-        self.count() < 0
-    }
-
     /// Takes a reference unconditionally (the caller already holds one).
     #[inline]
     pub fn get(&self) {
@@ -527,14 +536,7 @@ impl LockRef {
                 Step::Set(c + 1, true)
             }
         });
-        fast.unwrap_or_else(|| {
-            let mut g = self.slow_lock();
-            let ok = g.count() > 0;
-            if ok {
-                g.inc();
-            }
-            ok
-        })
+        fast.unwrap_or_else(|| self.slow_lock().inc_if(|c| c > 0))
     }
 
     /// Takes a reference if the count is not dead (a zero count is revived to 1).
@@ -549,14 +551,7 @@ impl LockRef {
                 Step::Set(c + 1, true)
             }
         });
-        fast.unwrap_or_else(|| {
-            let mut g = self.slow_lock();
-            let ok = !g.is_dead();
-            if ok {
-                g.inc();
-            }
-            ok
-        })
+        fast.unwrap_or_else(|| self.slow_lock().inc_if(|c| c >= 0))
     }
 
     /// Drops a reference locklessly if the count is `> 1`; see [`RefCount::put_return`].
@@ -587,33 +582,8 @@ impl LockRef {
         if fast.is_some() {
             return None;
         }
-        let mut g = self.slow_lock();
-        if g.count() <= 1 {
-            return Some(g);
-        }
-        // The budget ran out (or the count rose meanwhile): still not the last reference.
-        g.dec();
-        None
-    }
-
-    /// Takes the lock.
-    #[inline]
-    pub fn lock(&self) -> LockRefGuard<'_> {
-        self.word.lock()
-    }
-
-    /// Takes the lock if it is free.
-    #[inline]
-    pub fn try_lock(&self) -> Option<LockRefGuard<'_>> {
-        self.word.try_lock()
-    }
-}
-
-impl fmt::Debug for LockRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LockRef")
-            .field("count", &self.count())
-            .finish()
+        // The count is <= 1, or the budget ran out and the count may still be > 1.
+        self.slow_lock().put_or_keep()
     }
 }
 
@@ -634,18 +604,6 @@ impl LegacyRef {
         }
     }
 
-    /// A racy snapshot of the count (negative if dead).
-    #[inline]
-    pub fn count(&self) -> i32 {
-        self.word.count()
-    }
-
-    /// Whether the count is dead (negative).
-    #[inline]
-    pub fn is_dead(&self) -> bool {
-        self.count() < 0
-    }
-
     /// Takes a reference unconditionally.
     #[inline]
     pub fn get(&self) {
@@ -655,23 +613,13 @@ impl LegacyRef {
     /// Takes a reference if the count is positive.
     #[inline]
     pub fn get_not_zero(&self) -> bool {
-        let mut g = self.word.lock();
-        let ok = g.count() > 0;
-        if ok {
-            g.inc();
-        }
-        ok
+        self.word.lock().inc_if(|c| c > 0)
     }
 
     /// Takes a reference if the count is not dead.
     #[inline]
     pub fn get_not_dead(&self) -> bool {
-        let mut g = self.word.lock();
-        let ok = !g.is_dead();
-        if ok {
-            g.inc();
-        }
-        ok
+        self.word.lock().inc_if(|c| c >= 0)
     }
 
     /// Drops a reference if the count is `> 1` (under the lock); `None` otherwise.
@@ -689,34 +637,50 @@ impl LegacyRef {
     /// Drops a reference if the count is `> 1`, else returns the lock, count unchanged.
     #[inline]
     pub fn put_or_lock(&self) -> Option<LockRefGuard<'_>> {
-        let mut g = self.word.lock();
-        if g.count() <= 1 {
-            return Some(g);
+        self.word.lock().put_or_keep()
+    }
+}
+
+/// The methods both designs share through the word: the racy count and the lock.
+macro_rules! impl_word_api {
+    ($t:ident) => {
+        impl $t {
+            /// A racy snapshot of the count (negative if dead).
+            #[inline]
+            pub fn count(&self) -> i32 {
+                self.word.count()
+            }
+
+            /// Whether the count is dead (negative).
+            #[inline]
+            pub fn is_dead(&self) -> bool {
+                self.count() < 0
+            }
+
+            /// Takes the lock.
+            #[inline]
+            pub fn lock(&self) -> LockRefGuard<'_> {
+                self.word.lock()
+            }
+
+            /// Takes the lock if it is free.
+            #[inline]
+            pub fn try_lock(&self) -> Option<LockRefGuard<'_>> {
+                self.word.try_lock()
+            }
         }
-        g.dec();
-        None
-    }
 
-    /// Takes the lock.
-    #[inline]
-    pub fn lock(&self) -> LockRefGuard<'_> {
-        self.word.lock()
-    }
-
-    /// Takes the lock if it is free.
-    #[inline]
-    pub fn try_lock(&self) -> Option<LockRefGuard<'_>> {
-        self.word.try_lock()
-    }
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("count", &self.count())
+                    .finish()
+            }
+        }
+    };
 }
-
-impl fmt::Debug for LegacyRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LegacyRef")
-            .field("count", &self.count())
-            .finish()
-    }
-}
+impl_word_api!(LockRef);
+impl_word_api!(LegacyRef);
 
 macro_rules! impl_refcount {
     ($t:ty) => {
