@@ -1241,6 +1241,22 @@ mod loom_tests {
         });
     }
 
+    /// A fast path and a thread that locks, unlocks and then changes the count: with the
+    /// loom budget of 2, the fast path can wait once, lose its compare-exchange and fall
+    /// back to the lock; every mix of waiting, retrying and falling back keeps the count.
+    #[test]
+    fn loom_fallback_keeps_count() {
+        loom::model(|| {
+            let r = Arc::new(LockRef::new(1));
+            let r2 = r.clone();
+            let t = thread::spawn(move || r2.get());
+            drop(r.lock());
+            r.get();
+            t.join().unwrap();
+            assert_eq!(r.count(), 3);
+        });
+    }
+
     /// put_or_lock of the last reference races get_not_dead: either the put wins (marks
     /// dead, the get fails) or the get wins first (the put is lockless, the object lives).
     #[test]
