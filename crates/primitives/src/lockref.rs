@@ -39,6 +39,11 @@
 //!   fails because of a concurrent count change, so lockless traffic cannot starve a locker.
 //!   Waiting for the lock spins (test-and-test-and-set, read-only) and then yields the CPU,
 //!   so an oversubscribed machine (64 threads on 2 cores) does not burn the holder's slice.
+//! * The lock is test-and-set, deliberately not fair: a FIFO lock hands the lock to the next
+//!   waiter even when that waiter is preempted, and with more threads than CPUs everyone
+//!   then waits out a time slice. The price is that a thread re-taking the lock back to
+//!   back can starve waiters (lockers and fast paths alike); lockref critical sections are
+//!   short and separated by other work.
 //! * While the lock is held, only the holder writes the word (plain stores of the new count
 //!   with `L` set; a waiter's `fetch_or` may write the same value again, which changes
 //!   nothing). Unlock is a plain store of the word with `L` clear.
@@ -64,8 +69,24 @@
 //! a queue of fast-path threads. When those few lockers are done, `L` clears and stays clear,
 //! and every waiter's next compare-exchange can succeed. A thread that fell back (case 2)
 //! holds the lock for one count change and starts its next operation on the fast path.
-//! [`thread_stats`] counts the waits, fallbacks and lock acquisitions of the calling thread,
-//! which the tests use to observe it.
+//! (Linux's convoy also needs its lock to be FIFO, which hands the lock straight to the
+//! next queued fallback; ours is not, see above, but waiting rather than queueing is what
+//! keeps fast paths from holding the lock at all.)
+//!
+//! Observing it: [`thread_stats`] counts the waits, fallbacks and lock acquisitions of the
+//! calling thread. The test `returns_to_lockless_after_contention` holds the lock until
+//! several fast paths are waiting on it and checks that none of them took it; its contrast
+//! `linux_policy_queues_on_the_lock` runs Linux's policy (a test-only switch) and sees the
+//! fallback.
+//!
+//! ## Differences from Linux's lockref
+//!
+//! * Waiting instead of falling back, as above.
+//! * `put_return` never drops the last reference (1 -> 0) locklessly; it returns `None`
+//!   and leaves the count alone (Linux returns 0 after decrementing). The last put always
+//!   goes through the lock, as `put_or_lock` does.
+//! * Saturation at `i32::MAX` and dead counts that `get`/`dec` leave alone (Linux does not
+//!   check: its `count++` on a dead dentry would make -127).
 //!
 //! ## Memory ordering
 //!
@@ -79,7 +100,8 @@
 //!   - Failure: `Relaxed`; nothing is concluded from a failed exchange but its new value.
 //! * A fast path that returns without writing (`get_not_zero` of 0, `get_not_dead` of a
 //!   dead count, a saturated count) decides on a `Relaxed` load: a failure publishes
-//!   nothing, and the caller must not touch the object.
+//!   nothing, and the caller must not touch the object. (A saturated count is a leak
+//!   already; its callers hold other references that ordered their view of the object.)
 //! * Lock: `fetch_or(L, Acquire)`, pairs with the Release of the previous holder's unlock
 //!   and of every fast-path change before it.
 //! * Unlock (guard drop): `store(Release)`, pairs with the Acquire of the next locker and
