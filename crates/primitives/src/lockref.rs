@@ -190,12 +190,13 @@ pub struct LockRefStats {
 }
 
 impl LockRefStats {
-    /// The counts accumulated since `earlier` (a previous snapshot of the same thread).
+    /// The counts accumulated since `earlier`, a previous snapshot of the same thread
+    /// (saturating, so a snapshot of another thread gives zeros rather than a panic).
     pub fn since(self, earlier: LockRefStats) -> LockRefStats {
         LockRefStats {
-            waits: self.waits - earlier.waits,
-            fallbacks: self.fallbacks - earlier.fallbacks,
-            locked: self.locked - earlier.locked,
+            waits: self.waits.saturating_sub(earlier.waits),
+            fallbacks: self.fallbacks.saturating_sub(earlier.fallbacks),
+            locked: self.locked.saturating_sub(earlier.locked),
         }
     }
 }

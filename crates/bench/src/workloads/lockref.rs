@@ -116,6 +116,9 @@ fn put<R: RefCount>(r: &R) {
 struct Worker<'a, R> {
     inst: &'a Objects<R>,
     obj: &'a R,
+    /// The thread the worker was made on, and its statistics then: the stats are
+    /// per-thread, so they are only accounted if the worker is dropped there too.
+    thread: std::thread::ThreadId,
     start: LockRefStats,
     ops: u64,
 }
@@ -140,7 +143,11 @@ impl<R: RefCount> Worker<'_, R> {
 
 impl<R> Drop for Worker<'_, R> {
     fn drop(&mut self) {
-        let d = thread_stats().since(self.start);
+        let d = if std::thread::current().id() == self.thread {
+            thread_stats().since(self.start)
+        } else {
+            LockRefStats::default()
+        };
         // Relaxed: plain statistics, read after the workers are gone.
         self.inst.waits.fetch_add(d.waits, Ordering::Relaxed);
         self.inst
@@ -157,6 +164,7 @@ impl<R: RefCount> Instance for Objects<R> {
         let mut w = Worker {
             inst: self,
             obj,
+            thread: std::thread::current().id(),
             start: thread_stats(),
             ops: 0,
         };
