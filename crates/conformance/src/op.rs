@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// A symbolic fd: `open ... -> $n` stores the fd each target returned in slot `n`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Slot(pub u8);
+pub struct Slot(pub u16);
 
 /// An fd argument of a step.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,1 +1,157 @@
-//! Random operation sequences.
+//! Random operation sequences over a small namespace, for proptest.
+//!
+//! A handful of names in two directories, four fd slots, and the common calls with small
+//! arguments: small enough that sequences collide (create then rename over, unlink an
+//! open file, rmdir a non-empty directory, ...), which is where implementations differ.
+//! Every generated script ends by listing the directories and lstat-ing every name, so a
+//! divergence in state shows up even when no return value differed. Shrinking removes
+//! steps and simplifies arguments (proptest's `Vec` and `select` shrinking).
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+use crate::op::{Fd, Op, Slot};
+use crate::script::Script;
+
+/// Paths the generator uses (relative, so they also work after a chdir into `d`, where
+/// most of them do not exist).
+pub const NAMES: &[&str] = &[
+    "a", "b", "d", "e", "d/a", "d/b", "d/e", "e/x", "l", "d/l", "a/", "d/..",
+];
+const DIRS_TO_LIST: &[&str] = &["/", "/d", "/e", "/d/e"];
+const SLOTS: u16 = 4;
+/// Slot used by the epilogue and by `ls` steps, distinct from the generated ones.
+const LS_SLOT: u16 = 10;
+
+fn path() -> impl Strategy<Value = Vec<u8>> {
+    prop::sample::select(NAMES).prop_map(|s| s.as_bytes().to_vec())
+}
+
+fn slot() -> impl Strategy<Value = Slot> {
+    (0..SLOTS).prop_map(Slot)
+}
+
+fn fd() -> impl Strategy<Value = Fd> {
+    slot().prop_map(Fd::Slot)
+}
+
+fn data() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop::sample::select(b"xyz".as_slice()), 0..6)
+}
+
+fn open_flags() -> impl Strategy<Value = i32> {
+    use libc::*;
+    prop::sample::select(vec![
+        O_RDONLY,
+        O_WRONLY,
+        O_RDWR,
+        O_CREAT | O_RDWR,
+        O_CREAT | O_EXCL | O_WRONLY,
+        O_TRUNC | O_RDWR,
+        O_APPEND | O_WRONLY | O_CREAT,
+        O_DIRECTORY | O_RDONLY,
+        O_NOFOLLOW | O_RDONLY,
+        O_PATH,
+    ])
+}
+
+fn mode() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![0o644u32, 0o755, 0o600, 0o000, 0o4755, 0o1777])
+}
+
+/// One random step.
+pub fn op() -> impl Strategy<Value = Op> {
+    use libc::*;
+    let cwd = || Just(Fd::Cwd);
+    prop_oneof![
+        4 => (cwd(), path(), open_flags(), mode(), slot())
+            .prop_map(|(dir, path, flags, mode, to)| Op::Open { dir, path, flags, mode, to }),
+        2 => fd().prop_map(Op::Close),
+        3 => (fd(), data()).prop_map(|(fd, data)| Op::Write { fd, data }),
+        2 => (fd(), data(), 0i64..10).prop_map(|(fd, data, off)| Op::Pwrite { fd, data, off }),
+        2 => (fd(), 0usize..8).prop_map(|(fd, len)| Op::Read { fd, len }),
+        1 => (fd(), 0usize..8, 0i64..10).prop_map(|(fd, len, off)| Op::Pread { fd, len, off }),
+        1 => (fd(), -3i64..6, prop::sample::select(vec![SEEK_SET, SEEK_CUR, SEEK_END]))
+            .prop_map(|(fd, off, whence)| Op::Lseek { fd, off, whence }),
+        1 => (fd(), 0i64..6).prop_map(|(fd, len)| Op::Ftruncate { fd, len }),
+        1 => fd().prop_map(Op::Fstat),
+        2 => (path(), prop::sample::select(vec![0, AT_SYMLINK_NOFOLLOW]))
+            .prop_map(|(path, flags)| Op::Stat { dir: Fd::Cwd, path, flags }),
+        3 => (path(), mode()).prop_map(|(path, mode)| Op::Mkdir { dir: Fd::Cwd, path, mode }),
+        2 => (path(), prop::sample::select(vec![0, AT_REMOVEDIR]))
+            .prop_map(|(path, flags)| Op::Unlink { dir: Fd::Cwd, path, flags }),
+        3 => (path(), path(), prop::sample::select(vec![0u32, 0, RENAME_NOREPLACE, RENAME_EXCHANGE]))
+            .prop_map(|(old, new, flags)| Op::Rename {
+                olddir: Fd::Cwd, old, newdir: Fd::Cwd, new, flags
+            }),
+        1 => (path(), path()).prop_map(|(old, new)| Op::Link {
+            olddir: Fd::Cwd, old, newdir: Fd::Cwd, new, flags: 0
+        }),
+        1 => (path(), path()).prop_map(|(target, path)| Op::Symlink { target, dir: Fd::Cwd, path }),
+        1 => path().prop_map(|path| Op::Readlink { dir: Fd::Cwd, path, size: 64 }),
+        1 => (path(), 0i64..6).prop_map(|(path, len)| Op::Truncate { path, len }),
+        1 => (path(), mode()).prop_map(|(path, mode)| Op::Chmod {
+            dir: Fd::Cwd, path, mode, flags: 0
+        }),
+        1 => prop::sample::select(vec!["/", "d", "e", "..", "l"])
+            .prop_map(|p| Op::Chdir(p.as_bytes().to_vec())),
+        1 => Just(Op::Getcwd { size: 4096 }),
+        1 => (fd(), slot()).prop_map(|(fd, to)| Op::Dup { fd, to }),
+        1 => path().prop_map(Op::Contents),
+        1 => fd().prop_map(Op::Getdents),
+    ]
+}
+
+/// Wrap generated steps into a script with the observation epilogue.
+pub fn script_from(name: String, ops: Vec<Op>) -> Script {
+    let mut s = Script::new(name);
+    for op in ops {
+        s.push(op);
+    }
+    s.push(Op::Chdir(b"/".to_vec()));
+    for d in DIRS_TO_LIST {
+        let to = Slot(LS_SLOT);
+        s.push(Op::Open {
+            dir: Fd::Cwd,
+            path: d.as_bytes().to_vec(),
+            flags: libc::O_RDONLY | libc::O_DIRECTORY,
+            mode: 0,
+            to,
+        });
+        s.push(Op::Getdents(Fd::Slot(to)));
+        s.push(Op::Close(Fd::Slot(to)));
+    }
+    for n in NAMES {
+        s.push(Op::Stat {
+            dir: Fd::Cwd,
+            path: n.as_bytes().to_vec(),
+            flags: libc::AT_SYMLINK_NOFOLLOW,
+        });
+        s.push(Op::Contents(n.as_bytes().to_vec()));
+    }
+    s
+}
+
+/// Random scripts of 1 to `max_len` steps.
+pub fn script(max_len: usize) -> impl Strategy<Value = Script> {
+    prop::collection::vec(op(), 1..=max_len.max(1))
+        .prop_map(|ops| script_from("random/generated".into(), ops))
+}
+
+/// `n` random scripts from a fixed seed (reproducible, for the report binary).
+pub fn sample(n: usize, seed: u64) -> Vec<Script> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let strat = script(30);
+    (0..n)
+        .filter_map(|i| {
+            let tree = strat.new_tree(&mut runner).ok()?;
+            let mut s = tree.current();
+            s.name = format!("random/seed{seed}-{i}");
+            Some(s)
+        })
+        .collect()
+}

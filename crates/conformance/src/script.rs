@@ -25,7 +25,7 @@ use crate::op::{Fd, Op, Slot};
 pub struct Script {
     pub name: String,
     pub steps: Vec<Op>,
-    next_slot: u8,
+    next_slot: u16,
 }
 
 /// An unprivileged user the permission cases run as.
@@ -70,7 +70,7 @@ impl Script {
 
     fn slot(&mut self) -> Slot {
         let s = Slot(self.next_slot);
-        self.next_slot = self.next_slot.checked_add(1).expect("at most 255 slots");
+        self.next_slot = self.next_slot.checked_add(1).expect("at most 65535 slots");
         s
     }
 

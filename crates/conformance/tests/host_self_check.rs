@@ -1,0 +1,53 @@
+//! Every script on two host backends in two different tmpfs directories: they must agree.
+//! This validates the harness (fork/chroot/credential switching, slot handling, outcome
+//! transport) and that every case is deterministic on the reference.
+
+use std::collections::HashSet;
+
+use scalevfs_conformance::{cases, HostBackend, Outcome, Report};
+
+fn root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn suite_is_large_and_names_are_unique() {
+    let all = cases::all();
+    assert!(all.len() >= 300, "only {} cases", all.len());
+    let mut seen = HashSet::new();
+    for s in &all {
+        assert!(seen.insert(s.name.clone()), "duplicate case name {}", s.name);
+        assert!(!s.steps.is_empty(), "{} has no steps", s.name);
+    }
+}
+
+#[test]
+fn host_agrees_with_host() {
+    if !root() {
+        eprintln!("host_self_check needs root (chroot, setuid); skipped");
+        return;
+    }
+    let a = HostBackend::new().expect("host backend A");
+    let b = HostBackend::new().expect("host backend B");
+    assert_ne!(a.base(), b.base());
+    let all = cases::all();
+    let report = Report::run(&a, &b, &all);
+    let bad: Vec<_> = report.cases.iter().filter(|c| !c.agrees()).collect();
+    for c in &bad {
+        eprintln!("{}", c.render("A", "B"));
+    }
+    assert!(bad.is_empty(), "{} of {} cases differ between two host runs", bad.len(), all.len());
+    // The harness itself must never have failed on the reference.
+    for c in &report.cases {
+        for (i, o) in c.a.iter().enumerate() {
+            assert!(
+                !matches!(o, Outcome::Harness(_)),
+                "{} step {i}: {o}",
+                c.script.name
+            );
+        }
+        assert_eq!(c.a.len(), c.script.steps.len(), "{}", c.script.name);
+    }
+    eprintln!("{}", report.summary(0));
+}
