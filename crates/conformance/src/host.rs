@@ -54,6 +54,8 @@ fn ts(sec: i64, nsec: i64) -> Timespec {
     Timespec { sec, nsec }
 }
 
+// The casts are no-ops on x86_64 but not on every architecture (aarch64 has a u32 nlink).
+#[allow(clippy::unnecessary_cast)]
 fn from_stat(st: &libc::stat) -> Stat {
     Stat {
         dev: st.st_dev,
@@ -111,9 +113,8 @@ impl Target for HostTarget {
     fn readv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize> {
         // SAFETY: IoSliceMut is ABI-compatible with `struct iovec`; each points to valid
         // writable memory for the duration of the call.
-        ok(unsafe { libc::readv(fd, bufs.as_mut_ptr().cast(), bufs.len() as i32) }
-            as libc::c_long)
-        .map(|v| v as usize)
+        ok(unsafe { libc::readv(fd, bufs.as_mut_ptr().cast(), bufs.len() as i32) } as libc::c_long)
+            .map(|v| v as usize)
     }
     fn writev(&mut self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
         // SAFETY: IoSlice is ABI-compatible with `struct iovec`; each points to valid memory.
@@ -351,7 +352,11 @@ pub fn is_tmpfs(path: &Path) -> Result<bool, String> {
     let mut sf: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: `p` is NUL-terminated and `sf` is writable.
     if unsafe { libc::statfs(p.as_ptr(), &mut sf) } != 0 {
-        return Err(format!("statfs({}): {}", path.display(), Errno::last_os_error()));
+        return Err(format!(
+            "statfs({}): {}",
+            path.display(),
+            Errno::last_os_error()
+        ));
     }
     Ok(sf.f_type as i64 == TMPFS_MAGIC)
 }
@@ -359,10 +364,12 @@ pub fn is_tmpfs(path: &Path) -> Result<bool, String> {
 fn require_root() -> Result<(), String> {
     // SAFETY: no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("the host side of the conformance harness must run as root: it chroots \
+        return Err(
+            "the host side of the conformance harness must run as root: it chroots \
                     into each case directory and drops to unprivileged uids for permission \
                     cases (CI runs as root)"
-            .into());
+                .into(),
+        );
     }
     Ok(())
 }
@@ -480,7 +487,8 @@ impl HostBackend {
 
 /// The forked child: never returns.
 fn child_main(wfd: i32, root: &CString, script: &Script) -> ! {
-    // SAFETY (whole function): plain system calls on fds and NUL-terminated strings we own.
+    // SAFETY: plain system calls on fds and NUL-terminated strings we own, and a zeroed
+    // `struct rlimit` (valid for all-zero bytes); the closure writes from a live buffer.
     unsafe {
         let mut rl: libc::rlimit = std::mem::zeroed();
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);

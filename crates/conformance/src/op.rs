@@ -36,53 +36,180 @@ impl From<Slot> for Fd {
 /// One step of a script.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
-    Open { dir: Fd, path: Vec<u8>, flags: i32, mode: u32, to: Slot },
+    Open {
+        dir: Fd,
+        path: Vec<u8>,
+        flags: i32,
+        mode: u32,
+        to: Slot,
+    },
     Close(Fd),
-    Read { fd: Fd, len: usize },
-    Write { fd: Fd, data: Vec<u8> },
-    Pread { fd: Fd, len: usize, off: i64 },
-    Pwrite { fd: Fd, data: Vec<u8>, off: i64 },
-    Readv { fd: Fd, lens: Vec<usize> },
-    Writev { fd: Fd, bufs: Vec<Vec<u8>> },
-    Lseek { fd: Fd, off: i64, whence: i32 },
-    Stat { dir: Fd, path: Vec<u8>, flags: i32 },
+    Read {
+        fd: Fd,
+        len: usize,
+    },
+    Write {
+        fd: Fd,
+        data: Vec<u8>,
+    },
+    Pread {
+        fd: Fd,
+        len: usize,
+        off: i64,
+    },
+    Pwrite {
+        fd: Fd,
+        data: Vec<u8>,
+        off: i64,
+    },
+    Readv {
+        fd: Fd,
+        lens: Vec<usize>,
+    },
+    Writev {
+        fd: Fd,
+        bufs: Vec<Vec<u8>>,
+    },
+    Lseek {
+        fd: Fd,
+        off: i64,
+        whence: i32,
+    },
+    Stat {
+        dir: Fd,
+        path: Vec<u8>,
+        flags: i32,
+    },
     Fstat(Fd),
-    Chmod { dir: Fd, path: Vec<u8>, mode: u32, flags: i32 },
-    Fchmod { fd: Fd, mode: u32 },
-    Chown { dir: Fd, path: Vec<u8>, uid: u32, gid: u32, flags: i32 },
-    Fchown { fd: Fd, uid: u32, gid: u32 },
+    Chmod {
+        dir: Fd,
+        path: Vec<u8>,
+        mode: u32,
+        flags: i32,
+    },
+    Fchmod {
+        fd: Fd,
+        mode: u32,
+    },
+    Chown {
+        dir: Fd,
+        path: Vec<u8>,
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    },
+    Fchown {
+        fd: Fd,
+        uid: u32,
+        gid: u32,
+    },
     /// `path: None` is `futimens(dir, times)`.
-    Utimens { dir: Fd, path: Option<Vec<u8>>, times: Option<[Timespec; 2]>, flags: i32 },
-    Access { dir: Fd, path: Vec<u8>, mode: i32, flags: i32 },
+    Utimens {
+        dir: Fd,
+        path: Option<Vec<u8>>,
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    },
+    Access {
+        dir: Fd,
+        path: Vec<u8>,
+        mode: i32,
+        flags: i32,
+    },
     /// Returns the previous mask.
     Umask(u32),
-    Mkdir { dir: Fd, path: Vec<u8>, mode: u32 },
-    Unlink { dir: Fd, path: Vec<u8>, flags: i32 },
-    Rename { olddir: Fd, old: Vec<u8>, newdir: Fd, new: Vec<u8>, flags: u32 },
-    Link { olddir: Fd, old: Vec<u8>, newdir: Fd, new: Vec<u8>, flags: i32 },
-    Symlink { target: Vec<u8>, dir: Fd, path: Vec<u8> },
-    Readlink { dir: Fd, path: Vec<u8>, size: usize },
+    Mkdir {
+        dir: Fd,
+        path: Vec<u8>,
+        mode: u32,
+    },
+    Unlink {
+        dir: Fd,
+        path: Vec<u8>,
+        flags: i32,
+    },
+    Rename {
+        olddir: Fd,
+        old: Vec<u8>,
+        newdir: Fd,
+        new: Vec<u8>,
+        flags: u32,
+    },
+    Link {
+        olddir: Fd,
+        old: Vec<u8>,
+        newdir: Fd,
+        new: Vec<u8>,
+        flags: i32,
+    },
+    Symlink {
+        target: Vec<u8>,
+        dir: Fd,
+        path: Vec<u8>,
+    },
+    Readlink {
+        dir: Fd,
+        path: Vec<u8>,
+        size: usize,
+    },
     /// `getdents64` until it returns 0; the outcome is the sorted (name, d_type) list.
     Getdents(Fd),
     /// One `getdents64` call with a `size`-byte buffer; the outcome is the number of
     /// entries decoded (used for the too-small-buffer and end-of-directory cases).
-    GetdentsOnce { fd: Fd, size: usize },
-    Truncate { path: Vec<u8>, len: i64 },
-    Ftruncate { fd: Fd, len: i64 },
-    Fallocate { fd: Fd, mode: i32, off: i64, len: i64 },
-    Dup { fd: Fd, to: Slot },
-    Dup2 { old: Fd, new: Fd, to: Slot },
-    Dup3 { old: Fd, new: Fd, flags: i32, to: Slot },
+    GetdentsOnce {
+        fd: Fd,
+        size: usize,
+    },
+    Truncate {
+        path: Vec<u8>,
+        len: i64,
+    },
+    Ftruncate {
+        fd: Fd,
+        len: i64,
+    },
+    Fallocate {
+        fd: Fd,
+        mode: i32,
+        off: i64,
+        len: i64,
+    },
+    Dup {
+        fd: Fd,
+        to: Slot,
+    },
+    Dup2 {
+        old: Fd,
+        new: Fd,
+        to: Slot,
+    },
+    Dup3 {
+        old: Fd,
+        new: Fd,
+        flags: i32,
+        to: Slot,
+    },
     /// Integer-argument commands; `to` receives the fd of `F_DUPFD`/`F_DUPFD_CLOEXEC`.
-    Fcntl { fd: Fd, cmd: i32, arg: i64, to: Option<Slot> },
+    Fcntl {
+        fd: Fd,
+        cmd: i32,
+        arg: i64,
+        to: Option<Slot>,
+    },
     Chdir(Vec<u8>),
     Fchdir(Fd),
-    Getcwd { size: usize },
+    Getcwd {
+        size: usize,
+    },
     Fsync(Fd),
     Fdatasync(Fd),
     // --- harness helpers ---
     /// Drop root: close every slot, `chdir("/")`, switch to these credentials, umask 022.
-    SetCreds { uid: u32, gid: u32, groups: Vec<u32> },
+    SetCreds {
+        uid: u32,
+        gid: u32,
+        groups: Vec<u32>,
+    },
     /// Remember `path`'s (lstat) timestamps and wait for the clock to move on.
     SnapTimes(Vec<u8>),
     /// Compare `path`'s timestamps with the last snapshot: each is before, same or after.
@@ -150,7 +277,11 @@ pub enum Outcome {
     Stat(StatView),
     /// Sorted `(name, d_type)` pairs.
     Dents(Vec<(Vec<u8>, u8)>),
-    Times { atime: Moved, mtime: Moved, ctime: Moved },
+    Times {
+        atime: Moved,
+        mtime: Moved,
+        ctime: Moved,
+    },
     /// Seconds and nanoseconds of atime and mtime.
     Exact([(i64, i64); 2]),
     /// The errno (positive).

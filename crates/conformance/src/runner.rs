@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::known::known_difference;
-use crate::op::{CompareOptions, Outcome};
+use crate::op::{open_flags, CompareOptions, Op, Outcome};
 use crate::script::Script;
 use crate::target::{Executor, Target};
 
@@ -65,9 +65,10 @@ impl CaseResult {
         if let Some(why) = self.known {
             let _ = writeln!(s, "(known difference: {why})");
         }
-        let show = |v: &Vec<Outcome>, i: usize| {
-            v.get(i)
-                .map_or_else(|| "(not run)".to_string(), |o| o.to_string())
+        let steps = &self.script.steps;
+        let show = |v: &Vec<Outcome>, i: usize| match v.get(i) {
+            None => "(not run)".to_string(),
+            Some(o) => show_outcome(steps.get(i), o),
         };
         let n = self.script.steps.len().max(self.a.len()).max(self.b.len());
         for i in 0..n {
@@ -76,7 +77,11 @@ impl CaseResult {
                 .steps
                 .get(i)
                 .map_or_else(|| "(harness)".to_string(), |o| o.to_string());
-            let mark = if self.differing.contains(&i) { "<<" } else { "  " };
+            let mark = if self.differing.contains(&i) {
+                "<<"
+            } else {
+                "  "
+            };
             let (oa, ob) = (show(&self.a, i), show(&self.b, i));
             if oa == ob && mark == "  " {
                 let _ = writeln!(s, "  {mark}{i:3}: {op}\n           = {oa}");
@@ -88,6 +93,20 @@ impl CaseResult {
             }
         }
         s
+    }
+}
+
+/// An outcome, with flag words decoded where the step says what they are.
+fn show_outcome(op: Option<&Op>, o: &Outcome) -> String {
+    match (op, o) {
+        (
+            Some(Op::Fcntl {
+                cmd: libc::F_GETFL, ..
+            }),
+            Outcome::Val(v),
+        ) => format!("{v:#o} ({})", open_flags(*v as i32)),
+        (Some(Op::Umask(_)), Outcome::Val(v)) => format!("{v:#o}"),
+        _ => o.to_string(),
     }
 }
 

@@ -192,4 +192,3 @@ impl Backend for ScalevfsBackend {
         out
     }
 }
-

@@ -281,7 +281,12 @@ impl Script {
     pub fn rmdir(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
         self.unlink_at(Fd::Cwd, path, libc::AT_REMOVEDIR)
     }
-    pub fn unlink_at(&mut self, dir: impl Into<Fd>, path: impl AsRef<[u8]>, flags: i32) -> &mut Self {
+    pub fn unlink_at(
+        &mut self,
+        dir: impl Into<Fd>,
+        path: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> &mut Self {
         self.push(Op::Unlink {
             dir: dir.into(),
             path: b(path),
@@ -496,6 +501,24 @@ impl Script {
             self.write(f, data);
         }
         self.close(f)
+    }
+}
+
+impl Script {
+    /// [`Script::file`] then `chmod` to exactly `mode` (not filtered by the umask).
+    pub fn file_mode(
+        &mut self,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        data: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        let p = b(path);
+        self.file(&p, mode, data).chmod(&p, mode)
+    }
+    /// `mkdir` then `chmod` to exactly `mode`.
+    pub fn mkdir_mode(&mut self, path: impl AsRef<[u8]>, mode: u32) -> &mut Self {
+        let p = b(path);
+        self.mkdir(&p, mode).chmod(&p, mode)
     }
 }
 

@@ -28,8 +28,14 @@ pub trait Target {
     fn fstat(&mut self, fd: i32) -> SysResult<Stat>;
     fn fchmodat(&mut self, dirfd: i32, path: &[u8], mode: u32, flags: i32) -> SysResult<()>;
     fn fchmod(&mut self, fd: i32, mode: u32) -> SysResult<()>;
-    fn fchownat(&mut self, dirfd: i32, path: &[u8], uid: u32, gid: u32, flags: i32)
-        -> SysResult<()>;
+    fn fchownat(
+        &mut self,
+        dirfd: i32,
+        path: &[u8],
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    ) -> SysResult<()>;
     fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> SysResult<()>;
     /// `path == None` is `futimens(dirfd, times)`.
     fn utimensat(
@@ -44,8 +50,7 @@ pub trait Target {
     fn umask(&mut self, mask: u32) -> u32;
     fn mkdirat(&mut self, dirfd: i32, path: &[u8], mode: u32) -> SysResult<()>;
     fn unlinkat(&mut self, dirfd: i32, path: &[u8], flags: i32) -> SysResult<()>;
-    fn renameat2(&mut self, od: i32, old: &[u8], nd: i32, new: &[u8], flags: u32)
-        -> SysResult<()>;
+    fn renameat2(&mut self, od: i32, old: &[u8], nd: i32, new: &[u8], flags: u32) -> SysResult<()>;
     fn linkat(&mut self, od: i32, old: &[u8], nd: i32, new: &[u8], flags: i32) -> SysResult<()>;
     fn symlinkat(&mut self, target: &[u8], dirfd: i32, path: &[u8]) -> SysResult<()>;
     fn readlinkat(&mut self, dirfd: i32, path: &[u8], buf: &mut [u8]) -> SysResult<usize>;
@@ -240,8 +245,7 @@ impl<'t> Executor<'t> {
                 let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
                 val(self.target.writev(self.fd(*fd), &slices))
             }
-            Op::Lseek { fd, off, whence } => match self.target.lseek(self.fd(*fd), *off, *whence)
-            {
+            Op::Lseek { fd, off, whence } => match self.target.lseek(self.fd(*fd), *off, *whence) {
                 Ok(v) => O::Val(v),
                 Err(e) => O::from_errno(e),
             },
@@ -293,13 +297,10 @@ impl<'t> Executor<'t> {
                 newdir,
                 new,
                 flags,
-            } => unit(self.target.renameat2(
-                self.fd(*olddir),
-                old,
-                self.fd(*newdir),
-                new,
-                *flags,
-            )),
+            } => unit(
+                self.target
+                    .renameat2(self.fd(*olddir), old, self.fd(*newdir), new, *flags),
+            ),
             Op::Link {
                 olddir,
                 old,
@@ -434,10 +435,7 @@ impl<'t> Executor<'t> {
                 (Ok(_), None) => O::Harness("TimesSince without SnapTimes".into()),
             },
             Op::ExactTimes(path) => match self.stat_of(path) {
-                Ok(s) => O::Exact([
-                    (s.atime.sec, s.atime.nsec),
-                    (s.mtime.sec, s.mtime.nsec),
-                ]),
+                Ok(s) => O::Exact([(s.atime.sec, s.atime.nsec), (s.mtime.sec, s.mtime.nsec)]),
                 Err(e) => O::from_errno(e),
             },
             Op::Contents(path) => self.contents(path),

@@ -17,7 +17,11 @@ fn suite_is_large_and_names_are_unique() {
     assert!(all.len() >= 300, "only {} cases", all.len());
     let mut seen = HashSet::new();
     for s in &all {
-        assert!(seen.insert(s.name.clone()), "duplicate case name {}", s.name);
+        assert!(
+            seen.insert(s.name.clone()),
+            "duplicate case name {}",
+            s.name
+        );
         assert!(!s.steps.is_empty(), "{} has no steps", s.name);
     }
 }
@@ -37,7 +41,12 @@ fn host_agrees_with_host() {
     for c in &bad {
         eprintln!("{}", c.render("A", "B"));
     }
-    assert!(bad.is_empty(), "{} of {} cases differ between two host runs", bad.len(), all.len());
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases differ between two host runs",
+        bad.len(),
+        all.len()
+    );
     // The harness itself must never have failed on the reference.
     for c in &report.cases {
         for (i, o) in c.a.iter().enumerate() {

@@ -12,9 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use scalevfs_conformance::{
-    cases, random, Backend, HostBackend, Report, ScalevfsBackend, Script,
-};
+use scalevfs_conformance::{cases, random, Backend, HostBackend, Report, ScalevfsBackend, Script};
 
 #[derive(Parser)]
 #[command(about = "Differential conformance: host kernel vs scalevfs (or vs a directory)")]

@@ -38,7 +38,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     v.push(s);
     let (mut s, f) = with_file("dup2-to-free-number");
     let d = s.dup2(f, Fd::Raw(10));
-    s.read(d, 3).read(f, 3).fcntl(d, F_GETFD, 0).close(Fd::Raw(10)).close(d);
+    s.read(d, 3)
+        .read(f, 3)
+        .fcntl(d, F_GETFD, 0)
+        .close(Fd::Raw(10))
+        .close(d);
     let e = s.dup(f);
     s.close(e);
     v.push(s);
@@ -72,7 +76,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     let b = s.fcntl_dup(f, F_DUPFD, 20);
     let c = s.fcntl_dup(f, F_DUPFD, 20);
     let d = s.fcntl_dup(f, F_DUPFD_CLOEXEC, 5);
-    s.fcntl(a, F_GETFD, 0).fcntl(d, F_GETFD, 0).close(b).close(c);
+    s.fcntl(a, F_GETFD, 0)
+        .fcntl(d, F_GETFD, 0)
+        .close(b)
+        .close(c);
     s.fcntl_dup(f, F_DUPFD, -1);
     s.fcntl_dup(Fd::Raw(-1), F_DUPFD, 0);
     v.push(s);
@@ -113,19 +120,28 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .contents("f");
     v.push(s);
     let (mut s, f) = with_file("fcntl-setfl-ignores-accmode-and-creation");
-    s.fcntl(f, F_SETFL, (O_WRONLY | O_TRUNC | O_CREAT | O_EXCL | O_NONBLOCK) as i64)
-        .fcntl(f, F_GETFL, 0)
-        .read(f, 3)
-        .contents("f");
+    s.fcntl(
+        f,
+        F_SETFL,
+        (O_WRONLY | O_TRUNC | O_CREAT | O_EXCL | O_NONBLOCK) as i64,
+    )
+    .fcntl(f, F_GETFL, 0)
+    .read(f, 3)
+    .contents("f");
     v.push(s);
     let (mut s, f) = with_file("fcntl-setfl-shared-by-dup");
     let d = s.dup(f);
-    s.fcntl(f, F_SETFL, (O_APPEND | O_NONBLOCK) as i64).fcntl(d, F_GETFL, 0);
+    s.fcntl(f, F_SETFL, (O_APPEND | O_NONBLOCK) as i64)
+        .fcntl(d, F_GETFL, 0);
     v.push(s);
     let (mut s, f) = with_file("fcntl-errors");
-    s.fcntl(Fd::Raw(-1), F_GETFD, 0).fcntl(Fd::Raw(33), F_GETFL, 0).fcntl(f, 9999, 0);
+    s.fcntl(Fd::Raw(-1), F_GETFD, 0)
+        .fcntl(Fd::Raw(33), F_GETFL, 0)
+        .fcntl(f, 9999, 0);
     let p = s.open("f", O_PATH, 0);
-    s.fcntl(p, F_GETFD, 0).fcntl(p, F_SETFL, O_APPEND as i64).fcntl(p, F_GETFL, 0);
+    s.fcntl(p, F_GETFD, 0)
+        .fcntl(p, F_SETFL, O_APPEND as i64)
+        .fcntl(p, F_GETFL, 0);
     v.push(s);
     let (mut s, f) = with_file("close-twice");
     s.close(f).close(f).read(f, 1);
@@ -138,39 +154,81 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     // chdir, fchdir, getcwd.
     let mut s = Script::new("cwd/basic");
     s.mkdir("a", 0o755).mkdir("a/b", 0o755).getcwd();
-    s.chdir("a").getcwd().chdir("b").getcwd().chdir("..").getcwd();
-    s.chdir("/a/b").getcwd().chdir("../..").getcwd().chdir("..").getcwd();
+    s.chdir("a")
+        .getcwd()
+        .chdir("b")
+        .getcwd()
+        .chdir("..")
+        .getcwd();
+    s.chdir("/a/b")
+        .getcwd()
+        .chdir("../..")
+        .getcwd()
+        .chdir("..")
+        .getcwd();
     v.push(s);
     let mut s = Script::new("cwd/relative-ops-after-chdir");
-    s.mkdir("a", 0o755).chdir("a").file("f", 0o644, "in a").mkdir("sub", 0o755);
+    s.mkdir("a", 0o755)
+        .chdir("a")
+        .file("f", 0o644, "in a")
+        .mkdir("sub", 0o755);
     s.chdir("/").ls("a").contents("a/f");
     v.push(s);
     let mut s = Script::new("cwd/chdir-errors");
-    s.file("f", 0o644, "").symlink("f", "lf").symlink("nowhere", "dangling");
-    s.chdir("f").chdir("lf").chdir("dangling").chdir("missing").chdir("").chdir("f/");
+    s.file("f", 0o644, "")
+        .symlink("f", "lf")
+        .symlink("nowhere", "dangling");
+    s.chdir("f")
+        .chdir("lf")
+        .chdir("dangling")
+        .chdir("missing")
+        .chdir("")
+        .chdir("f/");
     s.getcwd();
     v.push(s);
     let mut s = Script::new("cwd/chdir-through-symlink");
-    s.mkdir("real", 0o755).symlink("real", "link").chdir("link").getcwd();
+    s.mkdir("real", 0o755)
+        .symlink("real", "link")
+        .chdir("link")
+        .getcwd();
     v.push(s);
     let mut s = Script::new("cwd/fchdir");
     s.mkdir("d", 0o755).file("f", 0o644, "");
     let d = s.open("d", O_RDONLY | O_DIRECTORY, 0);
     let p = s.open("d", O_PATH, 0);
     let f = s.open("f", O_RDONLY, 0);
-    s.fchdir(d).getcwd().chdir("/").fchdir(p).getcwd().fchdir(f).fchdir(Fd::Raw(-1));
+    s.fchdir(d)
+        .getcwd()
+        .chdir("/")
+        .fchdir(p)
+        .getcwd()
+        .fchdir(f)
+        .fchdir(Fd::Raw(-1));
     s.getcwd();
     v.push(s);
     let mut s = Script::new("cwd/getcwd-buffer-sizes");
     s.mkdir("abc", 0o755).chdir("abc");
-    s.getcwd_sz(0).getcwd_sz(1).getcwd_sz(4).getcwd_sz(5).getcwd_sz(100);
+    s.getcwd_sz(0)
+        .getcwd_sz(1)
+        .getcwd_sz(4)
+        .getcwd_sz(5)
+        .getcwd_sz(100);
     v.push(s);
     let mut s = Script::new("cwd/getcwd-after-rename");
-    s.mkdir("a", 0o755).mkdir("a/b", 0o755).chdir("a/b").rename("/a", "/z").getcwd();
+    s.mkdir("a", 0o755)
+        .mkdir("a/b", 0o755)
+        .chdir("a/b")
+        .rename("/a", "/z")
+        .getcwd();
     s.rename("/z/b", "/b2").getcwd();
     v.push(s);
     let mut s = Script::new("cwd/getcwd-removed-dir");
-    s.mkdir("a", 0o755).chdir("a").rmdir("/a").getcwd().chdir("..").getcwd();
+    s.mkdir("a", 0o755)
+        .chdir("a")
+        .rmdir("/a")
+        .getcwd()
+        .chdir("..")
+        .getcwd();
     v.push(s);
     let mut s = Script::new("cwd/at-fdcwd-follows-chdir");
     s.mkdir("a", 0o755).file("a/f", 0o644, "").chdir("a");

@@ -12,16 +12,26 @@ fn rw(name: &str) -> (Script, crate::Slot) {
 
 pub(super) fn cases(v: &mut Vec<Script>) {
     let (mut s, f) = rw("write-then-read");
-    s.write(f, "hello").lseek(f, 0, SEEK_SET).read(f, 100).read(f, 100).fstat(f);
+    s.write(f, "hello")
+        .lseek(f, 0, SEEK_SET)
+        .read(f, 100)
+        .read(f, 100)
+        .fstat(f);
     v.push(s);
     let (mut s, f) = rw("zero-length");
     s.write(f, "").read(f, 0).pwrite(f, "", 10).fstat(f);
     v.push(s);
     let (mut s, f) = rw("overwrite-middle");
-    s.write(f, "abcdefgh").pwrite(f, "XY", 3).pread(f, 20, 0).fstat(f);
+    s.write(f, "abcdefgh")
+        .pwrite(f, "XY", 3)
+        .pread(f, 20, 0)
+        .fstat(f);
     v.push(s);
     let (mut s, f) = rw("pread-pwrite-keep-offset");
-    s.write(f, "abc").pwrite(f, "Z", 0).pread(f, 2, 1).lseek(f, 0, SEEK_CUR);
+    s.write(f, "abc")
+        .pwrite(f, "Z", 0)
+        .pread(f, 2, 1)
+        .lseek(f, 0, SEEK_CUR);
     v.push(s);
     let (mut s, f) = rw("pread-past-eof");
     s.write(f, "abc").pread(f, 10, 3).pread(f, 10, 100);
@@ -30,10 +40,16 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     s.pread(f, 1, -1).pwrite(f, "x", -1);
     v.push(s);
     let (mut s, f) = rw("write-past-eof-makes-hole");
-    s.lseek(f, 10, SEEK_SET).write(f, "end").pread(f, 20, 0).fstat(f);
+    s.lseek(f, 10, SEEK_SET)
+        .write(f, "end")
+        .pread(f, 20, 0)
+        .fstat(f);
     v.push(s);
     let (mut s, f) = rw("pwrite-far-hole");
-    s.pwrite(f, "far", 1 << 20).fstat(f).pread(f, 8, (1 << 20) - 5).pread(f, 4, 4096);
+    s.pwrite(f, "far", 1 << 20)
+        .fstat(f)
+        .pread(f, 8, (1 << 20) - 5)
+        .pread(f, 4, 4096);
     v.push(s);
     let (mut s, f) = rw("readv-writev");
     s.writev(f, &["ab", "", "cde", "f"])
@@ -44,7 +60,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .fstat(f);
     v.push(s);
     let (mut s, f) = rw("readv-short-file");
-    s.write(f, "xyz").lseek(f, 1, SEEK_SET).readv(f, &[1, 1, 1, 1]);
+    s.write(f, "xyz")
+        .lseek(f, 1, SEEK_SET)
+        .readv(f, &[1, 1, 1, 1]);
     v.push(s);
 
     let mut s = Script::new("io/read-on-wronly");
@@ -55,7 +73,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     let mut s = Script::new("io/write-on-rdonly");
     s.file("f", 0o644, "data");
     let f = s.open("f", O_RDONLY, 0);
-    s.write(f, "x").pwrite(f, "x", 0).writev(f, &["x"]).contents("f");
+    s.write(f, "x")
+        .pwrite(f, "x", 0)
+        .writev(f, &["x"])
+        .contents("f");
     v.push(s);
     let mut s = Script::new("io/read-dir-fd");
     s.mkdir("d", 0o755);
@@ -92,7 +113,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .lseek(f, 0, SEEK_CUR);
     v.push(s);
     let (mut s, f) = rw("lseek-huge-offset");
-    s.lseek(f, i64::MAX, SEEK_SET).lseek(f, 1, SEEK_CUR).lseek(f, 0, SEEK_CUR);
+    s.lseek(f, i64::MAX, SEEK_SET)
+        .lseek(f, 1, SEEK_CUR)
+        .lseek(f, 0, SEEK_CUR);
     v.push(s);
     let mut s = Script::new("io/lseek-dir");
     s.mkdir("d", 0o755).file("d/a", 0o644, "");
@@ -123,7 +146,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     // truncate / ftruncate / fallocate.
     let mut s = Script::new("io/truncate-grow-shrink");
     s.file("f", 0o644, "0123456789");
-    s.truncate("f", 4).contents("f").truncate("f", 8).contents("f").stat("f");
+    s.truncate("f", 4)
+        .contents("f")
+        .truncate("f", 8)
+        .contents("f")
+        .stat("f");
     v.push(s);
     let mut s = Script::new("io/truncate-errors");
     s.mkdir("d", 0o755).file("f", 0o644, "");
@@ -134,7 +161,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .truncate("f/x", 0);
     v.push(s);
     let mut s = Script::new("io/truncate-follows-symlink");
-    s.file("f", 0o644, "abcdef").symlink("f", "l").truncate("l", 2).stat("f").lstat("l");
+    s.file("f", 0o644, "abcdef")
+        .symlink("f", "l")
+        .truncate("l", 2)
+        .stat("f")
+        .lstat("l");
     v.push(s);
     let (mut s, f) = rw("ftruncate-then-read");
     s.write(f, "abcdef")
@@ -212,7 +243,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     // Offsets and data shared through dup, not through separate opens.
     let (mut s, f) = rw("dup-shares-offset");
     let g = s.dup(f);
-    s.write(f, "abc").lseek(g, 0, SEEK_CUR).write(g, "de").pread(f, 10, 0);
+    s.write(f, "abc")
+        .lseek(g, 0, SEEK_CUR)
+        .write(g, "de")
+        .pread(f, 10, 0);
     v.push(s);
     let (mut s, f) = rw("unlinked-file-still-readable");
     s.write(f, "ghost")
@@ -232,7 +266,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .pread(f, 200, 3990);
     v.push(s);
     let (mut s, f) = rw("pwrite-at-max-offset");
-    s.pwrite(f, "x", i64::MAX).pwrite(f, "xy", i64::MAX - 1).fstat(f);
+    s.pwrite(f, "x", i64::MAX)
+        .pwrite(f, "xy", i64::MAX - 1)
+        .fstat(f);
     v.push(s);
 }
 

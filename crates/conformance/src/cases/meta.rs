@@ -13,13 +13,19 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         for (fname, flags) in [("follow", 0), ("nofollow", AT_SYMLINK_NOFOLLOW)] {
             let mut s = Script::new(format!("stat/{fname}/{}", kind.tag()));
             kind.make(&mut s, "t");
-            s.stat_at(Fd::Cwd, "t", flags).stat_at(Fd::Cwd, "./t", flags);
+            s.stat_at(Fd::Cwd, "t", flags)
+                .stat_at(Fd::Cwd, "./t", flags);
             v.push(s);
         }
     }
     let mut s = Script::new("stat/root-and-dots");
     s.mkdir("d", 0o755).mkdir("d/e", 0o700);
-    s.stat("/").stat(".").stat("..").stat("d/..").stat("d/e/../..").stat("/..");
+    s.stat("/")
+        .stat(".")
+        .stat("..")
+        .stat("d/..")
+        .stat("d/e/../..")
+        .stat("/..");
     v.push(s);
     let mut s = Script::new("stat/empty-path");
     s.file("f", 0o644, "abc").mkdir("d", 0o711);
@@ -33,7 +39,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .stat_at(f, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
     v.push(s);
     let mut s = Script::new("stat/dirfd-relative");
-    s.mkdir("d", 0o755).file("d/f", 0o600, "xy").file("f", 0o644, "");
+    s.mkdir("d", 0o755)
+        .file("d/f", 0o600, "xy")
+        .file("f", 0o644, "");
     let d = s.open("d", O_RDONLY | O_DIRECTORY, 0);
     let f = s.open("f", O_RDONLY, 0);
     s.stat_at(d, "f", 0)
@@ -44,7 +52,8 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     v.push(s);
     let mut s = Script::new("stat/invalid-flags");
     s.file("f", 0o644, "");
-    s.stat_at(Fd::Cwd, "f", 0x4000_0000).stat_at(Fd::Cwd, "f", AT_REMOVEDIR);
+    s.stat_at(Fd::Cwd, "f", 0x4000_0000)
+        .stat_at(Fd::Cwd, "f", AT_REMOVEDIR);
     v.push(s);
     let mut s = Script::new("stat/nlink-counts");
     s.mkdir("d", 0o755)
@@ -61,10 +70,17 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .stat("d/f");
     v.push(s);
     let mut s = Script::new("stat/symlink-size-is-target-length");
-    s.symlink("a/b/c/d", "l").symlink("/", "r").lstat("l").lstat("r").stat("r");
+    s.symlink("a/b/c/d", "l")
+        .symlink("/", "r")
+        .lstat("l")
+        .lstat("r")
+        .stat("r");
     v.push(s);
     let mut s = Script::new("stat/dir-size-grows-with-entries");
-    s.mkdir("d", 0o755).stat("d").file("d/a", 0o644, "").stat("d");
+    s.mkdir("d", 0o755)
+        .stat("d")
+        .file("d/a", 0o644, "")
+        .stat("d");
     s.mkdir("d/b", 0o755)
         .symlink("x", "d/c")
         .stat("d")
@@ -74,7 +90,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
 
     // chmod.
     for kind in [Kind::Reg, Kind::Dir] {
-        for mode in [0o000, 0o644, 0o4755, 0o2755, 0o2745, 0o1777, 0o7777, 0o170644] {
+        for mode in [
+            0o000, 0o644, 0o4755, 0o2755, 0o2745, 0o1777, 0o7777, 0o170644,
+        ] {
             let mut s = Script::new(format!("chmod/{}/{mode:o}", kind.tag()));
             kind.make(&mut s, "t");
             s.chmod("t", mode).stat("t");
@@ -82,7 +100,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         }
     }
     let mut s = Script::new("chmod/follows-symlink");
-    s.file("f", 0o644, "").symlink("f", "l").chmod("l", 0o600).stat("f").lstat("l");
+    s.file("f", 0o644, "")
+        .symlink("f", "l")
+        .chmod("l", 0o600)
+        .stat("f")
+        .lstat("l");
     v.push(s);
     let mut s = Script::new("chmod/nofollow");
     s.file("f", 0o644, "").symlink("f", "l");
@@ -263,7 +285,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     ];
     for (name, path, act) in acts {
         let mut s = Script::new(format!("times/{name}"));
-        s.file("f", 0o644, "data").mkdir("d", 0o755).file("d/g", 0o644, "");
+        s.file("f", 0o644, "data")
+            .mkdir("d", 0o755)
+            .file("d/g", 0o644, "");
         s.snap(path);
         act(&mut s);
         s.times_since(path);
@@ -272,7 +296,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
 
     // faccessat as root.
     let mut s = Script::new("access/root");
-    s.file("f0", 0o000, "").file("fx", 0o100, "").file("fr", 0o644, "");
+    s.file("f0", 0o000, "")
+        .file("fx", 0o100, "")
+        .file("fr", 0o644, "");
     s.mkdir("d0", 0o000);
     for p in ["f0", "fx", "fr", "d0"] {
         for m in [F_OK, R_OK, W_OK, X_OK, R_OK | W_OK | X_OK] {

@@ -86,10 +86,12 @@ impl Kind {
                 s.mkdir(name, 0o755);
             }
             Kind::FullDir => {
-                s.mkdir(name, 0o755).file(format!("{name}/inner"), 0o644, "x");
+                s.mkdir(name, 0o755)
+                    .file(format!("{name}/inner"), 0o644, "x");
             }
             Kind::LnkReg => {
-                s.file(&target, 0o644, "target contents").symlink(&target, name);
+                s.file(&target, 0o644, "target contents")
+                    .symlink(&target, name);
             }
             Kind::LnkDir => {
                 s.mkdir(&target, 0o755).symlink(&target, name);

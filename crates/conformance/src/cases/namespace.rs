@@ -67,7 +67,11 @@ fn mkdir_unlink(v: &mut Vec<Script>) {
         .ls("d");
     v.push(s);
     let mut s = Script::new("rmdir/cwd");
-    s.mkdir("d", 0o755).chdir("d").rmdir("../d").getcwd().stat(".");
+    s.mkdir("d", 0o755)
+        .chdir("d")
+        .rmdir("../d")
+        .getcwd()
+        .stat(".");
     s.open(".", O_RDONLY | O_DIRECTORY, 0);
     s.file("x", 0o644, "").mkdir("y", 0o755);
     v.push(s);
@@ -89,12 +93,20 @@ fn mkdir_unlink(v: &mut Vec<Script>) {
         .ls(".");
     v.push(s);
     let mut s = Script::new("unlink/one-of-two-links");
-    s.file("f", 0o644, "shared").link("f", "g").unlink("f").stat("g").contents("g");
+    s.file("f", 0o644, "shared")
+        .link("f", "g")
+        .unlink("f")
+        .stat("g")
+        .contents("g");
     v.push(s);
     let mut s = Script::new("unlink/dirfd-relative");
-    s.mkdir("d", 0o755).file("d/f", 0o644, "").mkdir("d/e", 0o755);
+    s.mkdir("d", 0o755)
+        .file("d/f", 0o644, "")
+        .mkdir("d/e", 0o755);
     let d = s.open("d", O_PATH | O_DIRECTORY, 0);
-    s.unlink_at(d, "f", 0).unlink_at(d, "e", AT_REMOVEDIR).ls("d");
+    s.unlink_at(d, "f", 0)
+        .unlink_at(d, "e", AT_REMOVEDIR)
+        .ls("d");
     v.push(s);
 }
 
@@ -117,8 +129,7 @@ fn rename(v: &mut Vec<Script>) {
     for src in srcs {
         for dst in dsts {
             for &(fname, flags) in RENAME_FLAGS {
-                let mut s =
-                    Script::new(format!("rename/{fname}/{}-over-{}", src.tag(), dst.tag()));
+                let mut s = Script::new(format!("rename/{fname}/{}-over-{}", src.tag(), dst.tag()));
                 src.make(&mut s, "s");
                 dst.make(&mut s, "t");
                 s.rename2("s", "t", flags);
@@ -155,7 +166,10 @@ fn rename(v: &mut Vec<Script>) {
     observe(&mut s, &["f", "g"]);
     v.push(s);
     let mut s = Script::new("rename/same-dir-and-self");
-    s.mkdir("d", 0o755).rename("d", "d").rename("d", "d/").rename("d/", "e/");
+    s.mkdir("d", 0o755)
+        .rename("d", "d")
+        .rename("d", "d/")
+        .rename("d/", "e/");
     observe(&mut s, &["d", "e"]);
     v.push(s);
     let mut s = Script::new("rename/trailing-slash-on-file");
@@ -172,11 +186,19 @@ fn rename(v: &mut Vec<Script>) {
     v.push(s);
     let mut s = Script::new("rename/across-dirs-updates-nlink");
     s.mkdir("a", 0o755).mkdir("b", 0o755).mkdir("a/x", 0o755);
-    s.stat("a").stat("b").rename("a/x", "b/x").stat("a").stat("b").stat("b/x/..");
+    s.stat("a")
+        .stat("b")
+        .rename("a/x", "b/x")
+        .stat("a")
+        .stat("b")
+        .stat("b/x/..");
     s.stat("b/x");
     v.push(s);
     let mut s = Script::new("rename/exchange-dir-and-file-across-dirs");
-    s.mkdir("a", 0o755).mkdir("b", 0o755).mkdir("a/d", 0o755).file("b/f", 0o644, "y");
+    s.mkdir("a", 0o755)
+        .mkdir("b", 0o755)
+        .mkdir("a/d", 0o755)
+        .file("b/f", 0o644, "y");
     s.rename2("a/d", "b/f", RENAME_EXCHANGE)
         .stat("a")
         .stat("b")
@@ -200,16 +222,25 @@ fn rename(v: &mut Vec<Script>) {
     observe(&mut s, &["f", "d"]);
     v.push(s);
     let mut s = Script::new("rename/dirfd-relative");
-    s.mkdir("a", 0o755).mkdir("b", 0o755).file("a/f", 0o644, "m");
+    s.mkdir("a", 0o755)
+        .mkdir("b", 0o755)
+        .file("a/f", 0o644, "m");
     let a = s.open("a", O_RDONLY | O_DIRECTORY, 0);
     let b = s.open("b", O_PATH | O_DIRECTORY, 0);
-    s.rename_at(a, "f", b, "g", 0).ls("a").ls("b").contents("b/g");
+    s.rename_at(a, "f", b, "g", 0)
+        .ls("a")
+        .ls("b")
+        .contents("b/g");
     s.rename_at(Fd::Raw(-1), "b/g", Fd::Cwd, "h", 0);
     v.push(s);
     let mut s = Script::new("rename/open-fd-survives");
     s.file("f", 0o644, "data");
     let f = s.open("f", O_RDONLY, 0);
-    s.rename("f", "g").fstat(f).read(f, 10).file("f", 0o644, "new").contents("f");
+    s.rename("f", "g")
+        .fstat(f)
+        .read(f, 10)
+        .file("f", 0o644, "new")
+        .contents("f");
     v.push(s);
     let mut s = Script::new("rename/over-open-file");
     s.file("f", 0o644, "old").file("g", 0o644, "new");
@@ -270,7 +301,9 @@ fn link_symlink(v: &mut Vec<Script>) {
     let mut s = Script::new("link/unlinked-fd-cannot-relink");
     s.file("f", 0o644, "x");
     let f = s.open("f", O_RDONLY, 0);
-    s.unlink("f").link_at(f, "", Fd::Cwd, "g", AT_EMPTY_PATH).stat("g");
+    s.unlink("f")
+        .link_at(f, "", Fd::Cwd, "g", AT_EMPTY_PATH)
+        .stat("g");
     v.push(s);
     let mut s = Script::new("link/many-and-unlink-all");
     s.file("f", 0o644, "x");
@@ -284,16 +317,28 @@ fn link_symlink(v: &mut Vec<Script>) {
     s.stat("f");
     v.push(s);
     let mut s = Script::new("link/across-dirs");
-    s.mkdir("a", 0o755).mkdir("b", 0o755).file("a/f", 0o644, "q");
+    s.mkdir("a", 0o755)
+        .mkdir("b", 0o755)
+        .file("a/f", 0o644, "q");
     let a = s.open("a", O_PATH | O_DIRECTORY, 0);
     let b = s.open("b", O_RDONLY | O_DIRECTORY, 0);
     s.link_at(a, "f", b, "g", 0).stat("b/g").contents("b/g");
     v.push(s);
 
     let mut s = Script::new("symlink/targets-stored-verbatim");
-    let targets: [&[u8]; 7] = [b"x", b"/abs/path", b"../up", b"a//b/", b".", b"\xff\xfe", b" sp ace"];
+    let targets: [&[u8]; 7] = [
+        b"x",
+        b"/abs/path",
+        b"../up",
+        b"a//b/",
+        b".",
+        b"\xff\xfe",
+        b" sp ace",
+    ];
     for (i, t) in targets.iter().enumerate() {
-        s.symlink(t, format!("l{i}")).readlink(format!("l{i}")).lstat(format!("l{i}"));
+        s.symlink(t, format!("l{i}"))
+            .readlink(format!("l{i}"))
+            .lstat(format!("l{i}"));
     }
     v.push(s);
     let mut s = Script::new("symlink/errors");
@@ -362,8 +407,13 @@ fn getdents(v: &mut Vec<Script>) {
     s.mkdir(format!("d/{}", "m".repeat(200)), 0o755).ls("d");
     v.push(s);
     let mut s = Script::new("getdents/after-changes");
-    s.mkdir("d", 0o755).file("d/a", 0o644, "").file("d/b", 0o644, "");
-    s.rename("d/a", "d/c").unlink("d/b").mkdir("d/e", 0o755).ls("d");
+    s.mkdir("d", 0o755)
+        .file("d/a", 0o644, "")
+        .file("d/b", 0o644, "");
+    s.rename("d/a", "d/c")
+        .unlink("d/b")
+        .mkdir("d/e", 0o755)
+        .ls("d");
     v.push(s);
     let mut s = Script::new("getdents/small-buffers");
     s.mkdir("d", 0o755).file("d/abc", 0o644, "");

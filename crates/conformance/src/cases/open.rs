@@ -35,7 +35,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
             let mut s = Script::new(format!("open/{fname}/{}", kind.tag()));
             kind.make(&mut s, "t");
             let f = s.open("t", flags, 0o640);
-            s.fcntl(f, F_GETFL, 0).fcntl(f, F_GETFD, 0).fstat(f).close(f);
+            s.fcntl(f, F_GETFL, 0)
+                .fcntl(f, F_GETFD, 0)
+                .fstat(f)
+                .close(f);
             observe(&mut s, &["t"]);
             if kind == Kind::Dangling {
                 s.lstat("t.target");
@@ -144,7 +147,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     s.mkdir("d", 0o755).file("d/f", 0o644, "in d");
     let d = s.open("d", O_PATH | O_DIRECTORY, 0);
     let f = s.open_at(d, "f", O_RDONLY, 0);
-    s.read(f, 10).stat_at(d, "f", 0).getdents(d).fchdir(d).getcwd();
+    s.read(f, 10)
+        .stat_at(d, "f", 0)
+        .getdents(d)
+        .fchdir(d)
+        .getcwd();
     v.push(s);
     let mut s = Script::new("open/path-nofollow-symlink-fd");
     s.symlink("nowhere", "l");
@@ -158,7 +165,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     let mut s = Script::new("open/path-ignores-creat-and-trunc");
     s.file("f", 0o644, "data");
     let f = s.open("f", O_PATH | O_TRUNC | O_CREAT, 0o600);
-    s.fcntl(f, F_GETFL, 0).close(f).stat("f").open("new", O_PATH | O_CREAT, 0o600);
+    s.fcntl(f, F_GETFL, 0)
+        .close(f)
+        .stat("f")
+        .open("new", O_PATH | O_CREAT, 0o600);
     s.stat("new");
     v.push(s);
 
@@ -167,7 +177,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     s.file("f", 0o644, "");
     let a = s.open("f", O_RDONLY | O_CLOEXEC, 0);
     let b = s.open("f", O_RDONLY, 0);
-    s.fcntl(a, F_GETFD, 0).fcntl(b, F_GETFD, 0).fcntl(a, F_GETFL, 0);
+    s.fcntl(a, F_GETFD, 0)
+        .fcntl(b, F_GETFD, 0)
+        .fcntl(a, F_GETFL, 0);
     v.push(s);
     let mut s = Script::new("open/noatime-owner-ok");
     s.file("f", 0o644, "");

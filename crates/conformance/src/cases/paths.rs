@@ -95,7 +95,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
 
     // `.` and `..`.
     let mut s = Script::new("dots/resolution");
-    s.mkdir("a", 0o755).mkdir("a/b", 0o755).file("a/b/f", 0o644, "F");
+    s.mkdir("a", 0o755)
+        .mkdir("a/b", 0o755)
+        .file("a/b/f", 0o644, "F");
     for p in [
         "a/./b/f",
         "a/b/../b/f",
@@ -113,11 +115,22 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     v.push(s);
     let mut s = Script::new("dots/create-through-dotdot");
     s.mkdir("a", 0o755).mkdir("a/b", 0o755);
-    s.file("a/b/../new", 0o644, "").mkdir("a/./b/./c", 0o755).ls("a").ls("a/b");
+    s.file("a/b/../new", 0o644, "")
+        .mkdir("a/./b/./c", 0o755)
+        .ls("a")
+        .ls("a/b");
     v.push(s);
     let mut s = Script::new("dots/dotdot-through-symlink");
-    s.mkdir("a", 0o755).mkdir("a/b", 0o755).symlink("a/b", "lb").file("a/marker", 0o644, "");
-    s.stat("lb/../marker").stat("lb/..").chdir("lb").getcwd().chdir("..").getcwd();
+    s.mkdir("a", 0o755)
+        .mkdir("a/b", 0o755)
+        .symlink("a/b", "lb")
+        .file("a/marker", 0o644, "");
+    s.stat("lb/../marker")
+        .stat("lb/..")
+        .chdir("lb")
+        .getcwd()
+        .chdir("..")
+        .getcwd();
     v.push(s);
 
     // Symlink chains: 40 links are followed, 41 give ELOOP.
@@ -129,7 +142,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
             s.symlink(format!("l{}", i - 1), format!("l{i}"));
         }
         let last = format!("l{}", n - 1);
-        s.stat(&last).lstat(&last).contents(&last).access(&last, R_OK);
+        s.stat(&last)
+            .lstat(&last)
+            .contents(&last)
+            .access(&last, R_OK);
         v.push(s);
     }
     let mut s = Script::new("symlink-chain/dir-components");
@@ -148,7 +164,9 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         s.symlink(format!("a{}", i - 1), format!("a{i}"));
     }
     s.symlink("../a9", "d/up");
-    s.stat("a9/up/up/up").stat("a9/up/up/up/up").stat("a9/up/up/up/up/up");
+    s.stat("a9/up/up/up")
+        .stat("a9/up/up/up/up")
+        .stat("a9/up/up/up/up/up");
     v.push(s);
     let mut s = Script::new("symlink-loop/self");
     s.symlink("l", "l");
@@ -159,26 +177,47 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     s.readlink("l").unlink("l").lstat("l");
     v.push(s);
     let mut s = Script::new("symlink-loop/pair");
-    s.symlink("b", "a").symlink("a", "b").stat("a").chdir("a").access("b", F_OK).mkdir("a/x", 0o755);
+    s.symlink("b", "a")
+        .symlink("a", "b")
+        .stat("a")
+        .chdir("a")
+        .access("b", F_OK)
+        .mkdir("a/x", 0o755);
     v.push(s);
     let mut s = Script::new("symlink/nofollow-final-only");
-    s.mkdir("d", 0o755).file("d/f", 0o644, "").symlink("d", "ld").symlink("f", "d/lf");
+    s.mkdir("d", 0o755)
+        .file("d/f", 0o644, "")
+        .symlink("d", "ld")
+        .symlink("f", "d/lf");
     s.open("ld/f", O_RDONLY | O_NOFOLLOW, 0);
     s.open("ld/lf", O_RDONLY | O_NOFOLLOW, 0);
     s.open("ld", O_RDONLY | O_NOFOLLOW | O_DIRECTORY, 0);
     s.stat_at(Fd::Cwd, "ld/lf", AT_SYMLINK_NOFOLLOW);
     v.push(s);
     let mut s = Script::new("symlink/absolute-targets-in-root");
-    s.mkdir("d", 0o755).file("d/f", 0o644, "abs").symlink("/d/f", "abs").symlink("/..", "up");
-    s.contents("abs").stat("up").stat("up/d/f").symlink("/d", "d/self");
+    s.mkdir("d", 0o755)
+        .file("d/f", 0o644, "abs")
+        .symlink("/d/f", "abs")
+        .symlink("/..", "up");
+    s.contents("abs")
+        .stat("up")
+        .stat("up/d/f")
+        .symlink("/d", "d/self");
     s.stat("d/self/self/f");
     v.push(s);
     let mut s = Script::new("symlink/relative-targets-from-subdir");
-    s.mkdir("a", 0o755).mkdir("a/b", 0o755).file("x", 0o644, "top");
-    s.symlink("../../x", "a/b/l").contents("a/b/l").symlink(".", "a/dot").stat("a/dot/dot/b");
+    s.mkdir("a", 0o755)
+        .mkdir("a/b", 0o755)
+        .file("x", 0o644, "top");
+    s.symlink("../../x", "a/b/l")
+        .contents("a/b/l")
+        .symlink(".", "a/dot")
+        .stat("a/dot/dot/b");
     v.push(s);
     let mut s = Script::new("symlink/create-through-dangling");
-    s.mkdir("d", 0o755).symlink("d/new", "l").symlink("missingdir/new", "m");
+    s.mkdir("d", 0o755)
+        .symlink("d/new", "l")
+        .symlink("missingdir/new", "m");
     let f = s.open("l", O_CREAT | O_WRONLY, 0o600);
     s.close(f);
     s.open("m", O_CREAT | O_WRONLY, 0o600);
@@ -190,14 +229,21 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     let n255 = "n".repeat(255);
     let n256 = "n".repeat(256);
     let mut s = Script::new("names/component-255-ok");
-    s.file(&n255, 0o644, "").stat(&n255).mkdir(format!("{n255}x"), 0o755);
+    s.file(&n255, 0o644, "")
+        .stat(&n255)
+        .mkdir(format!("{n255}x"), 0o755);
     s.mkdir(format!("d{}", &n255[1..]), 0o755).ls(".");
     v.push(s);
     let mut s = Script::new("names/component-256");
     s.open(&n256, O_CREAT | O_WRONLY, 0o644);
-    s.stat(&n256).mkdir(&n256, 0o755).symlink("x", &n256).unlink(&n256);
+    s.stat(&n256)
+        .mkdir(&n256, 0o755)
+        .symlink("x", &n256)
+        .unlink(&n256);
     s.rename("x", &n256).access(&n256, F_OK).chdir(&n256);
-    s.mkdir("d", 0o755).stat(format!("d/{n256}")).stat(format!("missing/{n256}"));
+    s.mkdir("d", 0o755)
+        .stat(format!("d/{n256}"))
+        .stat(format!("missing/{n256}"));
     s.stat(format!("{n256}/missing"));
     v.push(s);
     let mut s = Script::new("names/symlink-target-component-256");
@@ -222,12 +268,18 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         v.push(s);
     }
     let mut s = Script::new("names/slashes-only");
-    s.stat("/").stat("//").stat("///").stat(".//.//").open("//", O_RDONLY, 0);
+    s.stat("/")
+        .stat("//")
+        .stat("///")
+        .stat(".//.//")
+        .open("//", O_RDONLY, 0);
     v.push(s);
 
     // ENOTDIR.
     let mut s = Script::new("notdir/through-file");
-    s.file("f", 0o644, "").file("g", 0o644, "").symlink("f", "lf");
+    s.file("f", 0o644, "")
+        .file("g", 0o644, "")
+        .symlink("f", "lf");
     s.stat("f/x")
         .stat("f/.")
         .stat("f/..")
@@ -235,7 +287,10 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .stat("lf/x")
         .open("f/", O_RDONLY, 0);
     s.open("f", O_DIRECTORY, 0);
-    s.mkdir("f/d", 0o755).chdir("f").rename("g", "f/g").rename("g/", "h");
+    s.mkdir("f/d", 0o755)
+        .chdir("f")
+        .rename("g", "f/g")
+        .rename("g/", "h");
     v.push(s);
     let mut s = Script::new("notdir/dirfd-is-file");
     s.file("f", 0o644, "");

@@ -32,13 +32,15 @@ pub(super) fn cases(v: &mut Vec<Script>) {
 
 fn file_bits(v: &mut Vec<Script>) {
     let modes = [
-        0o000, 0o400, 0o200, 0o100, 0o040, 0o020, 0o010, 0o004, 0o002, 0o001, 0o070, 0o707,
-        0o777, 0o640,
+        0o000, 0o400, 0o200, 0o100, 0o040, 0o020, 0o010, 0o004, 0o002, 0o001, 0o070, 0o707, 0o777,
+        0o640,
     ];
     for mode in modes {
         for &who in WHO {
             let mut s = Script::new(format!("perm-file/{mode:03o}/{}", who.0));
-            s.file("f", 0o644, "secret").chown("f", U1, G3).chmod("f", mode);
+            s.file("f", 0o644, "secret")
+                .chown("f", U1, G3)
+                .chmod("f", mode);
             become_(&mut s, who);
             let r = s.open("f", O_RDONLY, 0);
             s.read(r, 10);
@@ -63,12 +65,15 @@ fn dir_bits(v: &mut Vec<Script>) {
         for &who in WHO {
             let mut s = Script::new(format!("perm-dir/{mode:03o}/{}", who.0));
             s.mkdir("d", 0o755)
-                .file("d/f", 0o666, "x")
-                .mkdir("d/sub", 0o777)
+                .file_mode("d/f", 0o666, "x")
+                .mkdir_mode("d/sub", 0o777)
                 .chown("d", U1, G3)
                 .chmod("d", mode);
             become_(&mut s, who);
-            s.stat("d/f").access("d", X_OK).access("d", R_OK).access("d", W_OK);
+            s.stat("d/f")
+                .access("d", X_OK)
+                .access("d", R_OK)
+                .access("d", W_OK);
             let f = s.open("d/f", O_RDONLY, 0);
             s.close(f);
             let l = s.open("d", O_RDONLY | O_DIRECTORY, 0);
@@ -98,13 +103,23 @@ fn dir_bits(v: &mut Vec<Script>) {
     s.chdir("a/b");
     v.push(s);
     let mut s = Script::new("perm-dir/dotdot-needs-search");
-    s.mkdir("a", 0o711).mkdir("a/b", 0o700).chown("a/b", U1, G1).mkdir("a/b/c", 0o755);
+    s.mkdir("a", 0o711)
+        .mkdir("a/b", 0o700)
+        .chown("a/b", U1, G1)
+        .mkdir("a/b/c", 0o755);
     s.chown("a/b/c", U1, G1);
     s.become_user(U1, G1);
-    s.chdir("a/b/c").getcwd().stat("..").stat("../..").chdir("..").getcwd();
+    s.chdir("a/b/c")
+        .getcwd()
+        .stat("..")
+        .stat("../..")
+        .chdir("..")
+        .getcwd();
     v.push(s);
     let mut s = Script::new("perm-dir/root-override");
-    s.mkdir("d", 0o000).file("d/f", 0o000, "root reads").file("x", 0o000, "");
+    s.mkdir("d", 0o000)
+        .file("d/f", 0o000, "root reads")
+        .file("x", 0o000, "");
     s.contents("d/f")
         .access("d/f", R_OK | W_OK)
         .access("d/f", X_OK)
@@ -119,19 +134,23 @@ fn dir_bits(v: &mut Vec<Script>) {
 fn sticky(v: &mut Vec<Script>) {
     let setup = |name: &str, dir_owner: u32| {
         let mut s = Script::new(format!("sticky/{name}"));
-        s.mkdir("t", 0o777)
+        s.mkdir_mode("t", 0o777)
             .chmod("t", 0o1777)
             .chown("t", dir_owner, dir_owner)
-            .file("t/mine", 0o666, "m")
+            .file_mode("t/mine", 0o666, "m")
             .chown("t/mine", U1, G1)
-            .file("t/theirs", 0o666, "t")
+            .file_mode("t/theirs", 0o666, "t")
             .chown("t/theirs", U2, G2)
-            .mkdir("t/theirdir", 0o777)
+            .mkdir_mode("t/theirdir", 0o777)
             .chown("t/theirdir", U2, G2);
         s
     };
     let mut s = setup("unlink-others-file", 0);
-    s.become_user(U1, G1).unlink("t/theirs").rmdir("t/theirdir").unlink("t/mine").ls("t");
+    s.become_user(U1, G1)
+        .unlink("t/theirs")
+        .rmdir("t/theirdir")
+        .unlink("t/mine")
+        .ls("t");
     v.push(s);
     let mut s = setup("rename-others-file", 0);
     s.become_user(U1, G1)
@@ -143,7 +162,10 @@ fn sticky(v: &mut Vec<Script>) {
         .ls("t");
     v.push(s);
     let mut s = setup("dir-owner-may-delete", U1);
-    s.become_user(U1, G1).unlink("t/theirs").rmdir("t/theirdir").ls("t");
+    s.become_user(U1, G1)
+        .unlink("t/theirs")
+        .rmdir("t/theirdir")
+        .ls("t");
     v.push(s);
     let mut s = setup("root-may-delete", 0);
     s.unlink("t/theirs").unlink("t/mine").ls("t");
@@ -155,7 +177,10 @@ fn sticky(v: &mut Vec<Script>) {
     v.push(s);
     let mut s = setup("non-sticky-allows-unlink", 0);
     s.chmod("t", 0o777);
-    s.become_user(U1, G1).unlink("t/theirs").rename("t/theirdir", "t/moved").ls("t");
+    s.become_user(U1, G1)
+        .unlink("t/theirs")
+        .rename("t/theirdir", "t/moved")
+        .ls("t");
     v.push(s);
     let mut s = setup("create-and-remove-own", 0);
     s.become_user(U1, G1)
@@ -171,14 +196,20 @@ fn sticky(v: &mut Vec<Script>) {
 fn setgid_dirs(v: &mut Vec<Script>) {
     let setup = |name: &str| {
         let mut s = Script::new(format!("setgid-dir/{name}"));
-        s.mkdir("g", 0o777).chown("g", 0, G3).chmod("g", 0o2777);
+        s.mkdir_mode("g", 0o777)
+            .chown("g", 0, G3)
+            .chmod("g", 0o2777);
         s
     };
     let mut s = setup("file-inherits-group");
     s.become_user(U1, G1).file("g/f", 0o644, "").stat("g/f");
     v.push(s);
     let mut s = setup("subdir-inherits-group-and-bit");
-    s.become_user(U1, G1).mkdir("g/d", 0o755).stat("g/d").mkdir("g/d/e", 0o700).stat("g/d/e");
+    s.become_user(U1, G1)
+        .mkdir("g/d", 0o755)
+        .stat("g/d")
+        .mkdir("g/d/e", 0o700)
+        .stat("g/d/e");
     v.push(s);
     let mut s = setup("sgid-file-by-non-member-cleared");
     s.become_user(U1, G1);
@@ -191,10 +222,16 @@ fn setgid_dirs(v: &mut Vec<Script>) {
     s.fstat(f);
     v.push(s);
     let mut s = setup("root-creates");
-    s.file("g/f", 0o2755, "").stat("g/f").mkdir("g/d", 0o755).stat("g/d");
+    s.file("g/f", 0o2755, "")
+        .stat("g/f")
+        .mkdir("g/d", 0o755)
+        .stat("g/d");
     v.push(s);
     let mut s = setup("plain-dir-uses-fsgid");
-    s.chmod("g", 0o777).become_user(U1, G1).file("g/f", 0o644, "").mkdir("g/d", 0o755);
+    s.chmod("g", 0o777)
+        .become_user(U1, G1)
+        .file("g/f", 0o644, "")
+        .mkdir("g/d", 0o755);
     s.stat("g/f").stat("g/d");
     v.push(s);
     let mut s = setup("link-and-rename-keep-group");
@@ -242,16 +279,24 @@ fn suid_clearing(v: &mut Vec<Script>) {
     for mode in [0o4755, 0o2755, 0o6755, 0o2745, 0o6777] {
         for (name, act) in acts {
             let mut s = Script::new(format!("suid/user-{name}/{mode:o}"));
-            s.file("f", 0o644, "data").chown("f", U1, G1).chmod("f", mode);
+            s.file("f", 0o644, "data")
+                .chown("f", U1, G1)
+                .chmod("f", mode);
             s.become_user(U1, G1);
             act(&mut s);
             s.stat("f");
             v.push(s);
         }
         let mut s = Script::new(format!("suid/root-write-keeps/{mode:o}"));
-        s.file("f", 0o644, "data").chown("f", U1, G1).chmod("f", mode);
+        s.file("f", 0o644, "data")
+            .chown("f", U1, G1)
+            .chmod("f", mode);
         let f = s.open("f", O_WRONLY, 0);
-        s.write(f, "x").close(f).stat("f").truncate("f", 0).stat("f");
+        s.write(f, "x")
+            .close(f)
+            .stat("f")
+            .truncate("f", 0)
+            .stat("f");
         v.push(s);
     }
 }
@@ -259,7 +304,7 @@ fn suid_clearing(v: &mut Vec<Script>) {
 fn eperm_eacces(v: &mut Vec<Script>) {
     let setup = |name: &str| {
         let mut s = Script::new(format!("eperm/{name}"));
-        s.file("theirs", 0o666, "t")
+        s.file_mode("theirs", 0o666, "t")
             .chown("theirs", U2, G2)
             .file("ro", 0o444, "r")
             .chown("ro", U2, G2)
@@ -269,10 +314,16 @@ fn eperm_eacces(v: &mut Vec<Script>) {
         s
     };
     let mut s = setup("chmod-others-file");
-    s.become_user(U1, G1).chmod("theirs", 0o600).chmod("mine", 0o600).stat("mine");
+    s.become_user(U1, G1)
+        .chmod("theirs", 0o600)
+        .chmod("mine", 0o600)
+        .stat("mine");
     v.push(s);
     let mut s = setup("chown-to-other-user");
-    s.become_user(U1, G1).chown("mine", U2, KEEP).chown("theirs", U1, KEEP).stat("mine");
+    s.become_user(U1, G1)
+        .chown("mine", U2, KEEP)
+        .chown("theirs", U1, KEEP)
+        .stat("mine");
     v.push(s);
     let mut s = setup("chown-group-membership");
     s.become_with_groups(U1, G1, &[G3])
@@ -285,7 +336,10 @@ fn eperm_eacces(v: &mut Vec<Script>) {
     v.push(s);
     let mut s = setup("chmod-sgid-non-member-dropped");
     s.chown("mine", U1, G3);
-    s.become_user(U1, G1).chmod("mine", 0o2755).stat("mine").chmod("mine", 0o4755);
+    s.become_user(U1, G1)
+        .chmod("mine", 0o2755)
+        .stat("mine")
+        .chmod("mine", 0o4755);
     s.stat("mine");
     v.push(s);
     let mut s = setup("utimens-others-file");
@@ -308,21 +362,35 @@ fn eperm_eacces(v: &mut Vec<Script>) {
     let mut s = setup("ftruncate-after-chmod");
     s.become_user(U1, G1);
     let f = s.open("mine", O_RDWR, 0);
-    s.fchmod(f, 0o000).ftruncate(f, 0).write(f, "still").truncate("mine", 0).fstat(f);
+    s.fchmod(f, 0o000)
+        .ftruncate(f, 0)
+        .write(f, "still")
+        .truncate("mine", 0)
+        .fstat(f);
     v.push(s);
     let mut s = setup("write-dir-needed");
-    s.mkdir("ro_dir", 0o755).file("ro_dir/f", 0o666, "").mkdir("ro_dir/sub", 0o777);
+    s.mkdir("ro_dir", 0o755)
+        .file_mode("ro_dir/f", 0o666, "")
+        .mkdir_mode("ro_dir/sub", 0o777);
     s.become_user(U1, G1);
     s.file("ro_dir/new", 0o644, "");
     let f = s.open("ro_dir/f", O_CREAT | O_WRONLY, 0o644);
     s.close(f);
     s.open("ro_dir/f", O_CREAT | O_EXCL | O_WRONLY, 0o644);
-    s.unlink("ro_dir/f").rename("ro_dir/f", "moved").link("ro_dir/f", "lnk");
+    s.unlink("ro_dir/f")
+        .rename("ro_dir/f", "moved")
+        .link("ro_dir/f", "lnk");
     s.mkdir("ro_dir/sub/x", 0o755).stat("ro_dir/sub/x");
     v.push(s);
     let mut s = setup("move-dir-needs-write-on-it");
-    s.mkdir("a", 0o777).mkdir("b", 0o777).mkdir("a/d", 0o755).mkdir("a/e", 0o777);
-    s.become_user(U1, G1).rename("a/d", "b/d").rename("a/d", "a/d2").rename("a/e", "b/e");
+    s.mkdir_mode("a", 0o777)
+        .mkdir_mode("b", 0o777)
+        .mkdir("a/d", 0o755)
+        .mkdir_mode("a/e", 0o777);
+    s.become_user(U1, G1)
+        .rename("a/d", "b/d")
+        .rename("a/d", "a/d2")
+        .rename("a/e", "b/e");
     s.ls("a").ls("b");
     v.push(s);
     let mut s = setup("access-uses-real-ids");
