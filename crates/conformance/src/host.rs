@@ -515,6 +515,8 @@ fn child_main(wfd: i32, root: &CString, script: &Script) -> ! {
                 rest = &rest[n as usize..];
             }
         };
+        // A script that hangs the host (it should not) is killed and reported as a dead child.
+        libc::alarm(60);
         if libc::chroot(root.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
             send(&Outcome::Harness(format!(
                 "chroot: {:?}",

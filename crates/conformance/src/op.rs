@@ -721,3 +721,55 @@ impl fmt::Display for Op {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(kind: u32, size: i64) -> Outcome {
+        Outcome::Stat(StatView {
+            kind,
+            perm: 0o755,
+            size,
+            nlink: 2,
+            uid: 0,
+            gid: 0,
+        })
+    }
+
+    #[test]
+    fn dir_size_only_relaxed_on_request() {
+        let relaxed = CompareOptions {
+            ignore_dir_size: true,
+        };
+        let strict = CompareOptions::default();
+        let (a, b) = (st(libc::S_IFDIR, 40), st(libc::S_IFDIR, 4096));
+        assert!(!a.agrees(&b, strict));
+        assert!(a.agrees(&b, relaxed));
+        let (f, g) = (st(libc::S_IFREG, 1), st(libc::S_IFREG, 2));
+        assert!(!f.agrees(&g, relaxed));
+        assert!(!Outcome::Err(libc::ENOENT).agrees(&Outcome::Err(libc::ENOTDIR), relaxed));
+    }
+
+    #[test]
+    fn steps_print_like_strace() {
+        let op = Op::Open {
+            dir: Fd::Cwd,
+            path: b"a/f".to_vec(),
+            flags: libc::O_CREAT | libc::O_WRONLY | libc::O_EXCL,
+            mode: 0o644,
+            to: Slot(3),
+        };
+        assert_eq!(
+            op.to_string(),
+            "$3 = openat(AT_FDCWD, \"a/f\", O_WRONLY|O_CREAT|O_EXCL, 0o644)"
+        );
+        assert_eq!(Outcome::Err(libc::ELOOP).to_string(), "ELOOP");
+        assert_eq!(show_bytes(b"a\"\xff"), "\"a\\\"\\xff\"");
+        assert_eq!(at_flags(0), "0");
+        assert_eq!(
+            at_flags(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH),
+            "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH"
+        );
+    }
+}

@@ -155,3 +155,24 @@ pub fn sample(n: usize, seed: u64) -> Vec<Script> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_reproducible_and_seed_dependent() {
+        let a = sample(20, 7);
+        let b = sample(20, 7);
+        let c = sample(20, 8);
+        assert_eq!(a.len(), 20);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        for s in &a {
+            // Every script ends with the observation epilogue (lstat + contents per name).
+            let tail = &s.steps[s.steps.len() - 2 * NAMES.len()..];
+            assert!(matches!(tail[0], Op::Stat { .. }), "{s}");
+            assert!(matches!(tail[1], Op::Contents(_)), "{s}");
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! scalevfs as a [`Target`]: a fresh [`Vfs`] per script and a [`Process`] per identity.
 
 use std::io::{IoSlice, IoSliceMut};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 use scalevfs::{Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Vfs, VfsOptions};
 
@@ -165,10 +166,21 @@ impl Target for ScalevfsTarget {
     }
 }
 
-/// Runs each script on a fresh in-memory scalevfs.
-#[derive(Default)]
+/// Runs each script on a fresh in-memory scalevfs, on its own thread so that a panic is
+/// an outcome and a hang (a deadlock in the VFS) is a timeout rather than a stuck suite.
 pub struct ScalevfsBackend {
     pub options: VfsOptions,
+    /// How long one script may run.
+    pub timeout: Duration,
+}
+
+impl Default for ScalevfsBackend {
+    fn default() -> Self {
+        ScalevfsBackend {
+            options: VfsOptions::default(),
+            timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 impl Backend for ScalevfsBackend {
@@ -176,19 +188,45 @@ impl Backend for ScalevfsBackend {
         format!("scalevfs ({:?} locking)", self.options.locking)
     }
     fn run(&self, script: &Script) -> Vec<Outcome> {
-        let mut out = Vec::new();
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut t = ScalevfsTarget::new(self.options.clone());
-            run_script(&mut t, script, &mut |o| out.push(o));
-        }));
-        if let Err(p) = r {
-            let msg = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            out.push(Outcome::Harness(format!("scalevfs panicked: {msg}")));
+        let (tx, rx) = mpsc::channel::<Outcome>();
+        let (script, options) = (script.clone(), self.options.clone());
+        let spawned = std::thread::Builder::new()
+            .name("scalevfs-conformance".into())
+            .spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut t = ScalevfsTarget::new(options);
+                    run_script(&mut t, &script, &mut |o| {
+                        let _ = tx.send(o);
+                    });
+                }));
+                if let Err(p) = r {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    let _ = tx.send(Outcome::Harness(format!("scalevfs panicked: {msg}")));
+                }
+            });
+        if let Err(e) = spawned {
+            return vec![Outcome::Harness(format!("spawn: {e}"))];
         }
-        out
+        let deadline = Instant::now() + self.timeout;
+        let mut out = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(o) => out.push(o),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return out,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // The thread is stuck inside scalevfs; it is leaked, the suite goes on.
+                    out.push(Outcome::Harness(format!(
+                        "scalevfs did not finish within {:?} (hang?)",
+                        self.timeout
+                    )));
+                    return out;
+                }
+            }
+        }
     }
 }

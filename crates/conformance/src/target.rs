@@ -466,3 +466,52 @@ impl<'t> Executor<'t> {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &[u8], d_type: u8) -> Vec<u8> {
+        let reclen = (19 + name.len() + 1).next_multiple_of(8);
+        let mut r = vec![0u8; reclen];
+        r[..8].copy_from_slice(&7u64.to_ne_bytes());
+        r[8..16].copy_from_slice(&1i64.to_ne_bytes());
+        r[16..18].copy_from_slice(&(reclen as u16).to_ne_bytes());
+        r[18] = d_type;
+        r[19..19 + name.len()].copy_from_slice(name);
+        r
+    }
+
+    #[test]
+    fn decodes_linux_dirent64_records() {
+        let mut buf = record(b".", libc::DT_DIR);
+        buf.extend(record(b"a-longer-name", libc::DT_REG));
+        buf.extend(record(b"l", libc::DT_LNK));
+        let d = decode_dirents(&buf).unwrap();
+        assert_eq!(
+            d,
+            vec![
+                (b".".to_vec(), libc::DT_DIR),
+                (b"a-longer-name".to_vec(), libc::DT_REG),
+                (b"l".to_vec(), libc::DT_LNK)
+            ]
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_records() {
+        let mut bad = record(b"x", libc::DT_REG);
+        bad[16] = 200; // reclen beyond the buffer
+        assert!(decode_dirents(&bad).is_err());
+        let mut bad = record(b"x", libc::DT_REG);
+        bad[16] = 3; // reclen smaller than the header
+        assert!(decode_dirents(&bad).is_err());
+        let mut unterminated = record(b"abcd", libc::DT_REG);
+        let n = unterminated.len();
+        for b in &mut unterminated[19..n] {
+            *b = b'z';
+        }
+        assert!(decode_dirents(&unterminated).is_err());
+        assert!(decode_dirents(&[0u8; 5]).is_err());
+    }
+}

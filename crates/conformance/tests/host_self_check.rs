@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use scalevfs_conformance::{cases, HostBackend, Outcome, Report};
+use scalevfs_conformance::{cases, run_case, Backend, HostBackend, Outcome, Report, Script};
 
 fn root() -> bool {
     // SAFETY: no preconditions.
@@ -59,4 +59,47 @@ fn host_agrees_with_host() {
         assert_eq!(c.a.len(), c.script.steps.len(), "{}", c.script.name);
     }
     eprintln!("{}", report.summary(0));
+}
+
+/// A backend that changes one outcome of the host's run: the comparison must catch it and
+/// point at that step. This checks the checker.
+struct Mutant<'a>(&'a HostBackend);
+
+impl Backend for Mutant<'_> {
+    fn describe(&self) -> String {
+        "mutated host".into()
+    }
+    fn run(&self, script: &Script) -> Vec<Outcome> {
+        let mut out = self.0.run(script);
+        if let Some(o) = out.iter_mut().find(|o| matches!(o, Outcome::Err(_))) {
+            *o = Outcome::Err(libc::EEXIST);
+        }
+        out
+    }
+}
+
+#[test]
+fn mutated_outcomes_are_caught() {
+    if !root() {
+        eprintln!("needs root; skipped");
+        return;
+    }
+    let host = HostBackend::new().expect("host");
+    let mutant = Mutant(&host);
+    let mut s = Script::new("check/mutant");
+    s.mkdir("d", 0o755)
+        .file("d/f", 0o644, "x")
+        .rmdir("d")
+        .stat("d");
+    let r = run_case(&host, &mutant, &s);
+    // Step 4 is the rmdir: ENOTEMPTY on the host, EEXIST on the mutant.
+    assert_eq!(r.differing, vec![4], "{}", r.render("host", "mutant"));
+    assert!(r.render("host", "mutant").contains("ENOTEMPTY"));
+    let report = Report {
+        a_name: host.describe(),
+        b_name: mutant.describe(),
+        cases: vec![r],
+    };
+    assert_eq!(report.unexpected().len(), 1);
+    assert!(report.summary(5).contains("1 cases, 1 differ"));
 }
