@@ -327,6 +327,8 @@ pub struct HostBackend {
     /// Created by us, removed on drop.
     base: PathBuf,
     tmpfs: bool,
+    /// A tmpfs we mounted (and unmount on drop) when /dev/shm was not one.
+    mount: Option<PathBuf>,
     next_case: AtomicU64,
 }
 
@@ -375,10 +377,41 @@ fn require_root() -> Result<(), String> {
 }
 
 impl HostBackend {
-    /// A fresh directory on the tmpfs at `/dev/shm`; fails clearly if that is not tmpfs
-    /// or the process is not root.
+    /// A fresh directory on the tmpfs at `/dev/shm`, or, if that is not a tmpfs, on a
+    /// private tmpfs mounted for this backend under the temp directory. Fails clearly if
+    /// neither works or the process is not root.
     pub fn new() -> Result<HostBackend, String> {
-        Self::new_tmpfs_under(Path::new("/dev/shm"))
+        Self::new_tmpfs_under(Path::new("/dev/shm")).or_else(|e| {
+            Self::private_tmpfs().map_err(|e2| format!("{e}; mounting a tmpfs failed too: {e2}"))
+        })
+    }
+
+    /// Mount a tmpfs of our own (needs CAP_SYS_ADMIN) and use a directory on it.
+    pub fn private_tmpfs() -> Result<HostBackend, String> {
+        require_root()?;
+        let mnt = std::env::temp_dir().join(unique_name());
+        std::fs::create_dir(&mnt).map_err(|e| format!("mkdir {}: {e}", mnt.display()))?;
+        let target = CString::new(mnt.as_os_str().as_encoded_bytes())
+            .map_err(|_| "temp dir contains NUL".to_string())?;
+        // SAFETY: all strings are NUL-terminated; data is NULL.
+        let r = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            let e = Errno::last_os_error();
+            let _ = std::fs::remove_dir(&mnt);
+            return Err(format!("mount tmpfs on {}: {e}", mnt.display()));
+        }
+        let mut b = Self::in_dir(&mnt)?;
+        b.tmpfs = true;
+        b.mount = Some(mnt);
+        Ok(b)
     }
 
     /// A fresh directory under `parent`, which must be on tmpfs.
@@ -405,6 +438,7 @@ impl HostBackend {
         Ok(HostBackend {
             base,
             tmpfs,
+            mount: None,
             next_case: AtomicU64::new(0),
         })
     }
@@ -563,5 +597,12 @@ impl Backend for HostBackend {
 impl Drop for HostBackend {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.base);
+        if let Some(mnt) = &self.mount {
+            if let Ok(c) = CString::new(mnt.as_os_str().as_encoded_bytes()) {
+                // SAFETY: `c` is NUL-terminated.
+                unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            }
+            let _ = std::fs::remove_dir(mnt);
+        }
     }
 }

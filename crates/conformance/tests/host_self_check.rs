@@ -103,3 +103,36 @@ fn mutated_outcomes_are_caught() {
     assert_eq!(report.unexpected().len(), 1);
     assert!(report.summary(5).contains("1 cases, 1 differ"));
 }
+
+#[test]
+fn non_tmpfs_reference_is_refused_clearly() {
+    if !root() {
+        return;
+    }
+    // The crate directory is on the worktree's file system; if that happens to be tmpfs
+    // there is nothing to check.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    if scalevfs_conformance::host::is_tmpfs(dir).unwrap() {
+        return;
+    }
+    let err = HostBackend::new_tmpfs_under(dir).err().expect("must refuse");
+    assert!(err.contains("is not a tmpfs"), "{err}");
+}
+
+#[test]
+fn private_tmpfs_agrees_with_dev_shm() {
+    if !root() {
+        return;
+    }
+    let private = match HostBackend::private_tmpfs() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("cannot mount a tmpfs here ({e}); skipped");
+            return;
+        }
+    };
+    let shm = HostBackend::new().expect("host");
+    let some: Vec<Script> = cases::all().into_iter().step_by(25).collect();
+    let report = Report::run(&shm, &private, &some);
+    assert!(report.unexpected().is_empty(), "{}", report.summary(5));
+}
