@@ -210,7 +210,7 @@ impl Report {
             differ - known
         );
         for (cat, n, d) in self.by_category() {
-            let _ = writeln!(s, "  {cat:<12} {n:4} cases {d:4} differ");
+            let _ = writeln!(s, "  {cat:<14} {n:4} cases {d:4} differ");
         }
         for c in self.stale_known() {
             let _ = writeln!(

@@ -115,7 +115,9 @@ fn non_tmpfs_reference_is_refused_clearly() {
     if scalevfs_conformance::host::is_tmpfs(dir).unwrap() {
         return;
     }
-    let err = HostBackend::new_tmpfs_under(dir).err().expect("must refuse");
+    let err = HostBackend::new_tmpfs_under(dir)
+        .err()
+        .expect("must refuse");
     assert!(err.contains("is not a tmpfs"), "{err}");
 }
 

@@ -12,7 +12,104 @@ fn with_file(name: &str) -> (Script, crate::Slot) {
     (s, f)
 }
 
+/// Every fd-taking call on a bad fd: never opened (-1, a large number) and just closed.
+fn badf(v: &mut Vec<Script>) {
+    type Call = fn(&mut Script, Fd);
+    let calls: &[(&str, Call)] = &[
+        ("close", |s, f| {
+            s.close(f);
+        }),
+        ("read", |s, f| {
+            s.read(f, 1);
+        }),
+        ("write", |s, f| {
+            s.write(f, "x");
+        }),
+        ("pread", |s, f| {
+            s.pread(f, 1, 0);
+        }),
+        ("pwrite", |s, f| {
+            s.pwrite(f, "x", 0);
+        }),
+        ("readv", |s, f| {
+            s.readv(f, &[1]);
+        }),
+        ("writev", |s, f| {
+            s.writev(f, &["x"]);
+        }),
+        ("lseek", |s, f| {
+            s.lseek(f, 0, SEEK_SET);
+        }),
+        ("fstat", |s, f| {
+            s.fstat(f);
+        }),
+        ("fchmod", |s, f| {
+            s.fchmod(f, 0o600);
+        }),
+        ("fchown", |s, f| {
+            s.fchown(f, 1, 1);
+        }),
+        ("futimens", |s, f| {
+            s.futimens(f, None);
+        }),
+        ("getdents", |s, f| {
+            s.getdents(f);
+        }),
+        ("ftruncate", |s, f| {
+            s.ftruncate(f, 0);
+        }),
+        ("fallocate", |s, f| {
+            s.fallocate(f, 0, 0, 1);
+        }),
+        ("dup", |s, f| {
+            s.dup(f);
+        }),
+        ("dup2", |s, f| {
+            s.dup2(f, Fd::Raw(20));
+        }),
+        ("dup3", |s, f| {
+            s.dup3(f, Fd::Raw(20), 0);
+        }),
+        ("fcntl-getfd", |s, f| {
+            s.fcntl(f, F_GETFD, 0);
+        }),
+        ("fcntl-setfl", |s, f| {
+            s.fcntl(f, F_SETFL, O_APPEND as i64);
+        }),
+        ("fcntl-dupfd", |s, f| {
+            s.fcntl_dup(f, F_DUPFD, 0);
+        }),
+        ("fchdir", |s, f| {
+            s.fchdir(f);
+        }),
+        ("fsync", |s, f| {
+            s.fsync(f);
+        }),
+        ("fdatasync", |s, f| {
+            s.fdatasync(f);
+        }),
+        ("openat-dirfd", |s, f| {
+            s.open_at(f, "x", O_RDONLY, 0);
+        }),
+        ("fstatat-empty-path", |s, f| {
+            s.stat_at(f, "", AT_EMPTY_PATH);
+        }),
+    ];
+    for (name, call) in calls {
+        let mut s = Script::new(format!("badf/{name}"));
+        s.file("f", 0o644, "x");
+        let f = s.open("f", O_RDWR, 0);
+        s.close(f);
+        call(&mut s, Fd::Raw(-1));
+        call(&mut s, Fd::Raw(1000));
+        call(&mut s, f.into());
+        s.stat("f");
+        v.push(s);
+    }
+}
+
 pub(super) fn cases(v: &mut Vec<Script>) {
+    badf(v);
     let (mut s, f) = with_file("dup-lowest-free");
     let a = s.dup(f);
     let b = s.dup(f);

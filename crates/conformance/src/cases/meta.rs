@@ -294,6 +294,19 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         v.push(s);
     }
 
+    // faccessat as root on every kind, following and not.
+    for kind in Kind::ALL {
+        for (fname, flags) in [("follow", 0), ("nofollow", AT_SYMLINK_NOFOLLOW)] {
+            let mut s = Script::new(format!("access/{fname}/{}", kind.tag()));
+            kind.make(&mut s, "t");
+            for m in [F_OK, R_OK, W_OK, X_OK] {
+                s.access_at(Fd::Cwd, "t", m, flags);
+            }
+            s.chmod("/", 0o644);
+            s.access_at(Fd::Cwd, "t", X_OK, flags);
+            v.push(s);
+        }
+    }
     // faccessat as root.
     let mut s = Script::new("access/root");
     s.file("f0", 0o000, "")
