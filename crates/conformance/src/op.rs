@@ -341,11 +341,6 @@ pub fn show_bytes(b: &[u8]) -> String {
     s
 }
 
-/// `"aaaa...(300 bytes)"` for paths built from long runs.
-fn show_path(b: &[u8]) -> String {
-    show_bytes(b)
-}
-
 pub fn errno_name(e: i32) -> String {
     format!("{:?}", scalevfs::Errno(e))
 }
@@ -552,7 +547,7 @@ fn show_times(t: &Option<[Timespec; 2]>) -> String {
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let p = |b: &[u8]| show_path(b);
+        let p = show_bytes;
         match self {
             Op::Open {
                 dir,

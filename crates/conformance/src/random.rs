@@ -15,9 +15,10 @@ use crate::op::{Fd, Op, Slot};
 use crate::script::Script;
 
 /// Paths the generator uses (relative, so they also work after a chdir into `d`, where
-/// most of them do not exist).
+/// most of them do not exist). Modes include 0777/1777 so that an unprivileged phase
+/// (after `SetCreds`) meets both writable and read-only objects.
 pub const NAMES: &[&str] = &[
-    "a", "b", "d", "e", "d/a", "d/b", "d/e", "e/x", "l", "d/l", "a/", "d/..",
+    "a", "b", "d", "e", "d/a", "d/b", "d/e", "e/x", "l", "d/l", "a/", "d/..", ".",
 ];
 const DIRS_TO_LIST: &[&str] = &["/", "/d", "/e", "/d/e"];
 const SLOTS: u16 = 4;
@@ -57,7 +58,7 @@ fn open_flags() -> impl Strategy<Value = i32> {
 }
 
 fn mode() -> impl Strategy<Value = u32> {
-    prop::sample::select(vec![0o644u32, 0o755, 0o600, 0o000, 0o4755, 0o1777])
+    prop::sample::select(vec![0o644u32, 0o755, 0o600, 0o000, 0o4755, 0o1777, 0o777])
 }
 
 /// One random step.
@@ -100,12 +101,71 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (fd(), slot()).prop_map(|(fd, to)| Op::Dup { fd, to }),
         1 => path().prop_map(Op::Contents),
         1 => fd().prop_map(Op::Getdents),
+        // Drop to an unprivileged user for the rest of the sequence (again: a no-op).
+        1 => Just(Op::SetCreds { uid: crate::script::U1, gid: crate::script::G1, groups: vec![] }),
     ]
 }
 
-/// Wrap generated steps into a script with the observation epilogue.
+/// The fixed start of every random script, so that generated steps meet existing files,
+/// directories, a symlink and open fds rather than mostly ENOENT and EBADF: `a` (data, open
+/// read-write in slot 0), `d` (open in slot 1) with `d/b`, `e` (mode 0777), `l -> a`.
+fn prologue(s: &mut Script) {
+    use libc::*;
+    let cwd = Fd::Cwd;
+    let p = |x: &str| x.as_bytes().to_vec();
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("a"),
+        flags: O_CREAT | O_RDWR,
+        mode: 0o644,
+        to: Slot(0),
+    });
+    s.push(Op::Write {
+        fd: Fd::Slot(Slot(0)),
+        data: p("aa"),
+    });
+    s.push(Op::Mkdir {
+        dir: cwd,
+        path: p("d"),
+        mode: 0o755,
+    });
+    s.push(Op::Mkdir {
+        dir: cwd,
+        path: p("e"),
+        mode: 0o777,
+    });
+    s.push(Op::Chmod {
+        dir: cwd,
+        path: p("e"),
+        mode: 0o777,
+        flags: 0,
+    });
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("d/b"),
+        flags: O_CREAT | O_WRONLY,
+        mode: 0o666,
+        to: Slot(1),
+    });
+    s.push(Op::Close(Fd::Slot(Slot(1))));
+    s.push(Op::Symlink {
+        target: p("a"),
+        dir: cwd,
+        path: p("l"),
+    });
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("d"),
+        flags: O_RDONLY | O_DIRECTORY,
+        mode: 0,
+        to: Slot(1),
+    });
+}
+
+/// Wrap generated steps into a script with the prologue and the observation epilogue.
 pub fn script_from(name: String, ops: Vec<Op>) -> Script {
     let mut s = Script::new(name);
+    prologue(&mut s);
     for op in ops {
         s.push(op);
     }

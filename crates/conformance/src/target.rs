@@ -103,6 +103,8 @@ pub struct Executor<'t> {
     target: &'t mut dyn Target,
     slots: Vec<Option<i32>>,
     snapshot: Option<[Timespec; 3]>,
+    /// The identity the target runs as (scripts start as root).
+    creds: Credentials,
 }
 
 /// How long `SnapTimes` waits so that a later update gets a different timestamp even with
@@ -115,6 +117,7 @@ impl<'t> Executor<'t> {
             target,
             slots: Vec::new(),
             snapshot: None,
+            creds: Credentials::root(),
         }
     }
 
@@ -406,8 +409,16 @@ impl<'t> Executor<'t> {
                     gid: *gid,
                     groups: groups.clone(),
                 };
-                match self.target.set_credentials(&creds) {
+                // Switching to the identity we already have is a no-op (an unprivileged
+                // host process could not call setgroups again).
+                let switched = if creds == self.creds {
+                    Ok(())
+                } else {
+                    self.target.set_credentials(&creds)
+                };
+                match switched {
                     Ok(()) => {
+                        self.creds = creds;
                         self.target.umask(0o022);
                         match self.target.chdir(b"/") {
                             Ok(()) => O::Ok,
