@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use scalevfs_conformance::{cases, run_case, Backend, HostBackend, Outcome, Report, Script};
+use scalevfs_conformance::{cases, known, run_case, Backend, HostBackend, Outcome, Report, Script};
 
 fn root() -> bool {
     // SAFETY: no preconditions.
@@ -23,6 +23,21 @@ fn suite_is_large_and_names_are_unique() {
             s.name
         );
         assert!(!s.steps.is_empty(), "{} has no steps", s.name);
+    }
+    // Every deliberate difference names a real case and is documented in the README.
+    let readme = include_str!("../README.md");
+    for k in known::KNOWN_DIFFERENCES {
+        assert!(
+            seen.contains(k.case),
+            "known difference {} is not a case",
+            k.case
+        );
+        assert!(!k.reason.is_empty(), "{} has no reason", k.case);
+        assert!(
+            readme.contains(k.case),
+            "{} is not listed in README.md",
+            k.case
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 //! ENOSYS). Run it with `cargo test -p scalevfs-conformance --test scalevfs_vs_host --
 //! --ignored`; the owner removes the `#[ignore]` when merging the VFS.
 
+use scalevfs::{Locking, VfsOptions};
 use scalevfs_conformance::{cases, HostBackend, Report, ScalevfsBackend};
 
 #[test]
@@ -15,15 +16,25 @@ fn scalevfs_agrees_with_host() {
         panic!("the host side needs root (chroot, setuid); run as root as CI does");
     }
     let host = HostBackend::new().expect("host backend");
-    let svfs = ScalevfsBackend::default();
     let all = cases::all();
-    let report = Report::run(&host, &svfs, &all);
-    println!("{}", report.summary(40));
-    let bad = report.unexpected();
-    assert!(
-        bad.is_empty(),
-        "{} of {} cases differ between the host and scalevfs (see the report above)",
-        bad.len(),
-        all.len()
-    );
+    // Both designs must behave like Linux: the scalable one and the legacy ablation.
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let svfs = ScalevfsBackend {
+            options: VfsOptions {
+                locking,
+                ..VfsOptions::default()
+            },
+            ..ScalevfsBackend::default()
+        };
+        let report = Report::run(&host, &svfs, &all);
+        println!("{}", report.summary(40));
+        let bad = report.unexpected();
+        assert!(
+            bad.is_empty(),
+            "{} of {} cases differ between the host and scalevfs with {locking:?} locking \
+             (see the report above)",
+            bad.len(),
+            all.len()
+        );
+    }
 }

@@ -283,14 +283,66 @@ pub(super) fn cases(v: &mut Vec<Script>) {
             s.fallocate(f, 0, 0, 8192).close(f);
         }),
     ];
-    for (name, path, act) in acts {
+    // (name, path to snapshot, path to compare, action): the paths differ when the action
+    // moves the object.
+    let more: &[(&str, &str, &str, Act)] = &[
+        ("write-empty", "f", "f", |s| {
+            let f = s.open("f", O_WRONLY, 0);
+            s.write(f, "").close(f);
+        }),
+        ("open-trunc-empty-file", "z", "z", |s| {
+            let f = s.open("z", O_WRONLY | O_TRUNC, 0);
+            s.close(f);
+        }),
+        ("ftruncate-empty-to-zero", "z", "z", |s| {
+            let f = s.open("z", O_WRONLY, 0);
+            s.ftruncate(f, 0).close(f);
+        }),
+        ("symlink-in-dir", "d", "d", |s| {
+            s.symlink("x", "d/l");
+        }),
+        ("rmdir-in-dir", "d", "d", |s| {
+            s.rmdir("d/sub0");
+        }),
+        ("rename-out-of-dir", "d", "d", |s| {
+            s.rename("d/g", "moved");
+        }),
+        ("rename-into-dir", "d", "d", |s| {
+            s.rename("f", "d/f");
+        }),
+        ("renamed-file-itself", "d/g", "moved", |s| {
+            s.rename("d/g", "moved");
+        }),
+        ("renamed-dir-itself", "d/sub0", "moved", |s| {
+            s.rename("d/sub0", "moved");
+        }),
+        ("unlinked-file-itself", "f", "f2", |s| {
+            s.link("f", "f2").snap("f2").unlink("f");
+        }),
+        ("utimens-sets-ctime", "f", "f", |s| {
+            s.utimens("f", Some([ts(1, 0), ts(1, 0)]), 0);
+        }),
+        ("chmod-same-mode", "f", "f", |s| {
+            s.chmod("f", 0o644);
+        }),
+        ("failed-unlink", "d", "d", |s| {
+            s.unlink("d/missing");
+        }),
+    ];
+    let all = acts
+        .iter()
+        .map(|&(n, p, a)| (n, p, p, a))
+        .chain(more.iter().copied());
+    for (name, path, check, act) in all {
         let mut s = Script::new(format!("times/{name}"));
         s.file("f", 0o644, "data")
+            .file("z", 0o644, "")
             .mkdir("d", 0o755)
+            .mkdir("d/sub0", 0o755)
             .file("d/g", 0o644, "");
         s.snap(path);
         act(&mut s);
-        s.times_since(path);
+        s.times_since(check);
         v.push(s);
     }
 
