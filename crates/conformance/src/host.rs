@@ -150,9 +150,15 @@ impl Target for HostTarget {
     }
     fn fchmodat(&mut self, dirfd: i32, path: &[u8], mode: u32, flags: i32) -> SysResult<()> {
         let p = cpath(path)?;
-        // fchmodat2 (Linux 6.6) is the system call that honours flags.
+        // fchmodat2 (Linux 6.6) is the system call that honours flags; older kernels get
+        // fchmodat for the flag-less calls (the prelude and most cases).
         // SAFETY: `p` is NUL-terminated.
-        unit(unsafe { libc::syscall(libc::SYS_fchmodat2, dirfd, p.as_ptr(), mode, flags) })
+        let r = unit(unsafe { libc::syscall(libc::SYS_fchmodat2, dirfd, p.as_ptr(), mode, flags) });
+        if r == Err(Errno::ENOSYS) && flags == 0 {
+            // SAFETY: `p` is NUL-terminated.
+            return unit(unsafe { libc::syscall(libc::SYS_fchmodat, dirfd, p.as_ptr(), mode) });
+        }
+        r
     }
     fn fchmod(&mut self, fd: i32, mode: u32) -> SysResult<()> {
         // SAFETY: no pointers involved.
@@ -532,7 +538,12 @@ fn child_main(wfd: i32, root: &CString, script: &Script) -> ! {
         } else {
             libc::_exit(3)
         };
-        libc::syscall(libc::SYS_close_range, 0u32, (hi - 1) as u32, 0u32);
+        if libc::syscall(libc::SYS_close_range, 0u32, (hi - 1) as u32, 0u32) != 0 {
+            // Before Linux 5.9: close what a test process plausibly has open.
+            for fd in 0..hi.min(65536) {
+                libc::close(fd);
+            }
+        }
         libc::syscall(libc::SYS_close_range, (hi + 1) as u32, u32::MAX, 0u32);
         let send = |o: &Outcome| {
             let mut line = serde_json::to_vec(o).unwrap_or_else(|_| b"\"Ok\"".to_vec());
