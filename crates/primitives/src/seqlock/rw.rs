@@ -162,7 +162,9 @@ impl SeqRwLock {
             backoff.snooze();
         }
         // Relaxed: exclusion comes from `rin`'s modification order (module docs).
-        self.rin.fetch_add(PRES | (ticket & PHID), Ordering::Relaxed) & !WBITS
+        self.rin
+            .fetch_add(PRES | (ticket & PHID), Ordering::Relaxed)
+            & !WBITS
     }
 
     /// Waits until every reader counted in `rticket` has left, then starts the section.

@@ -19,9 +19,15 @@ fn counter_begin_retry() {
     // A raw sample taken mid-write never validates.
     let odd = c.read_begin_raw();
     assert!(c.read_retry(odd));
-    assert!(c.read_retry(s), "a write in progress invalidates earlier reads");
+    assert!(
+        c.read_retry(s),
+        "a write in progress invalidates earlier reads"
+    );
     c.write_end();
-    assert!(c.read_retry(s), "a completed write invalidates earlier reads");
+    assert!(
+        c.read_retry(s),
+        "a completed write invalidates earlier reads"
+    );
     let s2 = c.read_begin();
     assert_eq!(s2.value(), s.value() + 2);
     assert!(!c.read_retry(s2));
