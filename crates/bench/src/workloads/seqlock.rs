@@ -1,8 +1,10 @@
-//! Seed 004's rename-lock workloads: many readers of a small multi-word value, rare writers.
+//! Seed 004's rename-lock workloads: many `d_path()`-like readers, rare `rename()`-like writers.
 //!
-//! The value is four `u64` words kept equal by every writer (the invariant a reader checks),
-//! in a [`SeqCell`]. Thread 0 also writes once every [`WRITE_EVERY`] operations, like an
-//! occasional `rename()` among many `d_path()`s.
+//! The protected data is a "path" of [`DEPTH`] components, each four `u64` words on its own
+//! cache line (a dentry), in [`SeqCell`]s; a writer bumps one component's words together, so
+//! a consistent component has four equal words (the invariant readers check). A read walks
+//! every component, as `d_path()` walks the parent chain. Thread 0 also writes once every
+//! [`WRITE_EVERY`] operations, like an occasional `rename()` among many `d_path()`s.
 //!
 //! * `seqlock-read`: each read is `SeqRwLock::read_or_lock` (optimistic pass, shared-lock
 //!   fallback) under `scalable`, and the whole rename lock taken exclusively
@@ -21,6 +23,8 @@ use std::hint::black_box;
 const WRITE_EVERY: u64 = 1000;
 /// Operations per worker call, to keep the runner's loop out of the measurement.
 const BATCH: u64 = 256;
+/// Components per path walk.
+const DEPTH: usize = 8;
 
 /// How a `scalable` reader reads.
 #[derive(Copy, Clone)]
@@ -49,7 +53,7 @@ fn all() -> Vec<SeqlockWorkload> {
     vec![
         SeqlockWorkload {
             name: "seqlock-read",
-            description: "seed 004: read a 4-word value under the rename lock, thread 0 writes every 1000 ops; \
+            description: "seed 004: walk an 8-component path under the rename lock, thread 0 writes every 1000 ops; \
                           scalable = SeqRwLock optimistic read with shared-lock fallback, legacy = lock taken exclusively",
             kind: ReadKind::OrLock,
         },
@@ -97,7 +101,9 @@ impl SeqlockWorkload {
         };
         Ok(SeqlockInstance {
             lock: CachePadded::new(lock),
-            value: CachePadded::new(SeqCell::new([0; 4])),
+            path: (0..DEPTH)
+                .map(|_| CachePadded::new(SeqCell::new([0; 4])))
+                .collect(),
         })
     }
 }
@@ -113,41 +119,62 @@ enum Lock {
 
 struct SeqlockInstance {
     lock: CachePadded<Lock>,
-    /// On its own cache line: readers share it, only the rare writer invalidates it.
-    value: CachePadded<SeqCell<4>>,
+    /// One cache line per component: readers share them, only the rare writer invalidates one.
+    path: Vec<CachePadded<SeqCell<4>>>,
 }
 
-fn check(v: [u64; 4]) -> u64 {
-    debug_assert!(v.iter().all(|&x| x == v[0]), "torn read {v:?}");
-    v[0]
+/// What a walk saw: a checksum, and whether every component was consistent.
+#[derive(Copy, Clone)]
+struct Walk {
+    sum: u64,
+    consistent: bool,
 }
 
 impl SeqlockInstance {
+    /// Reads every component. May see torn components unless writers are excluded, so it
+    /// only reports them; callers judge once the read is validated.
+    fn walk(&self) -> Walk {
+        let mut w = Walk {
+            sum: 0,
+            consistent: true,
+        };
+        for c in &self.path {
+            let v = c.load();
+            w.consistent &= v.iter().all(|&x| x == v[0]);
+            w.sum = w.sum.wrapping_add(v[0]);
+        }
+        w
+    }
+
     fn read(&self) -> u64 {
-        match &*self.lock {
+        let w = match &*self.lock {
             Lock::Legacy(l) => {
                 // As d_path() before the seed: write_seqlock(&rename_lock).
                 let _g = l.write();
-                check(self.value.load())
+                self.walk()
             }
-            Lock::Scalable(l, ReadKind::OrLock) => check(l.read_or_lock(|_| self.value.load())),
+            Lock::Scalable(l, ReadKind::OrLock) => l.read_or_lock(|_| self.walk()),
             Lock::Scalable(l, ReadKind::Shared) => {
                 let _g = l.read_lock();
-                check(self.value.load())
+                self.walk()
             }
-        }
+        };
+        debug_assert!(w.consistent, "validated read saw a torn component");
+        w.sum
     }
 
-    fn write(&self) {
+    /// Bumps every word of component `i % DEPTH`.
+    fn write(&self, i: usize) {
+        let c = &self.path[i % DEPTH];
         let bump = |v: [u64; 4]| v.map(|x| x.wrapping_add(1));
         match &*self.lock {
             Lock::Legacy(l) => {
                 let _g = l.write();
-                self.value.store(bump(self.value.load()));
+                c.store(bump(c.load()));
             }
             Lock::Scalable(l, _) => {
                 let _g = l.write_lock();
-                self.value.store(bump(self.value.load()));
+                c.store(bump(c.load()));
             }
         }
     }
@@ -157,11 +184,13 @@ impl Instance for SeqlockInstance {
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         // Thread 0 writes when this reaches zero, once per WRITE_EVERY operations.
         let mut until_write = WRITE_EVERY;
+        let mut writes = 0;
         Box::new(move || {
             for _ in 0..BATCH {
                 until_write -= 1;
                 if thread == 0 && until_write == 0 {
-                    self.write();
+                    self.write(writes);
+                    writes += 1;
                 } else {
                     black_box(self.read());
                 }
@@ -194,8 +223,12 @@ mod tests {
                         });
                     }
                 });
-                // Thread 0 did 20 * 256 = 5120 ops, so 5 writes, each bumping every word.
-                assert_eq!(inst.value.load(), [5; 4], "{} {design}", w.name());
+                // Thread 0 did 20 * 256 = 5120 ops, so 5 writes, to components 0..5.
+                let seen: Vec<[u64; 4]> = inst.path.iter().map(|c| c.load()).collect();
+                let want: Vec<[u64; 4]> = (0..DEPTH).map(|i| [u64::from(i < 5); 4]).collect();
+                assert_eq!(seen, want, "{} {design}", w.name());
+                assert!(inst.walk().consistent);
+                assert_eq!(inst.read(), 5);
                 assert!(w.setup(design, 2).is_ok());
             }
             assert!(w.setup(Design::Host, 2).is_err());

@@ -82,11 +82,15 @@ pub(super) const RINC: u32 = 0x100;
 /// exclusive writers, with phase-fair arbitration between shared readers and writers. See
 /// the module docs for the algorithm, orderings and proof sketch.
 pub struct SeqRwLock {
-    /// Bumped only by writers; read by optimistic readers. Own cache line.
+    /// Bumped only by writers; read by optimistic readers. Own cache line, so shared
+    /// readers' traffic on the words below never evicts it from optimistic readers' caches.
     seq: CachePadded<SeqCounter>,
-    pub(super) rin: CachePadded<AtomicU32>,
-    pub(super) rout: CachePadded<AtomicU32>,
-    pub(super) win: CachePadded<AtomicU32>,
+    // The rwlock words share one line: a shared reader RMWs both `rin` and `rout`, and a
+    // short section usually finds the line still local at exit (one transfer, not two).
+    // Measured no worse than padding them apart on this 2-CPU machine.
+    pub(super) rin: AtomicU32,
+    pub(super) rout: AtomicU32,
+    pub(super) win: AtomicU32,
     pub(super) wout: AtomicU32,
 }
 
@@ -100,9 +104,9 @@ impl SeqRwLock {
     pub fn new() -> Self {
         SeqRwLock {
             seq: CachePadded::new(SeqCounter::new()),
-            rin: CachePadded::new(AtomicU32::new(0)),
-            rout: CachePadded::new(AtomicU32::new(0)),
-            win: CachePadded::new(AtomicU32::new(0)),
+            rin: AtomicU32::new(0),
+            rout: AtomicU32::new(0),
+            win: AtomicU32::new(0),
             wout: AtomicU32::new(0),
         }
     }
