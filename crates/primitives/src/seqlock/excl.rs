@@ -18,6 +18,16 @@ pub struct SeqLock {
     locked: AtomicBool,
 }
 
+impl std::fmt::Debug for SeqLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: a diagnostic snapshot.
+        f.debug_struct("SeqLock")
+            .field("seq", &self.sequence())
+            .field("locked", &self.locked.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
 impl Default for SeqLock {
     fn default() -> Self {
         Self::new()

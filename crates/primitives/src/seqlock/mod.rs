@@ -89,6 +89,12 @@
 //! with any rwlock), and a write section must not call `read_begin` on its own lock (it
 //! would wait for itself, forever, because the counter is odd).
 //!
+//! Shared read sections of one `SeqRwLock` must not nest on one thread. Unlike Linux's
+//! reader-preferring `rwlock_t`, which allows recursive `read_lock`, a writer that queues
+//! between the outer and the inner `read_lock` blocks the inner one (that is what keeps
+//! writers from starving) while waiting for the outer one: deadlock. The same holds for
+//! `read_or_lock` called from inside a shared section or another `read_or_lock` closure.
+//!
 //! # Waiting
 //!
 //! Every wait is spin-then-yield ([`Backoff`]): a few dozen `spin_loop` hints, then
@@ -172,6 +178,14 @@ impl Backoff {
 /// longer means anything. Callers must still serialize them.
 pub struct SeqCounter {
     seq: AtomicU32,
+}
+
+impl std::fmt::Debug for SeqCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeqCounter")
+            .field("seq", &self.raw())
+            .finish()
+    }
 }
 
 impl Default for SeqCounter {
@@ -265,6 +279,13 @@ impl SeqCounter {
 /// (see the module docs), exactly as Linux's plain accesses between `smp_rmb`s.
 pub struct SeqCell<const N: usize> {
     words: [AtomicU64; N],
+}
+
+impl<const N: usize> std::fmt::Debug for SeqCell<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A snapshot that may be torn if a writer is active.
+        f.debug_tuple("SeqCell").field(&self.load()).finish()
+    }
 }
 
 impl<const N: usize> SeqCell<N> {

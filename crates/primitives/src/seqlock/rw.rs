@@ -80,7 +80,8 @@ pub(super) const RINC: u32 = 0x100;
 
 /// Sequence read/write lock: optimistic readers, shared (pointer-following) readers and
 /// exclusive writers, with phase-fair arbitration between shared readers and writers. See
-/// the module docs for the algorithm, orderings and proof sketch.
+/// the module docs for the algorithm, orderings and proof sketch. Shared sections must not
+/// nest (see the lock-order notes in [`crate::seqlock`]).
 pub struct SeqRwLock {
     /// Bumped only by writers; read by optimistic readers. Own cache line, so shared
     /// readers' traffic on the words below never evicts it from optimistic readers' caches.
@@ -92,6 +93,26 @@ pub struct SeqRwLock {
     pub(super) rout: AtomicU32,
     pub(super) win: AtomicU32,
     pub(super) wout: AtomicU32,
+}
+
+impl std::fmt::Debug for SeqRwLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Relaxed: a diagnostic snapshot; the fields may be mutually inconsistent.
+        let rin = self.rin.load(Ordering::Relaxed);
+        let rout = self.rout.load(Ordering::Relaxed);
+        f.debug_struct("SeqRwLock")
+            .field("seq", &self.sequence())
+            .field("readers", &(rin.wrapping_sub(rout) / RINC))
+            .field("writer_present", &(rin & PRES != 0))
+            .field(
+                "writers_queued",
+                &self
+                    .win
+                    .load(Ordering::Relaxed)
+                    .wrapping_sub(self.wout.load(Ordering::Relaxed)),
+            )
+            .finish()
+    }
 }
 
 impl Default for SeqRwLock {

@@ -111,6 +111,11 @@ fn seqrwlock_basic() {
     assert!(l.read_retry(s));
     assert_eq!(l.sequence(), 2);
     let _a = l.read_lock();
+    let dbg = format!("{l:?}");
+    assert!(
+        dbg.contains("readers: 1") && dbg.contains("seq: 2"),
+        "{dbg}"
+    );
 }
 
 #[test]
