@@ -3,6 +3,8 @@
 //! Exclusion is checked with `loom::cell::UnsafeCell`, which reports any access pair not
 //! ordered by happens-before, so these models check the memory orderings, not just the
 //! interleavings. Torn reads are checked on a `SeqCell` pair written word by word.
+//! Sized for `LOOM_MAX_PREEMPTIONS=2` (well under a second each); at 3 the rwlock models'
+//! spin-wait loops exceed loom's default branch limit (state explosion, not a failure).
 
 use super::*;
 use loom::cell::UnsafeCell;
