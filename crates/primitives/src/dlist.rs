@@ -64,9 +64,9 @@
 //!
 //! ## Why it scales
 //!
-//! `add` touches only the current CPU's shard: its lock and its slab share a padded cache
-//! line set that no other CPU writes unless a task migrated between add and remove, or an
-//! iterator is walking that shard. With N CPUs, N adders proceed in parallel where the legacy
+//! `add` touches only the current CPU's shard: its lock and slab header (one padded cache
+//! line) and its own slot array, which no other CPU writes unless a task migrated between
+//! add and remove, or an iterator is walking that shard. With N CPUs, N adders proceed in parallel where the legacy
 //! list serialises them; when threads outnumber CPUs, only the running ones can contend.
 //! Walks cost O(shards + len) and never block more than one shard.
 
@@ -341,6 +341,7 @@ impl<T> DList<T> {
     /// removed already, e.g. by an evicting cursor). O(1).
     pub fn remove(&self, node: &DListNode) -> Option<T> {
         let shard = self.shards.get(node.shard as usize)?;
+        // The guard is dropped here, before the caller can drop the item.
         let item = lock(&shard.list).remove(node.slot, node.gen);
         item
     }
@@ -927,28 +928,35 @@ mod tests {
     #[test]
     fn stress_many_threads() {
         const THREADS: u64 = 32;
-        const OPS: u64 = 600;
+        const OPS: u64 = 2000;
+        /// Workers go on (up to 20 * OPS each) until the walker has done this many walks.
+        const WALKS: u64 = 30;
         let list = Arc::new(DList::with_shards(4));
         // Global order of events: a thread logs (item, added_at, removed_at) around its calls.
         let clock = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
+        let walks_done = Arc::new(AtomicU64::new(0));
         let start = Arc::new(Barrier::new(THREADS as usize + 2));
         let tick = |c: &AtomicU64| c.fetch_add(1, Ordering::SeqCst);
 
         let workers: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (list, clock, start) = (list.clone(), clock.clone(), start.clone());
+                let walks_done = walks_done.clone();
                 std::thread::spawn(move || {
                     start.wait();
                     let mut live: Vec<(u64, DListNode)> = Vec::new();
                     let mut log = HashMap::new(); // item -> (added_at, removed_at)
                     let mut removed = 0u64;
                     let mut rng = t.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                    for k in 0..OPS {
+                    let mut k = 0;
+                    while k < OPS || (walks_done.load(Ordering::Relaxed) < WALKS && k < 20 * OPS) {
+                        k += 1;
                         rng ^= rng << 13;
                         rng ^= rng >> 7;
                         rng ^= rng << 17;
-                        if live.is_empty() || rng % 3 != 0 {
+                        // Mostly adds, up to 64 live items per thread: walks stay short.
+                        if live.is_empty() || (rng % 3 != 0 && live.len() < 64) {
                             let item = t << 32 | k;
                             let node = list.add(item);
                             // Ticked after add returns: the item is on the list by then.
@@ -974,6 +982,7 @@ mod tests {
         let walker = {
             let (list, clock, stop, start) =
                 (list.clone(), clock.clone(), stop.clone(), start.clone());
+            let walks_done = walks_done.clone();
             std::thread::spawn(move || {
                 start.wait();
                 let mut walks = Vec::new();
@@ -983,10 +992,16 @@ mod tests {
                     let mut seen = Vec::new();
                     while let Some(i) = c.next() {
                         seen.push(i);
-                        c.unlocked(std::thread::yield_now);
+                        // Drop the lock at every item; sometimes let others run meanwhile.
+                        c.unlocked(|| {
+                            if i % 8 == 0 {
+                                std::thread::yield_now()
+                            }
+                        });
                     }
                     drop(c);
                     walks.push((begin, tick(&clock), seen));
+                    walks_done.fetch_add(1, Ordering::Relaxed);
                 }
                 walks
             })
@@ -1093,7 +1108,10 @@ mod loom_tests {
     /// is cleaned up.
     #[test]
     fn loom_remove_vs_cursor_unlocked() {
-        loom::model(|| {
+        // What the walks saw, across all the interleavings loom explored.
+        let outcomes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let outcomes2 = outcomes.clone();
+        loom::model(move || {
             let list = Arc::new(DList::with_shards(1));
             // List order (newest first): 2, 1, 0.
             let nodes: Vec<_> = (0..3u32).map(|i| list.add(i)).collect();
@@ -1126,6 +1144,16 @@ mod loom_tests {
             );
             assert_eq!(list.len(), 1);
             list.check_quiescent();
+            outcomes2.lock().unwrap().push(seen);
         });
+        let outcomes = outcomes.lock().unwrap();
+        // Removal before the walk, after it, and of the pinned node during the unlocked
+        // window (2 yielded, then 1 gone: the zombie path) were all explored.
+        for expect in [vec![0], vec![2, 1, 0], vec![2, 0]] {
+            assert!(
+                outcomes.contains(&expect),
+                "{expect:?} not explored: {outcomes:?}"
+            );
+        }
     }
 }
