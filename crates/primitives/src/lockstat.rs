@@ -326,7 +326,12 @@ pub fn snapshot() -> Vec<ClassStats> {
 
 /// A `/proc/lock_stat`-like table of every registered class that recorded something.
 pub fn report() -> String {
-    format_report(snapshot())
+    format_report(
+        snapshot()
+            .into_iter()
+            .filter(|s| s.read.acquisitions + s.write.acquisitions > 0)
+            .collect(),
+    )
 }
 
 /// The same table restricted to `classes`.
