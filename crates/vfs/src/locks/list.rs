@@ -138,7 +138,7 @@ pub(crate) fn posix_apply(list: &mut Vec<Held>, req: &LockRequest, reeval: &mut 
         reeval.append(&mut h.waiters);
         if h.info.start < start && h.info.end > end {
             // Split: the old lock keeps the left part, a copy takes the right part.
-            let mut right = h.info.clone();
+            let mut right = h.info;
             right.start = end + 1;
             h.info.end = start - 1;
             list.insert(i + 1, Held::new(right));

@@ -213,7 +213,7 @@ impl LockRequest {
 }
 
 /// A held (or, in a listing, requested) lock.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LockInfo {
     pub class: LockClass,
     pub owner: LockOwner,
@@ -399,6 +399,17 @@ impl std::fmt::Debug for LockManager {
     }
 }
 
+/// How a request that conflicts behaves.
+#[derive(Copy, Clone)]
+enum Wait<'a> {
+    /// `F_SETLK`: fail with `EAGAIN`.
+    No,
+    /// Sleep until granted (no token: the uncontended `F_SETLKW` allocates nothing).
+    Forever,
+    /// Sleep until granted or the token fires.
+    Until(&'a CancelToken),
+}
+
 /// Both locks of an operation: the legacy global lock (if any), then the context's.
 struct Guard<'a> {
     lists: MutexGuard<'a, Lists>,
@@ -442,7 +453,10 @@ impl LockManager {
     }
 
     fn lock<'a>(&'a self, ctx: &'a FileLockContext) -> Guard<'a> {
-        debug_assert!(Arc::ptr_eq(&ctx.mgr, &self.shared), "context of another manager");
+        debug_assert!(
+            Arc::ptr_eq(&ctx.mgr, &self.shared),
+            "context of another manager"
+        );
         let legacy = self.shared.legacy.as_ref().map(|l| l.lock());
         Guard {
             lists: ctx.inner.lists.lock(),
@@ -453,7 +467,7 @@ impl LockManager {
     /// `F_GETLK` / `F_OFD_GETLK`: the first lock that would conflict with `req`, if any.
     pub fn getlk(&self, ctx: &FileLockContext, req: &LockRequest) -> Option<LockInfo> {
         let g = self.lock(ctx);
-        find_conflict(&g.lists.posix, req).map(|i| g.lists.posix[i].info.clone())
+        find_conflict(&g.lists.posix, req).map(|i| g.lists.posix[i].info)
     }
 
     /// `F_SETLK` (`wait == None`) or `F_SETLKW` (`wait == Some(token)`), POSIX or OFD by
@@ -466,6 +480,18 @@ impl LockManager {
         req: &LockRequest,
         wait: Option<&CancelToken>,
     ) -> Result<(), Errno> {
+        match wait {
+            None => self.setlk_inner(ctx, req, Wait::No),
+            Some(t) => self.setlk_inner(ctx, req, Wait::Until(t)),
+        }
+    }
+
+    fn setlk_inner(
+        &self,
+        ctx: &FileLockContext,
+        req: &LockRequest,
+        wait: Wait<'_>,
+    ) -> Result<(), Errno> {
         req.check()?;
         let (w, token) = {
             let mut g = self.lock(ctx);
@@ -475,12 +501,12 @@ impl LockManager {
                 self.reeval(&mut g.lists, reeval);
                 return Ok(());
             };
-            let Some(token) = wait else {
-                return Err(Errno::EAGAIN);
+            let token = match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Forever => None,
+                Wait::Until(t) if t.is_cancelled() => return Err(Errno::EINTR),
+                Wait::Until(t) => Some(t),
             };
-            if token.is_cancelled() {
-                return Err(Errno::EINTR);
-            }
             let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner)));
             if !self.wait_edge(&w, g.lists.posix[i].info.owner) {
                 return Err(Errno::EDEADLK);
@@ -513,21 +539,13 @@ impl LockManager {
             start: 0,
             end: OFFSET_MAX,
         };
-        let own;
-        let token = match cancel {
-            Some(t) => t,
-            None => {
-                own = CancelToken::new();
-                &own
-            }
-        };
         let w = {
             let mut g = self.lock(ctx);
             let mut reeval = Vec::new();
             let res = match flock_apply(&mut g.lists.flock, &req, &mut reeval) {
                 Ok(()) => Ok(None),
                 Err(_) if op & libc::LOCK_NB != 0 => Err(Errno::EAGAIN),
-                Err(_) if token.is_cancelled() => Err(Errno::EINTR),
+                Err(_) if cancel.is_some_and(CancelToken::is_cancelled) => Err(Errno::EINTR),
                 Err(i) => {
                     // Queue before re-examining the old lock's waiters: they may release
                     // the lock we queue on.
@@ -541,7 +559,7 @@ impl LockManager {
         };
         match w {
             None => Ok(()),
-            Some(w) => self.sleep(ctx, &w, token),
+            Some(w) => self.sleep(ctx, &w, cancel),
         }
     }
 
@@ -639,10 +657,8 @@ impl LockManager {
                 if cmd == libc::F_SETLK || cmd == libc::F_OFD_SETLK {
                     return self.setlk(ctx, &req, None);
                 }
-                match cancel {
-                    Some(t) => self.setlk(ctx, &req, Some(t)),
-                    None => self.setlk(ctx, &req, Some(&CancelToken::new())),
-                }
+                let wait = cancel.map_or(Wait::Forever, Wait::Until);
+                self.setlk_inner(ctx, &req, wait)
             }
             _ => Err(Errno::EINVAL),
         }
@@ -660,7 +676,7 @@ impl LockManager {
                 out.push(ListedLock {
                     id,
                     waiting: false,
-                    info: h.info.clone(),
+                    info: h.info,
                     dev: c.dev,
                     ino: c.ino,
                 });
@@ -747,8 +763,22 @@ impl LockManager {
         }
     }
 
-    /// Sleeps until `w` is completed or `token` fires.
-    fn sleep(&self, ctx: &FileLockContext, w: &Arc<Waiter>, token: &CancelToken) -> Result<(), Errno> {
+    /// Sleeps until `w` is completed or `token` (if any) fires.
+    fn sleep(
+        &self,
+        ctx: &FileLockContext,
+        w: &Arc<Waiter>,
+        token: Option<&CancelToken>,
+    ) -> Result<(), Errno> {
+        let own;
+        let token = match token {
+            Some(t) => t,
+            None => {
+                // Only blocking calls get here, so the allocation is off the fast path.
+                own = CancelToken::new();
+                &own
+            }
+        };
         let r = token.wait_until(|| w.state() != list::PENDING);
         let state = match r {
             Ok(()) => w.state(),

@@ -29,7 +29,11 @@ struct Op {
 fn op() -> impl Strategy<Value = Op> {
     (
         0..OWNERS.len(),
-        prop_oneof![Just(LockType::Read), Just(LockType::Write), Just(LockType::Unlock)],
+        prop_oneof![
+            Just(LockType::Read),
+            Just(LockType::Write),
+            Just(LockType::Unlock)
+        ],
         0..=N,
         0..=N,
     )

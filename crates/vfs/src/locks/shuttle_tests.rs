@@ -53,7 +53,11 @@ fn shuttle_block_wake_cancel() {
             m.setlk(&c, &rq(p(1), LockType::Unlock, 0), None).unwrap();
             let r = waiter.join().unwrap();
             canceller.join().unwrap();
-            let held: Vec<_> = m.list().into_iter().map(|l| (l.waiting, l.info.owner)).collect();
+            let held: Vec<_> = m
+                .list()
+                .into_iter()
+                .map(|l| (l.waiting, l.info.owner))
+                .collect();
             match r {
                 Ok(()) => assert_eq!(held, vec![(false, p(2))]),
                 Err(e) => {
@@ -82,7 +86,11 @@ fn shuttle_deadlock_pair() {
                     let (m, c) = (m.clone(), c.clone());
                     thread::spawn(move || {
                         sync::enter_shuttle();
-                        let r = m.setlk(&c, &rq(p(o), LockType::Write, byte), Some(&CancelToken::new()));
+                        let r = m.setlk(
+                            &c,
+                            &rq(p(o), LockType::Write, byte),
+                            Some(&CancelToken::new()),
+                        );
                         if r.is_err() {
                             m.release_posix(&c, o);
                         }

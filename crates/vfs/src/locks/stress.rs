@@ -38,7 +38,15 @@ impl Shadow {
     /// Sets `owner`'s entry on bytes `a..=b` to `t`: `weaken_only` applies only the
     /// entries that get weaker (done before the real call), otherwise all of them, after
     /// checking that no other owner holds a conflicting lock.
-    fn set(&mut self, c: usize, owner: LockOwner, a: usize, b: usize, t: LockType, weaken_only: bool) {
+    fn set(
+        &mut self,
+        c: usize,
+        owner: LockOwner,
+        a: usize,
+        b: usize,
+        t: LockType,
+        weaken_only: bool,
+    ) {
         for byte in &mut self.bytes[c][a..=b] {
             let cur = byte.iter().position(|e| e.0 == owner);
             let cur_t = cur.map(|i| byte[i].1);
@@ -66,7 +74,10 @@ impl Shadow {
         l.retain(|e| e.0 != owner);
         if let Some(t) = t {
             for e in l.iter() {
-                assert!(!conflicts(e.1, t), "flock {owner:?} {t:?} granted while {e:?} held");
+                assert!(
+                    !conflicts(e.1, t),
+                    "flock {owner:?} {t:?} granted while {e:?} held"
+                );
             }
             l.push((owner, t));
         }
@@ -93,14 +104,24 @@ fn run(mode: Locking, threads: usize, iters: usize) {
                     let x = rng.gen_range(0..BYTES);
                     let y = rng.gen_range(0..BYTES);
                     let (a, b) = (x.min(y), x.max(y));
-                    let ty = if rng.gen_bool(0.5) { LockType::Read } else { LockType::Write };
+                    let ty = if rng.gen_bool(0.5) {
+                        LockType::Read
+                    } else {
+                        LockType::Write
+                    };
                     match role {
                         // POSIX owner: a few locks held and waited on, then released.
                         0 => {
                             let owner = LockOwner::Process(t as u64);
                             for _ in 0..rng.gen_range(1..3) {
                                 let c = rng.gen_range(0..CTXS);
-                                let req = LockRequest { owner, pid: t as i32, ty, start: a as i64, end: b as i64 };
+                                let req = LockRequest {
+                                    owner,
+                                    pid: t as i32,
+                                    ty,
+                                    start: a as i64,
+                                    end: b as i64,
+                                };
                                 shadow.lock().unwrap().set(c, owner, a, b, ty, true);
                                 let tok = deadline();
                                 let wait = rng.gen_bool(0.8).then_some(&tok);
@@ -110,27 +131,47 @@ fn run(mode: Locking, threads: usize, iters: usize) {
                                         std::thread::yield_now();
                                     }
                                     Err(Errno::EDEADLK) => {
-                                        deadlocks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                        deadlocks
+                                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                     }
                                     Err(Errno::EAGAIN) => assert!(wait.is_none()),
                                     Err(e) => panic!("POSIX waiter failed: {e:?}"),
                                 }
                             }
                             for (c, ctx) in ctxs.iter().enumerate() {
-                                shadow.lock().unwrap().set(c, owner, 0, BYTES - 1, LockType::Unlock, true);
+                                shadow.lock().unwrap().set(
+                                    c,
+                                    owner,
+                                    0,
+                                    BYTES - 1,
+                                    LockType::Unlock,
+                                    true,
+                                );
                                 m.release_posix(ctx, t as u64);
                             }
                         }
                         // OFD owner: one lock at a time.
                         1 => {
                             let owner = LockOwner::File(t as u64);
-                            let req = LockRequest { owner, pid: 0, ty, start: a as i64, end: b as i64 };
+                            let req = LockRequest {
+                                owner,
+                                pid: 0,
+                                ty,
+                                start: a as i64,
+                                end: b as i64,
+                            };
                             let tok = deadline();
                             assert_eq!(m.setlk(&ctxs[c], &req, Some(&tok)), Ok(()), "OFD waiter");
                             shadow.lock().unwrap().set(c, owner, a, b, ty, false);
                             std::thread::yield_now();
-                            shadow.lock().unwrap().set(c, owner, a, b, LockType::Unlock, true);
-                            let un = LockRequest { ty: LockType::Unlock, ..req };
+                            shadow
+                                .lock()
+                                .unwrap()
+                                .set(c, owner, a, b, LockType::Unlock, true);
+                            let un = LockRequest {
+                                ty: LockType::Unlock,
+                                ..req
+                            };
                             m.setlk(&ctxs[c], &un, None).unwrap();
                         }
                         // flock owner: lock, maybe convert, unlock.
@@ -143,8 +184,16 @@ fn run(mode: Locking, threads: usize, iters: usize) {
                                 }
                                 shadow.lock().unwrap().set_flock(c, owner, None);
                                 let tok = deadline();
-                                assert_eq!(m.flock(&ctxs[c], fid, 1, op, Some(&tok)), Ok(()), "flock waiter");
-                                let t = if op == libc::LOCK_SH { LockType::Read } else { LockType::Write };
+                                assert_eq!(
+                                    m.flock(&ctxs[c], fid, 1, op, Some(&tok)),
+                                    Ok(()),
+                                    "flock waiter"
+                                );
+                                let t = if op == libc::LOCK_SH {
+                                    LockType::Read
+                                } else {
+                                    LockType::Write
+                                };
                                 shadow.lock().unwrap().set_flock(c, owner, Some(t));
                                 std::thread::yield_now();
                             }

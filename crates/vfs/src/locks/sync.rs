@@ -6,6 +6,8 @@
 //! code's interleavings while the ordinary tests keep running on real threads. A model
 //! calls [`enter_shuttle`] at the start of every shuttle thread it spawns.
 
+pub(crate) use imp::*;
+
 #[cfg(not(test))]
 mod imp {
     pub(crate) use parking_lot::{Mutex, MutexGuard};
@@ -117,5 +119,3 @@ mod imp {
         }
     }
 }
-
-pub(crate) use imp::*;

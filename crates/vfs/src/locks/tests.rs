@@ -63,7 +63,10 @@ fn waiting(m: &LockManager) -> usize {
 fn eventually(mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !cond() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "condition never held");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "condition never held"
+        );
         thread::sleep(Duration::from_millis(1));
     }
 }
@@ -178,12 +181,17 @@ fn conflict_matrix() {
         assert_eq!(set(&m, &c, rq(f(8), R, 150, 150)), Err(Errno::EAGAIN));
         set(&m, &c, rq(f(7), W, 150, 300)).unwrap();
         assert_eq!(
-            held(&m).into_iter().filter(|l| l.0 == f(7)).collect::<Vec<_>>(),
+            held(&m)
+                .into_iter()
+                .filter(|l| l.0 == f(7))
+                .collect::<Vec<_>>(),
             vec![(f(7), R, 0, 0), (f(7), W, 100, 300)]
         );
         // flock is independent of POSIX and OFD locks.
-        m.flock(&c, 7, 1, libc::LOCK_EX | libc::LOCK_NB, None).unwrap();
-        m.flock(&c, 9, 1, libc::LOCK_SH | libc::LOCK_NB, None).unwrap_err();
+        m.flock(&c, 7, 1, libc::LOCK_EX | libc::LOCK_NB, None)
+            .unwrap();
+        m.flock(&c, 9, 1, libc::LOCK_SH | libc::LOCK_NB, None)
+            .unwrap_err();
         assert_eq!(flocks(&m), vec![(f(7), W)]);
         set(&m, &c, rq(p(4), W, 400, 500)).unwrap();
     }
@@ -240,7 +248,10 @@ fn flock_waiter_granted_on_unlock() {
             let h = s.spawn(|| m.flock(&c, 2, 20, libc::LOCK_SH, None));
             eventually(|| waiting(&m) == 1);
             let l = m.proc_locks();
-            assert!(l.contains("1: -> FLOCK  ADVISORY  READ 20 00:2a:5678 0 EOF"), "{l}");
+            assert!(
+                l.contains("1: -> FLOCK  ADVISORY  READ 20 00:2a:5678 0 EOF"),
+                "{l}"
+            );
             m.flock(&c, 1, 10, libc::LOCK_UN, None).unwrap();
             assert_eq!(h.join().unwrap(), Ok(()));
         });
@@ -261,14 +272,20 @@ fn flock_to_range_rules() {
     assert_eq!(flock_to_range(&fl(set, 10, 5), 0, 0), Ok((10, 14)));
     assert_eq!(flock_to_range(&fl(set, 10, 0), 0, 0), Ok((10, OFFSET_MAX)));
     assert_eq!(flock_to_range(&fl(cur, -5, 5), 100, 0), Ok((95, 99)));
-    assert_eq!(flock_to_range(&fl(end, 0, 0), 0, 1000), Ok((1000, OFFSET_MAX)));
+    assert_eq!(
+        flock_to_range(&fl(end, 0, 0), 0, 1000),
+        Ok((1000, OFFSET_MAX))
+    );
     assert_eq!(flock_to_range(&fl(end, -10, 10), 0, 1000), Ok((990, 999)));
     // Negative length: the bytes before l_start.
     assert_eq!(flock_to_range(&fl(set, 10, -4), 0, 0), Ok((6, 9)));
     assert_eq!(flock_to_range(&fl(set, 10, -10), 0, 0), Ok((0, 9)));
     assert_eq!(flock_to_range(&fl(set, 10, -11), 0, 0), Err(Errno::EINVAL));
     assert_eq!(flock_to_range(&fl(set, -1, 1), 0, 0), Err(Errno::EINVAL));
-    assert_eq!(flock_to_range(&fl(cur, -101, 1), 100, 0), Err(Errno::EINVAL));
+    assert_eq!(
+        flock_to_range(&fl(cur, -101, 1), 100, 0),
+        Err(Errno::EINVAL)
+    );
     assert_eq!(flock_to_range(&fl(3, 0, 1), 0, 0), Err(Errno::EINVAL));
     // Overflow past OFFSET_MAX.
     assert_eq!(
@@ -326,20 +343,32 @@ fn fcntl_errors_and_getlk() {
             ..f1
         };
         let mut l = flk(libc::F_WRLCK, 0, 1, 0);
-        assert_eq!(m.fcntl(&c, libc::F_SETLK, &mut l, &ro, None), Err(Errno::EBADF));
+        assert_eq!(
+            m.fcntl(&c, libc::F_SETLK, &mut l, &ro, None),
+            Err(Errno::EBADF)
+        );
         let mut l = flk(libc::F_WRLCK, 0, 1, 0);
         assert_eq!(m.fcntl(&c, libc::F_GETLK, &mut l, &ro, None), Ok(()));
         // EINVAL: bad type, unlock in F_GETLK, OFD l_pid != 0, bad command.
         let mut l = flk(7, 0, 1, 0);
-        assert_eq!(m.fcntl(&c, libc::F_SETLK, &mut l, &f1, None), Err(Errno::EINVAL));
+        assert_eq!(
+            m.fcntl(&c, libc::F_SETLK, &mut l, &f1, None),
+            Err(Errno::EINVAL)
+        );
         let mut l = flk(libc::F_UNLCK, 0, 1, 0);
-        assert_eq!(m.fcntl(&c, libc::F_GETLK, &mut l, &f1, None), Err(Errno::EINVAL));
+        assert_eq!(
+            m.fcntl(&c, libc::F_GETLK, &mut l, &f1, None),
+            Err(Errno::EINVAL)
+        );
         for cmd in [libc::F_OFD_SETLK, libc::F_OFD_SETLKW, libc::F_OFD_GETLK] {
             let mut l = flk(libc::F_RDLCK, 0, 1, 5);
             assert_eq!(m.fcntl(&c, cmd, &mut l, &f1, None), Err(Errno::EINVAL));
         }
         let mut l = flk(libc::F_RDLCK, 0, 1, 0);
-        assert_eq!(m.fcntl(&c, libc::F_GETFD, &mut l, &f1, None), Err(Errno::EINVAL));
+        assert_eq!(
+            m.fcntl(&c, libc::F_GETFD, &mut l, &f1, None),
+            Err(Errno::EINVAL)
+        );
         // POSIX l_pid is ignored on input.
         let mut l = flk(libc::F_WRLCK, 10, 10, 12345);
         m.fcntl(&c, libc::F_SETLK, &mut l, &f1, None).unwrap();
@@ -365,11 +394,20 @@ fn fcntl_errors_and_getlk() {
         assert_eq!(l, flk(libc::F_WRLCK, 10, 10, 1));
         // EAGAIN on conflict.
         let mut l = flk(libc::F_WRLCK, 15, 1, 0);
-        assert_eq!(m.fcntl(&c, libc::F_SETLK, &mut l, &f2, None), Err(Errno::EAGAIN));
-        assert_eq!(m.fcntl(&c, libc::F_OFD_SETLK, &mut l, &f2, None), Err(Errno::EAGAIN));
+        assert_eq!(
+            m.fcntl(&c, libc::F_SETLK, &mut l, &f2, None),
+            Err(Errno::EAGAIN)
+        );
+        assert_eq!(
+            m.fcntl(&c, libc::F_OFD_SETLK, &mut l, &f2, None),
+            Err(Errno::EAGAIN)
+        );
         // EOVERFLOW from the range.
         let mut l = flk(libc::F_WRLCK, OFFSET_MAX, 2, 0);
-        assert_eq!(m.fcntl(&c, libc::F_SETLK, &mut l, &f1, None), Err(Errno::EOVERFLOW));
+        assert_eq!(
+            m.fcntl(&c, libc::F_SETLK, &mut l, &f1, None),
+            Err(Errno::EOVERFLOW)
+        );
         // Bad request ranges from direct callers are EINVAL, never a panic.
         assert_eq!(set(&m, &c, rq(p(1), W, 5, 4)), Err(Errno::EINVAL));
         assert_eq!(set(&m, &c, rq(p(1), W, -1, 4)), Err(Errno::EINVAL));
@@ -386,7 +424,10 @@ fn proc_locks_format() {
         let c2 = m.new_context((8 << 8) | 1, 42);
         set(&m, &c2, rq(f(3), R, 5, 9)).unwrap();
         let text = m.proc_locks();
-        let mut lines: Vec<&str> = text.lines().map(|l| l.split_once(": ").unwrap().1).collect();
+        let mut lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once(": ").unwrap().1)
+            .collect();
         lines.sort();
         assert_eq!(
             lines,
@@ -425,7 +466,15 @@ fn deadlock_cycle(mode: Locking, n: u64) {
     let tokens: Vec<CancelToken> = (0..n).map(|_| CancelToken::new()).collect();
     thread::scope(|s| {
         let hs: Vec<_> = (0..n - 1)
-            .map(|i| block(s, &m, &c, rq(p(i), W, i as i64 + 1, i as i64 + 1), &tokens[i as usize]))
+            .map(|i| {
+                block(
+                    s,
+                    &m,
+                    &c,
+                    rq(p(i), W, i as i64 + 1, i as i64 + 1),
+                    &tokens[i as usize],
+                )
+            })
             .collect();
         let last = n - 1;
         assert_eq!(
@@ -473,7 +522,10 @@ fn edeadlk_across_inodes() {
     let t = CancelToken::new();
     thread::scope(|s| {
         let h = block(s, &m, &b, rq(p(1), W, 0, 0), &t);
-        assert_eq!(m.setlk(&a, &rq(p(2), R, 0, 0), Some(&t)), Err(Errno::EDEADLK));
+        assert_eq!(
+            m.setlk(&a, &rq(p(2), R, 0, 0), Some(&t)),
+            Err(Errno::EDEADLK)
+        );
         set(&m, &b, rq(p(2), U, 0, 0)).unwrap();
         assert_eq!(h.join().unwrap(), Ok(()));
     });
@@ -519,7 +571,10 @@ fn eintr_by_cancel_and_deadline() {
         assert_eq!(m.setlk(&c, &rq(p(3), W, 0, 0), Some(&d)), Err(Errno::EINTR));
         let d = CancelToken::with_deadline(Instant::now() + Duration::from_millis(20));
         m.flock(&c, 1, 1, libc::LOCK_EX, None).unwrap();
-        assert_eq!(m.flock(&c, 2, 2, libc::LOCK_EX, Some(&d)), Err(Errno::EINTR));
+        assert_eq!(
+            m.flock(&c, 2, 2, libc::LOCK_EX, Some(&d)),
+            Err(Errno::EINTR)
+        );
         assert_eq!(waiting(&m), 0);
     }
 }
@@ -562,7 +617,8 @@ fn unlock_wakes_only_one_of_many_writers() {
             for i in 1..=n {
                 let (m, c, granted) = (&m, &c, &granted);
                 s.spawn(move || {
-                    m.setlk(c, &rq(p(i), W, 0, 0), Some(&CancelToken::new())).unwrap();
+                    m.setlk(c, &rq(p(i), W, 0, 0), Some(&CancelToken::new()))
+                        .unwrap();
                     granted.fetch_add(1, Ordering::SeqCst);
                 });
             }
