@@ -103,6 +103,8 @@ pub(crate) mod registry;
 pub(crate) mod sync;
 
 #[cfg(test)]
+mod host_diff;
+#[cfg(test)]
 mod proptests;
 #[cfg(test)]
 mod shuttle_tests;
@@ -465,9 +467,19 @@ impl LockManager {
     }
 
     /// `F_GETLK` / `F_OFD_GETLK`: the first lock that would conflict with `req`, if any.
+    /// For an `Unlock` request (only `F_OFD_GETLK` allows it, Linux 6.7+), the first lock
+    /// of `req.owner` itself that overlaps the range.
     pub fn getlk(&self, ctx: &FileLockContext, req: &LockRequest) -> Option<LockInfo> {
         let g = self.lock(ctx);
-        find_conflict(&g.lists.posix, req).map(|i| g.lists.posix[i].info)
+        let list = &g.lists.posix;
+        let i = if req.ty == LockType::Unlock {
+            list.iter().position(|h| {
+                h.info.owner == req.owner && h.info.start <= req.end && req.start <= h.info.end
+            })
+        } else {
+            find_conflict(list, req)
+        };
+        i.map(|i| list[i].info)
     }
 
     /// `F_SETLK` (`wait == None`) or `F_SETLKW` (`wait == Some(token)`), POSIX or OFD by
@@ -615,11 +627,13 @@ impl LockManager {
         };
         match cmd {
             libc::F_GETLK | libc::F_OFD_GETLK => {
-                let ty = LockType::from_l_type(fl.l_type)?;
-                if ty == LockType::Unlock {
+                // F_GETLK wants F_RDLCK or F_WRLCK; F_OFD_GETLK also takes F_UNLCK (Linux
+                // 6.7+: "which of my own OFD locks overlap this range").
+                if !ofd && ![libc::F_RDLCK, libc::F_WRLCK].contains(&(fl.l_type as i32)) {
                     return Err(Errno::EINVAL);
                 }
                 let (start, end) = flock_to_range(fl, file.pos, file.size)?;
+                let ty = LockType::from_l_type(fl.l_type)?;
                 if ofd && fl.l_pid != 0 {
                     return Err(Errno::EINVAL);
                 }
