@@ -472,3 +472,62 @@ fn host_diff_deadlock_cycles() {
         });
     }
 }
+
+/// A blocking flock upgrade (which drops the old lock first) and a blocking POSIX
+/// request woken by a downgrade: same waiting lines, same outcomes.
+#[test]
+fn host_diff_blocking_flock_and_downgrade() {
+    let pair = Pair::new(3, "blocking");
+    pair.flock(0, libc::LOCK_SH).unwrap();
+    pair.flock(1, libc::LOCK_SH).unwrap();
+    pair.fcntl(
+        2,
+        libc::F_SETLK,
+        fl(libc::F_WRLCK, libc::SEEK_SET, 0, 10, 0),
+    )
+    .unwrap();
+    let want = fl(libc::F_RDLCK, libc::SEEK_SET, 5, 1, 0);
+    std::thread::scope(|s| {
+        pair.actors[1].send(Cmd {
+            op: OP_FLOCK,
+            arg: libc::LOCK_EX,
+            // SAFETY: plain old data.
+            fl: unsafe { std::mem::zeroed() },
+        });
+        pair.actors[0].send(Cmd {
+            op: OP_FCNTL,
+            arg: libc::F_SETLKW,
+            fl: from_abi(&want),
+        });
+        let p = &pair;
+        let up = s.spawn(move || {
+            p.m.flock(&p.ctx, p.gens[1], p.actors[1].pid, libc::LOCK_EX, None)
+        });
+        let rd = s.spawn(move || {
+            let mut w = want;
+            p.m.fcntl(&p.ctx, libc::F_SETLKW, &mut w, &p.file(0), None)
+        });
+        let t0 = std::time::Instant::now();
+        while pair.m.list().iter().filter(|l| l.waiting).count() < 2 {
+            assert!(t0.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        pair.compare_listing();
+        // Downgrade: the reader is granted, the flock upgrade still waits.
+        pair.fcntl(
+            2,
+            libc::F_SETLK,
+            fl(libc::F_RDLCK, libc::SEEK_SET, 0, 10, 0),
+        )
+        .unwrap();
+        assert_eq!(pair.actors[0].recv().ret, 0);
+        assert_eq!(rd.join().unwrap(), Ok(()));
+        pair.compare_listing();
+        // Unlocking actor 0's SH flock grants actor 1's EX.
+        pair.flock(0, libc::LOCK_UN).unwrap();
+        assert_eq!(pair.actors[1].recv().ret, 0);
+        assert_eq!(up.join().unwrap(), Ok(()));
+        pair.compare_listing();
+    });
+}
