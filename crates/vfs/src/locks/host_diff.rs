@@ -419,14 +419,14 @@ fn host_diff_deadlock_cycles() {
         let tokens: Vec<_> = (0..n).map(|_| CancelToken::new()).collect();
         std::thread::scope(|s| {
             let mut model_waits = Vec::new();
-            for k in 0..n - 1 {
+            for (k, t) in tokens.iter().enumerate().take(n - 1) {
                 let want = fl(libc::F_WRLCK, libc::SEEK_SET, k as i64 + 1, 1, 0);
                 pair.actors[k].send(Cmd {
                     op: OP_FCNTL,
                     arg: libc::F_SETLKW,
                     fl: from_abi(&want),
                 });
-                let (pair, t) = (&pair, &tokens[k]);
+                let pair = &pair;
                 model_waits.push(s.spawn(move || {
                     let mut w = want;
                     pair.m
