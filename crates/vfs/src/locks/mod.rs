@@ -10,22 +10,42 @@
 //! - [`FileLockContext`]: one per inode that has ever been locked (Linux's
 //!   `file_lock_context`), made by [`LockManager::new_context`] on first use; the inode
 //!   keeps it in a `OnceLock<Box<FileLockContext>>`, so unlocked inodes pay one pointer.
-//!   It holds the inode's POSIX+OFD list and its flock list ([`list::Lists`]).
+//!   It holds the inode's POSIX+OFD list and its flock list (`list::Lists`).
 //! - Owners ([`LockOwner`]): `Process(id)` for POSIX locks, `File(id)` (the open file
 //!   description) for OFD and flock locks. OFD and POSIX locks share one list and conflict
 //!   with each other; flock locks are a separate list, independent of both.
 //!
+//! ## Wiring (what the VFS and `Process` call)
+//!
+//! - The `Vfs` owns one `LockManager::new(options.locking)`; each inode has a
+//!   `OnceLock<Box<FileLockContext>>`, filled by `new_context(st_dev, st_ino)` on the
+//!   first lock operation.
+//! - `fcntl` lock commands: [`LockManager::fcntl`] with an [`FcntlFile`] (position, size,
+//!   access mode, open-file id, process id, pid) and the caller's [`CancelToken`]; it
+//!   applies Linux's argument checks in Linux's order. After a granted POSIX lock,
+//!   `Process` re-checks that the fd still refers to the same open file (Linux's
+//!   close/fcntl race check) and if not calls `release_posix` and returns `EBADF`.
+//! - `flock(2)`: [`flock_op_type`] first (`EINVAL` comes before `EBADF`), then `EBADF` for
+//!   an fd opened with neither read nor write access (`O_PATH`), then
+//!   [`LockManager::flock`].
+//! - `close(fd)` of any fd whose inode has a context: [`LockManager::release_posix`] with
+//!   the process id (POSIX rule, whichever fd it was). Last close of an open file
+//!   description: [`LockManager::release_file`] (OFD and flock locks).
+//! - Process exit closes every fd, which releases everything through the two calls above.
+//!   `fork` needs nothing: POSIX locks are not inherited, OFD/flock locks belong to the
+//!   shared open file descriptions.
+//! - `/proc/locks` (kernfs, CLI): [`LockManager::proc_locks`] or [`LockManager::list`].
+//!
 //! ## Locks and what they protect
 //!
-//! | lock                       | protects                                                |
-//! |----------------------------|---------------------------------------------------------|
-//! | context lock (per inode)   | the inode's lock lists, every waiter queued on them and  |
-//! |                            | each waiter's `edge` field (Linux: `flc_lock`)           |
-//! | graph lock ([`deadlock`])  | the POSIX wait-for edges, hashed by owner (Linux:        |
-//! |                            | `blocked_lock_lock` + `blocked_hash`)                    |
-//! | registry shard locks       | the per-CPU lists of contexts, for the listing only      |
-//! | legacy lock (ablation)     | everything: taken first by every operation               |
-//! | cancel-token mutex         | that token's registered wakers                           |
+//! - **context lock** (one per inode; Linux's `flc_lock`): the inode's lock lists, every
+//!   waiter queued on them, and each queued waiter's `edge` field.
+//! - **graph lock** (`deadlock.rs`; Linux's `blocked_lock_lock`): the POSIX wait-for
+//!   edges, in a table hashed by owner (Linux's `blocked_hash`).
+//! - **registry shard locks** (`registry.rs`, one per CPU): the lists of contexts that
+//!   only the listing walks.
+//! - **legacy lock** (ablation only): everything; taken first by every operation.
+//! - **cancel-token mutex** (one per token, `crate::cancel`): that token's wakers.
 //!
 //! Lock order: legacy lock -> context lock -> graph lock. The listing takes a registry
 //! shard lock, releases it, then takes context locks one at a time. A cancel token's mutex
@@ -40,7 +60,7 @@
 //!
 //! ## Blocking and wakeups (no thundering herd)
 //!
-//! A blocked request is a [`list::Waiter`] queued on the one held lock it conflicts with
+//! A blocked request is a `list::Waiter` queued on the one held lock it conflicts with
 //! first (Linux's `fl_blocked_requests`). Whenever a lock is removed, shrunk, split,
 //! merged or changes type, its waiters are re-examined *by the thread making the change,
 //! under the context lock*, oldest first: a waiter that no longer conflicts is granted
@@ -56,6 +76,10 @@
 //! it). A cancelled sleeper takes the context lock and, if its request is still pending,
 //! unqueues it and returns `EINTR`; if it was granted meanwhile the grant stands and the
 //! call returns success (as if the signal came just after the call returned).
+//!
+//! Memory orderings: everything shared is under the locks above except a waiter's
+//! `state` (Release store by the granter, Acquire load by the sleeper) and a token's
+//! `cancelled` flag (Release in `cancel`, Acquire in `is_cancelled`).
 //!
 //! ## Deadlock detection
 //!
@@ -79,7 +103,7 @@
 //! ## Listing
 //!
 //! [`LockManager::proc_locks`] prints every held and waiting lock in `/proc/locks`
-//! format. Contexts register on a per-CPU list ([`registry`]) once, when created; only the
+//! format. Contexts register on a per-CPU list (`registry.rs`) once, when created; only the
 //! listing walks those lists.
 //!
 //! ## Legacy ablation (seed 002's "before")
