@@ -42,7 +42,7 @@
 //!   waiter queued on them, and each queued waiter's `edge` field.
 //! - **graph lock** (`deadlock.rs`; Linux's `blocked_lock_lock`): the POSIX wait-for
 //!   edges, in a table hashed by owner (Linux's `blocked_hash`).
-//! - **registry shard locks** (`registry.rs`, one per CPU): the lists of contexts that
+//! - **registry shard locks** (the `DList` in `registry.rs`, one per CPU): the lists of contexts that
 //!   only the listing walks.
 //! - **legacy lock** (ablation only): everything; taken first by every operation.
 //! - **cancel-token mutex** (one per token, `crate::cancel`): that token's wakers.
@@ -103,8 +103,8 @@
 //! ## Listing
 //!
 //! [`LockManager::proc_locks`] prints every held and waiting lock in `/proc/locks`
-//! format. Contexts register on a per-CPU list (`registry.rs`) once, when created; only the
-//! listing walks those lists.
+//! format. Contexts register on a per-CPU dlock-list (`registry.rs`, seed 001's `DList`)
+//! once, when created; only the listing walks those lists.
 //!
 //! ## Legacy ablation (seed 002's "before")
 //!
@@ -380,7 +380,7 @@ impl ListedLock {
 pub struct FileLockContext {
     inner: Arc<CtxInner>,
     mgr: Arc<Shared>,
-    slot: (usize, usize),
+    slot: scalevfs_primitives::dlist::DListNode,
 }
 
 pub(crate) struct CtxInner {
@@ -391,7 +391,7 @@ pub(crate) struct CtxInner {
 
 impl Drop for FileLockContext {
     fn drop(&mut self) {
-        self.mgr.registry.remove(self.slot);
+        self.mgr.registry.remove(&self.slot);
     }
 }
 
@@ -450,11 +450,7 @@ impl LockManager {
                 locking,
                 legacy: legacy.then(|| Mutex::new(())),
                 graph: Graph::new(!legacy),
-                registry: ContextList::new(if legacy {
-                    1
-                } else {
-                    scalevfs_primitives::cpu::num_cpus()
-                }),
+                registry: ContextList::new(locking),
             }),
         }
     }
