@@ -531,3 +531,52 @@ fn host_diff_blocking_flock_and_downgrade() {
         pair.compare_listing();
     });
 }
+
+/// The waiter moved onto a new blocker that closes a cycle: Linux's retry and our
+/// re-examination both answer EDEADLK to the mover.
+#[test]
+fn host_diff_retarget_deadlock() {
+    let pair = Pair::new(3, "retarget");
+    let w = |start| fl(libc::F_WRLCK, libc::SEEK_SET, start, 1, 0);
+    pair.fcntl(1, libc::F_SETLK, fl(libc::F_RDLCK, libc::SEEK_SET, 0, 1, 0))
+        .unwrap();
+    pair.fcntl(2, libc::F_SETLK, fl(libc::F_RDLCK, libc::SEEK_SET, 0, 1, 0))
+        .unwrap();
+    pair.fcntl(0, libc::F_SETLK, w(5)).unwrap();
+    std::thread::scope(|s| {
+        let p = &pair;
+        let mut model = Vec::new();
+        for (k, start) in [(0usize, 0i64), (2, 5)] {
+            p.actors[k].send(Cmd {
+                op: OP_FCNTL,
+                arg: libc::F_SETLKW,
+                fl: from_abi(&w(start)),
+            });
+            let before = p.m.list().iter().filter(|l| l.waiting).count();
+            model.push(s.spawn(move || {
+                let mut f = w(start);
+                p.m.fcntl(&p.ctx, libc::F_SETLKW, &mut f, &p.file(k), None)
+            }));
+            let t0 = std::time::Instant::now();
+            while p.m.list().iter().filter(|l| l.waiting).count() == before {
+                assert!(t0.elapsed() < Duration::from_secs(10));
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        pair.compare_listing();
+        pair.fcntl(1, libc::F_SETLK, fl(libc::F_UNLCK, libc::SEEK_SET, 0, 0, 0))
+            .unwrap();
+        let h = pair.actors[0].recv();
+        assert_eq!((h.ret, h.errno), (-1, libc::EDEADLK));
+        let mut model = model.into_iter();
+        assert_eq!(model.next().unwrap().join().unwrap(), Err(Errno::EDEADLK));
+        pair.compare_listing();
+        // Actor 0 gives up its lock; actor 2 is granted.
+        pair.fcntl(0, libc::F_SETLK, fl(libc::F_UNLCK, libc::SEEK_SET, 0, 0, 0))
+            .unwrap();
+        assert_eq!(pair.actors[2].recv().ret, 0);
+        assert_eq!(model.next().unwrap().join().unwrap(), Ok(()));
+        pair.compare_listing();
+    });
+}
