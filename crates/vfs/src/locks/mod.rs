@@ -118,6 +118,11 @@
 //!   Linux wakes it to retry. Which waiter gets a lock first can therefore differ from a
 //!   particular Linux run, never the set of outcomes a Linux scheduler could produce.
 //! - Deadlines on [`CancelToken`] produce `EINTR` (Linux has no timed lock wait).
+//! - The listing's order is per context (its flock locks, then its POSIX/OFD locks, each
+//!   followed by its waiters), and a waiter is always shown one level deep under the lock
+//!   it waits on; Linux orders by per-CPU lists of locks and nests waiters that queue
+//!   behind other waiters. The lines themselves are identical (checked against the host's
+//!   `/proc/locks` in `host_diff.rs`).
 //! - `F_SETLK` conflicts return `EAGAIN`, as Linux does (POSIX also allows `EACCES`; Linux
 //!   never returns it for record locks).
 
