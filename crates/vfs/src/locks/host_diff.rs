@@ -17,7 +17,6 @@ use std::time::Duration;
 const OP_FCNTL: i32 = 1;
 const OP_FLOCK: i32 = 2;
 const OP_REOPEN: i32 = 3;
-const OP_EXIT: i32 = 4;
 
 #[repr(C)]
 #[derive(Copy, Clone)]
@@ -153,22 +152,11 @@ impl Actor {
 
 impl Drop for Actor {
     fn drop(&mut self) {
-        // Other forked children hold copies of our pipe ends, so EOF would not reach the
-        // child: tell it to exit explicitly.
-        let mut c = Cmd {
-            op: OP_EXIT,
-            arg: 0,
-            // SAFETY: plain old data.
-            fl: unsafe { std::mem::zeroed() },
-        };
-        xfer(
-            self.cmd_w,
-            &mut c as *mut Cmd as *mut u8,
-            std::mem::size_of::<Cmd>(),
-            true,
-        );
-        // SAFETY: close our pipe ends, then reap the child.
+        // Kill rather than ask: after a failed assertion the child may be asleep in
+        // F_SETLKW, and other forked children hold copies of our pipe ends.
+        // SAFETY: our own child, by pid; then close our pipe ends and reap it.
         unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
             libc::close(self.cmd_w);
             libc::close(self.rep_r);
             libc::waitpid(self.pid, std::ptr::null_mut(), 0);
@@ -305,14 +293,38 @@ impl Pair {
 }
 
 impl Pair {
+    /// " MAJ:MIN:INO " as /proc/locks prints our file.
+    fn proc_key(&self) -> String {
+        let d = self.ctx.inner.dev;
+        let major = ((d >> 8) & 0xfff) | ((d >> 32) & !0xfff);
+        let minor = (d & 0xff) | ((d >> 12) & !0xff);
+        format!(" {major:02x}:{minor:02x}:{} ", self.ctx.inner.ino)
+    }
+
+    /// Polls the host's /proc/locks until `n` requests wait on our file (10 s at most).
+    fn wait_host_waiters(&self, n: usize) {
+        let key = self.proc_key();
+        let t0 = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string("/proc/locks").unwrap();
+            let waiting = text
+                .lines()
+                .filter(|l| l.contains(&key) && l.contains("->"))
+                .count();
+            if waiting >= n {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "host requests never blocked"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// The host's /proc/locks lines for our file and ours, without the ordinals, sorted.
     fn compare_listing(&self) {
-        let key = {
-            let d = self.ctx.inner.dev;
-            let major = ((d >> 8) & 0xfff) | ((d >> 32) & !0xfff);
-            let minor = (d & 0xff) | ((d >> 12) & !0xff);
-            format!(" {major:02x}:{minor:02x}:{} ", self.ctx.inner.ino)
-        };
+        let key = self.proc_key();
         let strip = |l: &str| l.split_once(": ").map(|x| x.1.to_string()).unwrap();
         let mut host: Vec<String> = std::fs::read_to_string("/proc/locks")
             .unwrap()
@@ -432,8 +444,8 @@ fn host_diff_deadlock_cycles() {
                     pair.m
                         .fcntl(&pair.ctx, libc::F_SETLKW, &mut w, &pair.file(k), Some(t))
                 }));
-                // Let the host child block before the next one asks (it has no reply yet).
-                std::thread::sleep(Duration::from_millis(50));
+                // The host child must be asleep before the next one asks.
+                pair.wait_host_waiters(k + 1);
             }
             let while_model_blocks = std::time::Instant::now();
             while pair.m.list().iter().filter(|l| l.waiting).count() < n - 1 {
@@ -512,7 +524,7 @@ fn host_diff_blocking_flock_and_downgrade() {
             assert!(t0.elapsed() < Duration::from_secs(10));
             std::thread::sleep(Duration::from_millis(1));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        pair.wait_host_waiters(2);
         pair.compare_listing();
         // Downgrade: the reader is granted, the flock upgrade still waits.
         pair.fcntl(
@@ -562,7 +574,7 @@ fn host_diff_retarget_deadlock() {
                 assert!(t0.elapsed() < Duration::from_secs(10));
                 std::thread::sleep(Duration::from_millis(1));
             }
-            std::thread::sleep(Duration::from_millis(50));
+            p.wait_host_waiters(before + 1);
         }
         pair.compare_listing();
         pair.fcntl(1, libc::F_SETLK, fl(libc::F_UNLCK, libc::SEEK_SET, 0, 0, 0))
