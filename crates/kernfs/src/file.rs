@@ -404,8 +404,9 @@ impl SeqState {
                 of.event
                     .store(on.event.load(Ordering::Acquire), Ordering::Relaxed);
             }
+            // No page-sized reservation: attributes are short, and a small buffer comes
+            // from the allocator's thread cache.
             self.buf.clear();
-            self.buf.reserve(PAGE_SIZE);
             let r = f.ops.show(node, &mut self.buf);
             // sysfs_kf_seq_show: at most PAGE_SIZE - 1 bytes.
             self.buf.truncate(PAGE_SIZE - 1);

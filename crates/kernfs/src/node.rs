@@ -58,7 +58,7 @@ impl NodeKind {
 /// its own node (see `active.rs`). The defaults return `EIO`, as sysfs's
 /// `kobj_attr_show`/`kobj_attr_store` do for an attribute without that method.
 pub trait AttributeOps: Send + Sync {
-    /// Appends the attribute's content to `buf` (empty, capacity one page). Content past
+    /// Appends the attribute's content to `buf` (empty). Content past
     /// 4095 bytes is cut, as sysfs does. An error is returned by the `read`.
     fn show(&self, node: &KernfsNode, buf: &mut Vec<u8>) -> SysResult<()> {
         let _ = (node, buf);

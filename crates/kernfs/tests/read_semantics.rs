@@ -89,12 +89,15 @@ fn run_host(path: &str, ops: &[Op]) -> Vec<Res> {
         .iter()
         .map(|op| {
             let mut buf = vec![0u8; 8192];
-            // SAFETY (all arms): `buf` is valid for the lengths passed; `fd` is open.
             let r = match *op {
+                // SAFETY: `buf` has room for `n` bytes (n <= 8192); `fd` is open.
                 Op::Read(n) => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), n) },
+                // SAFETY: as above.
                 Op::Pread(n, off) => unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, off) },
+                // SAFETY: `d` is valid for `d.len()` bytes; `fd` is open.
                 Op::Write(d) => unsafe { libc::write(fd, d.as_ptr().cast(), d.len()) },
                 Op::Seek(off, wh) => {
+                    // SAFETY: `fd` is open; lseek touches no memory of ours.
                     let p = unsafe { libc::lseek(fd, off, wh) };
                     return if p < 0 {
                         Res::Err(errno())
