@@ -66,6 +66,10 @@ impl ActiveCount {
             if v < 0 {
                 return false;
             }
+            // AcqRel: Acquire pairs with the Release `put`s before it (harmless, the
+            // drain's Acquire load is what orders callbacks before the removal); Release
+            // orders the remover's earlier writes before any caller that fails `try_get`
+            // and then looks at the node.
             match self.count.compare_exchange_weak(
                 v,
                 v.wrapping_add(DEACTIVATED_BIAS),

@@ -193,6 +193,8 @@ impl ChildTable {
         let t = unsafe { t.deref() };
         let mut out = Vec::new();
         for h in t.heads.iter() {
+            // Release for uniformity with `unlink` (a reader's Acquire load of the head
+            // then sees an empty bucket; nothing new is published).
             let mut cur = h.swap(Shared::null(), Release, guard);
             // SAFETY: detached from the table just now; see `unlink`.
             while let Some(e) = unsafe { cur.as_ref() } {
