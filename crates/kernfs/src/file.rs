@@ -138,7 +138,9 @@ impl OpenNode {
             // first read, as kernfs does.
             event: AtomicU64::new(1),
             list: UnsafeCell::new(OpenList {
-                files: Vec::new(),
+                // Room for a few openers, so the first pushes do not allocate under the
+                // open-file mutex.
+                files: Vec::with_capacity(4),
                 next_id: 0,
             }),
             waitq: Mutex::with_class(WaitList::default(), &POLL_WAITQ_CLASS),
@@ -272,52 +274,72 @@ impl Kernfs {
     /// the file's id in its list.
     fn get_open_node(&self, node: &KernfsNode) -> (Arc<OpenNode>, u64) {
         let f = node.file().expect("open files are attribute files");
-        let _m = self
-            .inner
-            .open_file_locks
-            .lock_ptr(node as *const KernfsNode);
-        let _s = self.inner.open_node_lock.as_ref().map(|l| l.lock());
-        // Relaxed: the pointer only changes under the mutex we hold, which orders us after
-        // its last writer.
-        let mut p = f.open.load(Ordering::Relaxed);
-        if p.is_null() {
-            p = Arc::into_raw(Arc::new(OpenNode::new())).cast_mut();
-            // Release pairs with the Acquire load in `with_open_node`: the open node is
-            // fully built before a lockless reader can see it.
-            f.open.store(p, Ordering::Release);
-        }
-        // SAFETY: `p` is the node's own strong reference (published above or earlier, and
-        // dropped only under this mutex), so the object is alive; cloning it is sound.
-        let on = unsafe {
-            Arc::increment_strong_count(p);
-            Arc::from_raw(p)
+        // Allocate outside the mutex if the node looks unopened (a racy peek: Relaxed is
+        // enough, the decision is re-made under the mutex), to keep the hold time short.
+        let mut fresh = f
+            .open
+            .load(Ordering::Relaxed)
+            .is_null()
+            .then(|| Arc::new(OpenNode::new()));
+        let (on, id) = {
+            let _m = self
+                .inner
+                .open_file_locks
+                .lock_ptr(node as *const KernfsNode);
+            let _s = self.inner.open_node_lock.as_ref().map(|l| l.lock());
+            // Relaxed: the pointer only changes under the mutex we hold, which orders us
+            // after its last writer.
+            let mut p = f.open.load(Ordering::Relaxed);
+            if p.is_null() {
+                let on = fresh.take().unwrap_or_else(|| Arc::new(OpenNode::new()));
+                p = Arc::into_raw(on).cast_mut();
+                // Release pairs with the Acquire load in `with_open_node`: the open node is
+                // fully built before a lockless reader can see it.
+                f.open.store(p, Ordering::Release);
+            }
+            // SAFETY: `p` is the node's own strong reference (published above or earlier,
+            // and dropped only after being cleared under this mutex), so the object is
+            // alive; cloning it is sound.
+            let on = unsafe {
+                Arc::increment_strong_count(p);
+                Arc::from_raw(p)
+            };
+            // SAFETY: the list is protected by this node's open-file mutex, which we hold.
+            let list = unsafe { &mut *on.list.get() };
+            let id = list.next_id;
+            list.next_id += 1;
+            list.files.push(id);
+            (on, id)
         };
-        // SAFETY: the list is protected by this node's open-file mutex, which we hold.
-        let list = unsafe { &mut *on.list.get() };
-        let id = list.next_id;
-        list.next_id += 1;
-        list.files.push(id);
+        drop(fresh); // an unused speculative allocation, freed outside the mutex
         (on, id)
     }
 
     /// Removes open file `id` from `node`'s open node; frees the open node with the last.
     fn put_open_node(inner: &Inner, node: &KernfsNode, on: &OpenNode, id: u64) {
         let f = node.file().expect("open files are attribute files");
-        let _m = inner.open_file_locks.lock_ptr(node as *const KernfsNode);
-        let _s = inner.open_node_lock.as_ref().map(|l| l.lock());
-        // SAFETY: the list is protected by this node's open-file mutex, which we hold.
-        let list = unsafe { &mut *on.list.get() };
-        if let Some(i) = list.files.iter().position(|&x| x == id) {
-            list.files.swap_remove(i);
-        }
-        if list.files.is_empty() {
-            let p = f.open.swap(std::ptr::null_mut(), Ordering::Relaxed);
-            debug_assert!(std::ptr::eq(p, on));
-            let p = p as usize;
+        let retired = {
+            let _m = inner.open_file_locks.lock_ptr(node as *const KernfsNode);
+            let _s = inner.open_node_lock.as_ref().map(|l| l.lock());
+            // SAFETY: the list is protected by this node's open-file mutex, which we hold.
+            let list = unsafe { &mut *on.list.get() };
+            if let Some(i) = list.files.iter().position(|&x| x == id) {
+                list.files.swap_remove(i);
+            }
+            list.files.is_empty().then(|| {
+                // Relaxed: unpublishing orders nothing; readers that loaded the old value
+                // are protected by their epoch guards (legacy: by the spinlock we hold).
+                let p = f.open.swap(std::ptr::null_mut(), Ordering::Relaxed);
+                debug_assert!(std::ptr::eq(p, on));
+                p as usize
+            })
+        };
+        if let Some(p) = retired {
             let guard = epoch::pin();
-            // SAFETY: `p` is the node's strong reference, now unpublished; readers that
-            // loaded it hold epoch guards, so dropping it after they unpin is safe. The
-            // closure only moves an address (an `Arc<OpenNode>` is Send).
+            // SAFETY: `p` is the node's strong reference, unpublished above; lockless
+            // readers that loaded it hold epoch guards pinned before this defer, so
+            // dropping it after they unpin is safe. The closure moves an address only (an
+            // `Arc<OpenNode>` is Send).
             unsafe {
                 guard.defer_unchecked(move || drop(Arc::from_raw(p as *const OpenNode)));
             }
