@@ -43,7 +43,6 @@ pub struct DemoTree {
 
 /// A statistic counter sharded by CPU, so that counting GID reads does not make every
 /// reader write one shared cache line (which would serialize the benchmark on it).
-#[derive(Default)]
 pub struct ShardedCounter {
     shards: Box<[CachePadded<AtomicU64>]>,
 }
@@ -67,6 +66,12 @@ impl ShardedCounter {
     /// The sum of the shards (exact once the counting threads are quiet).
     pub fn sum(&self) -> u64 {
         self.shards.iter().map(|s| s.load(Relaxed)).sum()
+    }
+}
+
+impl Default for ShardedCounter {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

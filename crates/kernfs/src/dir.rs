@@ -625,6 +625,8 @@ impl Kernfs {
     pub fn readlink(&self, link: &Arc<KernfsNode>) -> SysResult<Vec<u8>> {
         let target = link.link_target().ok_or(Errno::EINVAL)?;
         let parent = link.parent().ok_or(Errno::EINVAL)?;
+        // Legacy: `kernfs_getlink` held the tree rwsem for reading.
+        let _tree = self.tree_read();
         let from = self.ancestry(&parent);
         let to = self.ancestry(target);
         // Longest common prefix of the two directory chains (the target's own name is not
