@@ -88,12 +88,12 @@ mod shuttle_model {
 
     #[test]
     fn shuttle_drain_random() {
-        shuttle::check_random(|| drain_model(2, 3), 3000);
+        shuttle::check_random(|| drain_model(2, 3), 10_000);
     }
 
     #[test]
     fn shuttle_drain_pct() {
-        shuttle::check_pct(|| drain_model(3, 2), 3000, 3);
+        shuttle::check_pct(|| drain_model(3, 2), 10_000, 3);
     }
 
     /// A thread holding a reference removes the node itself (`self_held = 1`) while

@@ -9,6 +9,7 @@
 //!                                                 notifies its pollers on change)
 //! kernel/scalevfs/gid_reads                       how many times a GID was shown (0444)
 //! kernel/scalevfs/writes                          how many knob stores succeeded (0444)
+//! kernel/scalevfs/lock_stat                       the lockstat table (0444; first 4095 bytes)
 //! ```
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};

@@ -110,7 +110,7 @@ fn stress_remove_while_reading() {
                 .map(|r| {
                     let (fs, top, reg) = (&fs, &top, &reg);
                     s.spawn(move || {
-                        for round in 0..800usize {
+                        for round in 0..2000usize {
                             let Ok(d) = fs.lookup(top, "d") else {
                                 if let Ok(d) = fs.create_dir(top, "d", 0o755, 0, 0) {
                                     (0..FILES).for_each(|i| create_guarded(fs, reg, &d, i));
@@ -276,7 +276,7 @@ fn stress_rename() {
             for t in 0..8usize {
                 let (fs, x, y, files) = (&fs, &x, &y, &files);
                 s.spawn(move || {
-                    for k in 0..300usize {
+                    for k in 0..1000usize {
                         let f = &files[(t * 5 + k) % files.len()];
                         let dst = if k % 2 == 0 { x } else { y };
                         let name = format!("f{}_{}", (t * 5 + k) % files.len(), k % 3);
