@@ -2,7 +2,7 @@
 //!
 //! Every `show`/`store` callback (and every operation that looks at a node's ops: open,
 //! llseek, poll) runs under an *active reference* on its node. `remove` first
-//! *deactivates* the node (adds [`DEACTIVATED_BIAS`], a large negative number, so new
+//! *deactivates* the node (adds `DEACTIVATED_BIAS`, a large negative number, so new
 //! references fail: `try_get` is an increment-unless-negative), then *drains*: waits until
 //! the count is exactly the bias again, i.e. every caller that got in before the
 //! deactivation has left. After that no callback of the node runs, and none will: the

@@ -3,7 +3,7 @@
 //!
 //! ## The open node (Linux's `kernfs_open_node`)
 //!
-//! A file node with at least one open file has an [`OpenNode`]: the list of its open files,
+//! A file node with at least one open file has an `OpenNode`: the list of its open files,
 //! the event counter `notify` bumps, and the poll wait queue. `node.open` points to it.
 //!
 //! * The list and the pointer's *changes* are protected by the node's **open-file mutex**:

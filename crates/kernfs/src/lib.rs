@@ -34,7 +34,7 @@
 //! mutex → directory mutexes (two at once only in rename, by address) → linkage spinlock;
 //! and open-file mutex → open-node spinlock. Poll wait queues are leaves. No lock is held
 //! while an active reference drains. See each module for the details: [`table`] (lockless
-//! lookup), [`dir`] (namespace changes and the removal protocol), [`file`] (open files,
+//! lookup), [`dir`] (namespace changes and the removal protocol), [`file`](mod@file) (open files,
 //! read/write/poll), `active.rs` (the drain argument), [`perm`].
 //!
 //! ## Scalability (seed 000 and past it)
@@ -55,6 +55,24 @@
 //! permission check and for writing by every namespace change. The scalable design pays
 //! one predictable branch on an `Option` for each.
 //!
+//! ## Mounting it under the VFS (for the `FileSystem` implementation)
+//!
+//! * Inodes are nodes: `ino()`, [`KernfsNode::getattr`] / [`Kernfs::getattr`] for `stat`,
+//!   [`Kernfs::lookup`] per component (`ENOENT` → negative dentry), [`Kernfs::readdir_from`]
+//!   with its cookies as `d_off` (`.`/`..` are the VFS's), [`Kernfs::readlink`],
+//!   [`Kernfs::permission`] (or [`perm::check_mode`] on the VFS's own attribute cache),
+//!   [`Kernfs::setattr_checked`] for chmod/chown.
+//! * Names are not created by users: sysfs answers `mkdir`/`symlink`/`unlink`/`rmdir`/
+//!   `rename` with `EPERM` and `O_CREAT` of a new name with `EACCES` (checked on this host).
+//! * Open files need a per-open hook: [`Kernfs::open`] gives a [`KernfsOpenFile`] to keep in
+//!   the VFS file; its `read`/`write`/`llseek` keep their own position (or use
+//!   `read_at`/`write_at`); dropping it is `release`.
+//! * Poll/epoll: [`KernfsOpenFile::poll`] is the `->poll` mask; register the epoll entry's
+//!   wake callback with [`KernfsOpenFile::add_waiter`] (a [`Waker`] gets the event mask) and
+//!   drop it with `remove_waiter`. [`Kernfs::notify`] is `sysfs_notify`.
+//! * Removal: nodes can disappear under the VFS; a dentry's node is stale once
+//!   `!is_active()` (kernfs's `d_revalidate`).
+//!
 //! ## Differences from Linux
 //!
 //! * Removal wakes the removed files' pollers (Linux leaves them asleep).
@@ -63,6 +81,8 @@
 //! * No namespaces (`KERNFS_NS`), no `mmap`, no bin attributes, no `atomic_write_len`,
 //!   no fsnotify (inotify) on notify.
 //! * readdir lists in creation order with stable cookies (kernfs: name-hash order).
+//! * `lseek` is kernfs's (generic, relative to the 4096-byte size for `SEEK_END`), not
+//!   `seq_lseek`: that is what a 6.x host does (tests/read_semantics.rs compares).
 
 pub mod active;
 pub mod demo;
