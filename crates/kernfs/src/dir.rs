@@ -191,7 +191,7 @@ impl Kernfs {
         let name: Arc<[u8]> = name.into();
         let ino = self.inner.next_ino.fetch_add(1, Ordering::Relaxed);
         let node = Arc::new(KernfsNode::new(
-            self.inner.fs_id,
+            self.inner.core.clone(),
             ino,
             name.clone(),
             Some(parent.clone()),
@@ -392,7 +392,7 @@ impl Kernfs {
         };
         // Phase 2: drain, no lock held (callbacks may take any).
         for n in &all {
-            n.active.drain(&self.inner.drain, n.held_by_me());
+            n.active.drain(&self.inner.core.drain, n.held_by_me());
         }
         // Phase 3: unlink, children first.
         {

@@ -75,7 +75,7 @@ use scalevfs_vfs::{Errno, SysResult};
 
 use crate::node::{KernfsNode, NodeKind, ATTR_SIZE};
 use crate::perm::{Creds, MAY_READ, MAY_WRITE};
-use crate::{Inner, Kernfs};
+use crate::{Core, Kernfs};
 
 /// Lock class of the hashed open-file mutexes (legacy: the one global mutex).
 pub static OPEN_FILE_MUTEX_CLASS: LockClass = LockClass::new("kernfs_open_file_mutex");
@@ -169,7 +169,6 @@ struct SeqState {
 
 /// An open kernfs file or directory. Dropping it is `release`.
 pub struct KernfsOpenFile {
-    fs: Arc<Inner>,
     node: Arc<KernfsNode>,
     /// The open node (files only).
     open: Option<Arc<OpenNode>>,
@@ -238,7 +237,6 @@ impl Kernfs {
             &OF_MUTEX_CLASS,
         );
         let mut of = KernfsOpenFile {
-            fs: self.inner.clone(),
             node: node.clone(),
             open: None,
             id: 0,
@@ -266,7 +264,7 @@ impl Kernfs {
             of.id = id;
             Ok(of)
         };
-        node.active.put(&self.inner.drain);
+        node.active.put(&self.inner.core.drain);
         r
     }
 
@@ -284,9 +282,10 @@ impl Kernfs {
         let (on, id) = {
             let _m = self
                 .inner
+                .core
                 .open_file_locks
                 .lock_ptr(node as *const KernfsNode);
-            let _s = self.inner.open_node_lock.as_ref().map(|l| l.lock());
+            let _s = self.inner.core.open_node_lock.as_ref().map(|l| l.lock());
             // Relaxed: the pointer only changes under the mutex we hold, which orders us
             // after its last writer.
             let mut p = f.open.load(Ordering::Relaxed);
@@ -316,11 +315,11 @@ impl Kernfs {
     }
 
     /// Removes open file `id` from `node`'s open node; frees the open node with the last.
-    fn put_open_node(inner: &Inner, node: &KernfsNode, on: &OpenNode, id: u64) {
+    fn put_open_node(core: &Core, node: &KernfsNode, on: &OpenNode, id: u64) {
         let f = node.file().expect("open files are attribute files");
         let retired = {
-            let _m = inner.open_file_locks.lock_ptr(node as *const KernfsNode);
-            let _s = inner.open_node_lock.as_ref().map(|l| l.lock());
+            let _m = core.open_file_locks.lock_ptr(node as *const KernfsNode);
+            let _s = core.open_node_lock.as_ref().map(|l| l.lock());
             // SAFETY: the list is protected by this node's open-file mutex, which we hold.
             let list = unsafe { &mut *on.list.get() };
             if let Some(i) = list.files.iter().position(|&x| x == id) {
@@ -352,7 +351,7 @@ impl Kernfs {
         let Some(fd) = node.file() else {
             return;
         };
-        if let Some(l) = &self.inner.open_node_lock {
+        if let Some(l) = &self.inner.core.open_node_lock {
             let on = {
                 let _s = l.lock();
                 let p = fd.open.load(Ordering::Acquire);
@@ -403,9 +402,10 @@ impl Kernfs {
         };
         let _m = self
             .inner
+            .core
             .open_file_locks
             .lock_ptr(node as *const KernfsNode);
-        let _s = self.inner.open_node_lock.as_ref().map(|l| l.lock());
+        let _s = self.inner.core.open_node_lock.as_ref().map(|l| l.lock());
         let p = f.open.load(Ordering::Relaxed);
         // SAFETY: under the open-file mutex the pointer is either null or the node's live
         // reference, and the list is protected by that mutex.
@@ -420,7 +420,7 @@ impl SeqState {
     fn show(&mut self, of: &KernfsOpenFile) -> SysResult<()> {
         let node = &*of.node;
         let f = node.file().expect("read of an attribute file");
-        node.with_active(&of.fs.drain, || {
+        node.with_active(&node.core.drain, || {
             if let Some(on) = &of.open {
                 // Acquire pairs with the Release increment in `notify`.
                 of.event
@@ -589,7 +589,7 @@ impl KernfsOpenFile {
             .node
             .file()
             .expect("writable files are attribute files");
-        self.node.with_active(&self.fs.drain, || {
+        self.node.with_active(&self.node.core.drain, || {
             if data.is_empty() {
                 return Ok(0);
             }
@@ -646,7 +646,7 @@ impl KernfsOpenFile {
             return Err(Errno::ENODEV);
         }
         let r = seek(&mut st);
-        self.node.active.put(&self.fs.drain);
+        self.node.active.put(&self.node.core.drain);
         r
     }
 
@@ -666,7 +666,7 @@ impl KernfsOpenFile {
         }
         // Acquire pairs with the Release increment in `notify`.
         let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::Acquire);
-        self.node.active.put(&self.fs.drain);
+        self.node.active.put(&self.node.core.drain);
         if changed {
             DEFAULT_POLLMASK | POLL_CHANGED
         } else {
@@ -734,7 +734,7 @@ impl Drop for KernfsOpenFile {
     /// `kernfs_fop_release`: leaves the open node's list (freeing it with the last file).
     fn drop(&mut self) {
         if let Some(on) = self.open.take() {
-            Kernfs::put_open_node(&self.fs, &self.node, &on, self.id);
+            Kernfs::put_open_node(&self.node.core, &self.node, &on, self.id);
         }
     }
 }

@@ -9,7 +9,7 @@
 //! ## Objects
 //!
 //! ```text
-//!   Kernfs ── Inner: root, open-file mutex table, drain queue, rename mutex/seqcount,
+//!   Kernfs ── Inner: root, Core{open-file mutex table, drain queue}, rename mutex/seqcount,
 //!   │                legacy locks (tree rwsem, open-node spinlock) if Locking::Legacy
 //!   └ KernfsNode (Arc) ── Dir: mutex{readdir order}, lockless child table (table.rs)
 //!                      ├─ File: ops, open ──► OpenNode{event, open-file list, poll waitq}
@@ -179,17 +179,25 @@ impl Drop for SeqWrite<'_> {
     }
 }
 
-/// The shared state of one kernfs instance.
-pub(crate) struct Inner {
-    pub(crate) fs_id: u64,
-    pub(crate) root: Arc<KernfsNode>,
-    pub(crate) next_ino: AtomicU64,
+/// What nodes and open files of one instance share: the open-file side and the drain
+/// queue. Every node holds an `Arc` of it (taken once, at creation), so an open file
+/// reaches it through its node and opening or closing a file writes no per-instance
+/// reference count (an `Arc<Inner>` per open file would be one cache line written by
+/// every open and close of every thread). It holds no nodes, so no reference cycle.
+pub(crate) struct Core {
     pub(crate) open_file_locks: HashedMutexes<()>,
     pub(crate) open_node_lock: Option<SpinLock<()>>,
+    pub(crate) drain: DrainQueue,
+}
+
+/// The shared state of one kernfs instance.
+pub(crate) struct Inner {
+    pub(crate) core: Arc<Core>,
+    pub(crate) root: Arc<KernfsNode>,
+    pub(crate) next_ino: AtomicU64,
     pub(crate) tree_lock: Option<RwLock<()>>,
     pub(crate) rename_lock: Mutex<()>,
     pub(crate) rename_seq: SeqCount,
-    pub(crate) drain: DrainQueue,
     locking: Locking,
 }
 
@@ -203,33 +211,28 @@ impl Kernfs {
     /// An empty tree: a root directory (inode 1, mode 0755, owned by root), with the
     /// scalable or the legacy locking design.
     pub fn new(locking: Locking) -> Self {
-        static NEXT_FS: AtomicU64 = AtomicU64::new(1);
-        // Relaxed: a unique id is all we need.
-        let fs_id = NEXT_FS.fetch_add(1, Ordering::Relaxed);
+        let legacy = locking == Locking::Legacy;
+        let core = Arc::new(Core {
+            open_file_locks: HashedMutexes::new_for_class(locking, &file::OPEN_FILE_MUTEX_CLASS),
+            open_node_lock: legacy.then(|| SpinLock::with_class((), &file::OPEN_NODE_LOCK_CLASS)),
+            drain: DrainQueue::new(),
+        });
         let root = Arc::new(KernfsNode::new(
-            fs_id,
+            core.clone(),
             1,
             Arc::from(&b""[..]),
             None,
             (0o755, 0, 0),
             node::NodeData::Dir(dir::DirData::new()),
         ));
-        let legacy = locking == Locking::Legacy;
         Kernfs {
             inner: Arc::new(Inner {
-                fs_id,
+                core,
                 root,
                 next_ino: AtomicU64::new(2),
-                open_file_locks: HashedMutexes::new_for_class(
-                    locking,
-                    &file::OPEN_FILE_MUTEX_CLASS,
-                ),
-                open_node_lock: legacy
-                    .then(|| SpinLock::with_class((), &file::OPEN_NODE_LOCK_CLASS)),
                 tree_lock: legacy.then(|| RwLock::with_class((), &TREE_RWSEM_CLASS)),
                 rename_lock: Mutex::with_class((), &RENAME_MUTEX_CLASS),
                 rename_seq: SeqCount::new(),
-                drain: DrainQueue::new(),
                 locking,
             }),
         }
@@ -247,7 +250,7 @@ impl Kernfs {
 
     /// How many open-file mutexes the hashed table has (1 for legacy).
     pub fn open_file_locks(&self) -> usize {
-        self.inner.open_file_locks.len()
+        self.inner.core.open_file_locks.len()
     }
 
     pub(crate) fn tree_read(&self) -> Option<RwLockReadGuard<'_, ()>> {
@@ -259,7 +262,7 @@ impl Kernfs {
     }
 
     pub(crate) fn check_same_fs(&self, node: &KernfsNode) -> SysResult<()> {
-        if node.fs_id == self.inner.fs_id {
+        if Arc::ptr_eq(&node.core, &self.inner.core) {
             Ok(())
         } else {
             Err(Errno::EXDEV)
@@ -360,9 +363,10 @@ impl Kernfs {
 }
 
 impl Drop for Inner {
-    /// Breaks the parent ↔ child reference cycles of the remaining tree. Nothing can run
-    /// concurrently: every operation holds a `Kernfs` or an open file, both of which keep
-    /// `Inner` alive.
+    /// Breaks the parent ↔ child reference cycles of the remaining tree. No tree walk can
+    /// run concurrently: lookups and namespace changes go through a `Kernfs`, which keeps
+    /// `Inner` alive. Open files keep only their nodes and the `Core`, and never walk the
+    /// tree, so they keep working on their (now detached) nodes.
     fn drop(&mut self) {
         let guard = crossbeam_epoch::pin();
         let mut stack = vec![self.root.clone()];

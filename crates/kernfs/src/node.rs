@@ -162,7 +162,8 @@ pub(crate) enum NodeData {
 
 /// A kernfs node. See the module docs.
 pub struct KernfsNode {
-    pub(crate) fs_id: u64,
+    /// The instance's shared open-file state (see `Core` in lib.rs).
+    pub(crate) core: Arc<crate::Core>,
     ino: u64,
     pub(crate) active: ActiveCount,
     mode: AtomicU32,
@@ -212,7 +213,7 @@ pub(crate) fn now_ns() -> i64 {
 
 impl KernfsNode {
     pub(crate) fn new(
-        fs_id: u64,
+        core: Arc<crate::Core>,
         ino: u64,
         name: Arc<[u8]>,
         parent: Option<Arc<KernfsNode>>,
@@ -221,7 +222,7 @@ impl KernfsNode {
     ) -> Self {
         let now = now_ns();
         KernfsNode {
-            fs_id,
+            core,
             ino,
             active: ActiveCount::new(),
             mode: AtomicU32::new(mode & 0o7777),
