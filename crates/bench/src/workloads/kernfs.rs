@@ -2,7 +2,10 @@
 //!
 //! Each operation opens a GID attribute by path, reads 40 bytes and closes it; a worker
 //! call does the 254 GIDs of `class/infiniband/mlx5_0/ports/1/gids/` in order (the seed's
-//! inner loop), as an unprivileged user.
+//! inner loop), as an unprivileged user. Thread `t` of `n` starts its round at GID
+//! `t * 254 / n` and wraps around: the seed's 200 processes started at different times and
+//! drift apart, while threads started together would otherwise run in lockstep on the
+//! same file (all designs get the same rotation).
 //!
 //! * `legacy` / `scalable`: scalevfs-kernfs's demo tree, through its API directly (path
 //!   walk with search-permission checks, `open`, `read`, release). Legacy serializes every
@@ -71,6 +74,7 @@ impl Workload for ShowGids {
                     lockstat::enable();
                 }
                 Ok(Box::new(TreeLoop {
+                    threads,
                     fs,
                     _tree: tree,
                     paths: (0..DEMO_GIDS).map(gid_path).collect(),
@@ -78,13 +82,22 @@ impl Workload for ShowGids {
                 }))
             }
             None => Ok(Box::new(HostLoop {
+                threads,
                 paths: host_files(DEMO_GIDS)?,
             })),
         }
     }
 }
 
+/// `paths` rotated to start at thread `t`'s share: (`paths[start..]`, `paths[..start]`).
+fn rotated<T>(paths: &[T], t: usize, threads: usize) -> (&[T], &[T]) {
+    let start = (t % threads.max(1)) * paths.len() / threads.max(1);
+    let (a, b) = paths.split_at(start);
+    (b, a)
+}
+
 struct TreeLoop {
+    threads: usize,
     fs: Kernfs,
     _tree: DemoTree,
     paths: Vec<String>,
@@ -92,10 +105,11 @@ struct TreeLoop {
 }
 
 impl Instance for TreeLoop {
-    fn worker(&self, _thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         let mut buf = [0u8; 64];
+        let (first, rest) = rotated(&self.paths, thread, self.threads);
         Box::new(move || {
-            for p in &self.paths {
+            for p in first.iter().chain(rest) {
                 let node = self
                     .fs
                     .lookup_path(p, &READER, true)
@@ -167,14 +181,16 @@ fn host_files(want: usize) -> Result<Vec<CString>, String> {
 }
 
 struct HostLoop {
+    threads: usize,
     paths: Vec<CString>,
 }
 
 impl Instance for HostLoop {
-    fn worker(&self, _thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         let mut buf = [0u8; 64];
+        let (first, rest) = rotated(&self.paths, thread, self.threads);
         Box::new(move || {
-            for p in &self.paths {
+            for p in first.iter().chain(rest) {
                 // SAFETY: `p` is a valid C string; the fd is closed below.
                 let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
                 assert!(fd >= 0, "open {p:?}");
@@ -224,6 +240,30 @@ mod tests {
         assert!(w.setup(Design::Scalable, 0).is_err());
     }
 
+    #[test]
+    fn rotation_covers_every_path_once() {
+        let p: Vec<usize> = (0..254).collect();
+        for threads in [1, 2, 3, 16] {
+            for t in 0..threads {
+                let (a, b) = rotated(&p, t, threads);
+                let mut all: Vec<usize> = a.iter().chain(b).copied().collect();
+                assert_eq!(all[0], t * 254 / threads);
+                all.sort_unstable();
+                assert_eq!(all, p);
+            }
+        }
+    }
+
+    fn process_cpu_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
     /// Throughput of each design at 1, 2 and 16 threads (for the report; no assertion on
     /// speed). `cargo test -p scalevfs-bench --release -- --ignored --nocapture measure_showgids`
     #[test]
@@ -234,6 +274,7 @@ mod tests {
                 let Ok(inst) = ShowGids.setup(design, threads) else {
                     continue;
                 };
+                let cpu0 = process_cpu_ns();
                 let deadline = Instant::now() + Duration::from_millis(1000);
                 let ops: u64 = std::thread::scope(|s| {
                     let hs: Vec<_> = (0..threads)
@@ -251,9 +292,14 @@ mod tests {
                         .collect();
                     hs.into_iter().map(|h| h.join().unwrap()).sum()
                 });
+                // CPU time per operation: on a machine shared with other load, wall-clock
+                // throughput mostly measures the load; CPU per op rising with threads is
+                // what contention costs (the host design's kernel time counts too).
+                let cpu = process_cpu_ns() - cpu0;
                 println!(
-                    "kernfs-showgids {design:>8} {threads:>2} threads: {:>8.3} Mops/s",
-                    ops as f64 / 1e6
+                    "kernfs-showgids {design:>8} {threads:>2} threads: {:>8.3} Mops/s, {:>6.0} CPU ns/op",
+                    ops as f64 / 1e6,
+                    cpu as f64 / ops as f64
                 );
                 if let Some(r) = inst.lockstat() {
                     println!("{r}");
