@@ -354,6 +354,8 @@ impl Kernfs {
         if let Some(l) = &self.inner.core.open_node_lock {
             let on = {
                 let _s = l.lock();
+                // Acquire (redundant under the lock, kept for uniformity) pairs with the
+                // Release publication in `get_open_node`.
                 let p = fd.open.load(Ordering::Acquire);
                 if p.is_null() {
                     return;
