@@ -105,10 +105,38 @@ pub type Waker = Arc<dyn Fn(u32) + Send + Sync>;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct WaiterKey(u64);
 
+/// The ids of a node's open files (an id is unique within its open node). Most nodes have
+/// one opener at a time, so the first id is kept inline: an open and close then allocate
+/// nothing for the list (a `Vec` would allocate on the first push).
 struct OpenList {
-    /// Ids of the open files (an id is unique within this open node).
-    files: Vec<u64>,
+    first: Option<u64>,
+    rest: Vec<u64>,
     next_id: u64,
+}
+
+impl OpenList {
+    fn push(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.first.is_none() {
+            self.first = Some(id);
+        } else {
+            self.rest.push(id);
+        }
+        id
+    }
+
+    fn remove(&mut self, id: u64) {
+        if self.first == Some(id) {
+            self.first = self.rest.pop();
+        } else if let Some(i) = self.rest.iter().position(|&x| x == id) {
+            self.rest.swap_remove(i);
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
 }
 
 #[derive(Default)]
@@ -138,9 +166,8 @@ impl OpenNode {
             // first read, as kernfs does.
             event: AtomicU64::new(1),
             list: UnsafeCell::new(OpenList {
-                // Room for a few openers, so the first pushes do not allocate under the
-                // open-file mutex.
-                files: Vec::with_capacity(4),
+                first: None,
+                rest: Vec::new(),
                 next_id: 0,
             }),
             waitq: Mutex::with_class(WaitList::default(), &POLL_WAITQ_CLASS),
@@ -305,9 +332,7 @@ impl Kernfs {
             };
             // SAFETY: the list is protected by this node's open-file mutex, which we hold.
             let list = unsafe { &mut *on.list.get() };
-            let id = list.next_id;
-            list.next_id += 1;
-            list.files.push(id);
+            let id = list.push();
             (on, id)
         };
         drop(fresh); // an unused speculative allocation, freed outside the mutex
@@ -322,10 +347,8 @@ impl Kernfs {
             let _s = core.open_node_lock.as_ref().map(|l| l.lock());
             // SAFETY: the list is protected by this node's open-file mutex, which we hold.
             let list = unsafe { &mut *on.list.get() };
-            if let Some(i) = list.files.iter().position(|&x| x == id) {
-                list.files.swap_remove(i);
-            }
-            list.files.is_empty().then(|| {
+            list.remove(id);
+            (list.len() == 0).then(|| {
                 // Relaxed: unpublishing orders nothing; readers that loaded the old value
                 // are protected by their epoch guards (legacy: by the spinlock we hold).
                 let p = f.open.swap(std::ptr::null_mut(), Ordering::Relaxed);
@@ -411,7 +434,7 @@ impl Kernfs {
         let p = f.open.load(Ordering::Relaxed);
         // SAFETY: under the open-file mutex the pointer is either null or the node's live
         // reference, and the list is protected by that mutex.
-        unsafe { p.as_ref().map_or(0, |on| (*on.list.get()).files.len()) }
+        unsafe { p.as_ref().map_or(0, |on| (*on.list.get()).len()) }
     }
 }
 
@@ -748,5 +771,32 @@ impl std::fmt::Debug for KernfsOpenFile {
             .field("readable", &self.readable)
             .field("writable", &self.writable)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_list_keeps_every_id_once() {
+        let mut l = OpenList {
+            first: None,
+            rest: Vec::new(),
+            next_id: 0,
+        };
+        let ids: Vec<u64> = (0..4).map(|_| l.push()).collect();
+        assert_eq!((ids.clone(), l.len()), (vec![0, 1, 2, 3], 4));
+        l.remove(0); // the inline one: refilled from the rest
+        assert_eq!((l.len(), l.first.is_some()), (3, true));
+        l.remove(2);
+        l.remove(2); // unknown id: no effect
+        assert_eq!(l.len(), 2);
+        let mut left: Vec<u64> = l.first.into_iter().chain(l.rest.iter().copied()).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![1, 3]);
+        l.remove(1);
+        l.remove(3);
+        assert_eq!((l.len(), l.first), (0, None));
     }
 }
