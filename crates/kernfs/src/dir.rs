@@ -276,7 +276,7 @@ impl Kernfs {
     /// Resolves a `/`-separated path from the root, as a path walk would: search
     /// permission (`MAY_EXEC`) on every directory passed, symlinks followed (at most
     /// [`MAX_SYMLINKS`], then `ELOOP`), the final symlink too if `follow`. Empty and `.`
-    /// components are skipped; `..` is the VFS's business (`EINVAL` here).
+    /// components (so trailing slashes) are skipped; `..` is the VFS's business (`EINVAL` here).
     ///
     /// The whole walk runs under one epoch guard and takes a reference only on the result,
     /// so walks through shared directories write no shared cache line.
