@@ -6,6 +6,7 @@
 //! `scalevfs` crate drives it.
 
 pub mod abi;
+pub mod cancel;
 pub mod errno;
 pub mod locks;
 
