@@ -390,7 +390,7 @@ mod tests {
         // Still 16 slots in use: full.
         assert_eq!(w.write(b"y", None), Err(Errno::EAGAIN));
         let mut b = vec![0u8; 4096];
-        assert_eq!(r.read(&mut b, None), Ok(4086));
+        assert_eq!(r.read(&mut b, None), Ok(4096));
         assert_eq!(w.write(&[1; 5000], None), Ok(4096));
     }
 

@@ -209,9 +209,14 @@ impl EpollContext {
 }
 
 /// A file's epoll links (`file->f_ep`). See the module docs.
-#[derive(Default)]
 pub struct EpLinks {
     items: Mutex<Vec<Arc<EpItem>>>,
+}
+
+impl Default for EpLinks {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl EpLinks {
