@@ -4,6 +4,7 @@ use crate::Workload;
 
 pub mod counter;
 pub mod dlist;
+pub mod epoll;
 pub mod hashed;
 pub mod lockref;
 pub mod seqlock;
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(seqlock::workloads());
     v.extend(hashed::workloads());
     v.extend(dlist::workloads());
+    v.extend(epoll::workloads());
     v.extend(counter::workloads());
     v
 }
