@@ -45,7 +45,7 @@ use crate::cancel::CancelToken;
 use crate::epoll::{release_file_from_epoll, EpLinks};
 use crate::locks::sync::Mutex;
 use crate::poll::events::*;
-use crate::poll::{wait_event, Pollable, WaitError, WaitQueue};
+use crate::poll::{wait_event, Pollable, WaitQueue};
 use crate::Errno;
 
 pub const PAGE_SIZE: usize = 4096;
@@ -256,14 +256,10 @@ impl PipeEnd {
         let res = match try_read(&mut was_full) {
             Some(r) => r,
             None if self.nonblock() => Err(Errno::EAGAIN),
-            None => wait_event(
-                &[&pipe.rd_wait],
-                EPOLLIN | EPOLLHUP,
-                None,
-                cancel,
-                || try_read(&mut was_full),
-            )
-            .unwrap_or_else(|_: WaitError| Err(Errno::EINTR)),
+            None => wait_event(&[&pipe.rd_wait], EPOLLIN | EPOLLHUP, None, cancel, || {
+                try_read(&mut was_full)
+            })
+            .unwrap_or(Err(Errno::EINTR)),
         };
         if was_full {
             pipe.wr_wait.wake(EPOLLOUT | EPOLLWRNORM);
@@ -304,7 +300,11 @@ impl PipeEnd {
             let mut st = pipe.state.lock();
             loop {
                 if st.readers == 0 {
-                    return Some(if *done > 0 { Ok(*done) } else { Err(Errno::EPIPE) });
+                    return Some(if *done > 0 {
+                        Ok(*done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    });
                 }
                 if *done == buf.len() {
                     return Some(Ok(*done));
@@ -333,10 +333,18 @@ impl PipeEnd {
                 break r;
             }
             if self.nonblock() {
-                break if done > 0 { Ok(done) } else { Err(Errno::EAGAIN) };
+                break if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EAGAIN)
+                };
             }
             if cancelled(cancel) {
-                break if done > 0 { Ok(done) } else { Err(Errno::EINTR) };
+                break if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EINTR)
+                };
             }
             // Sleep until not full (or no reader), then fill again.
             let w = wait_event(&[&pipe.wr_wait], EPOLLOUT | EPOLLERR, None, cancel, || {
@@ -344,7 +352,11 @@ impl PipeEnd {
                 (!st.full() || st.readers == 0).then_some(())
             });
             if w.is_err() {
-                break if done > 0 { Ok(done) } else { Err(Errno::EINTR) };
+                break if done > 0 {
+                    Ok(done)
+                } else {
+                    Err(Errno::EINTR)
+                };
             }
         };
         res
@@ -429,7 +441,11 @@ mod tests {
         assert_eq!(h.join().unwrap(), Ok(65536));
         let t = CancelToken::new();
         t.cancel();
-        assert_eq!(r.read(&mut [0u8; 1], Some(&t)), Ok(1), "data wins over cancel");
+        assert_eq!(
+            r.read(&mut [0u8; 1], Some(&t)),
+            Ok(1),
+            "data wins over cancel"
+        );
     }
 
     #[test]

@@ -135,10 +135,7 @@ impl Default for WaitQueue {
 fn same(a: &Arc<dyn WaitEntry>, b: &Arc<dyn WaitEntry>) -> bool {
     // Compare data pointers only: vtable pointers of one type may differ between
     // codegen units.
-    std::ptr::eq(
-        Arc::as_ptr(a) as *const u8,
-        Arc::as_ptr(b) as *const u8,
-    )
+    std::ptr::eq(Arc::as_ptr(a) as *const u8, Arc::as_ptr(b) as *const u8)
 }
 
 /// The locked queue: add, remove and wake while holding the lock, so an object whose
@@ -422,26 +419,21 @@ pub fn poll(
         return Ok(n);
     }
     let deadline = deadline_from_ms(timeout_ms);
-    let files: Vec<(Arc<dyn Pollable>, u32)> = fds
+    // Linux's pollwake filters each wakeup by the fd's own requested mask; one waiter
+    // per file gives the same filtering.
+    let hooks: Vec<Hook> = fds
         .iter()
         .filter_map(|p| match &p.target {
-            PollTarget::File(f) => Some((f.clone(), p.events as u32 | EPOLLERR | EPOLLHUP)),
+            PollTarget::File(f) if f.wait_queue().is_some() => Some(Hook {
+                entry: ThreadWaiter::current(p.events as u32 | EPOLLERR | EPOLLHUP, false),
+                file: f.clone(),
+            }),
             _ => None,
         })
         .collect();
-    // Linux's pollwake filters each wakeup by the fd's own requested mask; one waiter
-    // per file gives the same filtering.
-    let waiters: Vec<(Arc<dyn WaitEntry>, &Arc<dyn Pollable>)> = files
-        .iter()
-        .filter(|(f, _)| f.wait_queue().is_some())
-        .map(|(f, mask)| {
-            let w: Arc<dyn WaitEntry> = ThreadWaiter::current(*mask, false);
-            (w, f)
-        })
-        .collect();
-    for (w, f) in &waiters {
-        if let Some(q) = f.wait_queue() {
-            q.add(w.clone(), false);
+    for h in &hooks {
+        if let Some(q) = h.file.wait_queue() {
+            q.add(h.entry.clone(), false);
         }
     }
     let tw = ThreadWaiter::current(0, false);
@@ -460,12 +452,18 @@ pub fn poll(
             };
         }
     };
-    for (w, f) in &waiters {
-        if let Some(q) = f.wait_queue() {
-            q.remove(w);
+    for h in &hooks {
+        if let Some(q) = h.file.wait_queue() {
+            q.remove(&h.entry);
         }
     }
     res
+}
+
+/// A `poll` caller's waiter hooked onto one file's queue.
+struct Hook {
+    entry: Arc<dyn WaitEntry>,
+    file: Arc<dyn Pollable>,
 }
 
 #[cfg(test)]

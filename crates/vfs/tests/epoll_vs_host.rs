@@ -95,7 +95,11 @@ impl Sys for Host {
     fn regular(&mut self) -> H {
         // A tmpfs file when /dev/shm exists (as the issue asks), unlinked at once.
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let dir = if std::path::Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = format!("{dir}/scalevfs-epoll-{}-{n}", std::process::id());
         let c = std::ffi::CString::new(path).unwrap();
@@ -114,9 +118,9 @@ impl Sys for Host {
     fn wait(&mut self, ep: H, max: usize, timeout: i32) -> R<Vec<(u32, u64)>> {
         let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; max.max(1)];
         // SAFETY: `evs` has room for `max` events (or 1 when max is 0, which is EINVAL).
-        let n = chk(unsafe {
-            libc::epoll_wait(self.fds[ep], evs.as_mut_ptr(), max as i32, timeout)
-        } as i64)?;
+        let n = chk(
+            unsafe { libc::epoll_wait(self.fds[ep], evs.as_mut_ptr(), max as i32, timeout) } as i64,
+        )?;
         Ok(evs[..n as usize]
             .iter()
             .map(|e| {
@@ -223,7 +227,11 @@ impl Sys for Ours {
         let (epf, tf) = (self.get(ep)?, self.get(h)?);
         let target = tf.pollable();
         let File::Ep(e) = &*epf else {
-            return Err(if target.supports_epoll() { Errno::EINVAL } else { Errno::EPERM });
+            return Err(if target.supports_epoll() {
+                Errno::EINVAL
+            } else {
+                Errno::EPERM
+            });
         };
         let key = FdKey {
             file: Arc::as_ptr(&tf) as usize,
@@ -233,7 +241,9 @@ impl Sys for Ours {
     }
     fn wait(&mut self, ep: H, max: usize, timeout: i32) -> R<Vec<(u32, u64)>> {
         let f = self.get(ep)?;
-        let File::Ep(e) = &*f else { return Err(Errno::EINVAL) };
+        let File::Ep(e) = &*f else {
+            return Err(Errno::EINVAL);
+        };
         let mut evs = vec![EpollEvent::default(); max];
         let n = e.wait(&mut evs, timeout, None)?;
         Ok(evs[..n].iter().map(|e| (e.events, e.data)).collect())
@@ -351,7 +361,10 @@ fn oneshot_and_mod(s: &mut dyn Sys, t: &mut Trace) {
     t.log("write 0 wakes", s.write(e, &one(0)));
     t.log("et after write 0", s.wait(ep, 4, 0));
     t.log("read", s.read(e, 8));
-    t.log("mod IN|RDHUP|PRI", s.ctl(ep, MOD, e, IN | EPOLLRDHUP | EPOLLPRI, 11));
+    t.log(
+        "mod IN|RDHUP|PRI",
+        s.ctl(ep, MOD, e, IN | EPOLLRDHUP | EPOLLPRI, 11),
+    );
     t.log("nothing", s.wait(ep, 4, 0));
     t.log("del", s.ctl(ep, DEL, e, 0, 0));
     t.log("del again", s.ctl(ep, DEL, e, 0, 0));
@@ -389,7 +402,9 @@ fn close_without_del(s: &mut dyn Sys, t: &mut Trace) {
 
 fn ordering_and_maxevents(s: &mut dyn Sys, t: &mut Trace) {
     let ep = s.epoll();
-    let es: Vec<H> = (0..4).map(|_| s.eventfd(0, libc::EFD_NONBLOCK).unwrap()).collect();
+    let es: Vec<H> = (0..4)
+        .map(|_| s.eventfd(0, libc::EFD_NONBLOCK).unwrap())
+        .collect();
     for (i, &e) in es.iter().enumerate() {
         let et = if i % 2 == 1 { EPOLLET } else { 0 };
         t.log("add", s.ctl(ep, ADD, e, IN | et, i as u64));
@@ -413,7 +428,10 @@ fn nested(s: &mut dyn Sys, t: &mut Trace) {
     t.log("inner watches e", s.ctl(inner, ADD, e, IN, 1));
     t.log("outer watches inner", s.ctl(outer, ADD, inner, IN, 2));
     t.log("loop", s.ctl(inner, ADD, outer, IN, 3));
-    t.log("exclusive on epoll", s.ctl(outer, MOD, inner, IN | EPOLLEXCLUSIVE, 3));
+    t.log(
+        "exclusive on epoll",
+        s.ctl(outer, MOD, inner, IN | EPOLLEXCLUSIVE, 3),
+    );
     t.log("outer quiet", s.wait(outer, 4, 0));
     t.log("signal", s.write(e, &one(1)));
     t.log("outer sees inner", s.wait(outer, 4, 0));
@@ -464,10 +482,22 @@ fn errnos(s: &mut dyn Sys, t: &mut Trace) {
     t.log("regular file", s.ctl(ep, ADD, f, IN, 0));
     t.log("regular del", s.ctl(ep, DEL, f, IN, 0));
     t.log("not an epoll", s.ctl(r, ADD, w, IN, 0));
-    t.log("poll regular", s.poll(&[(f, (IN | OUT | EPOLLPRI) as u16)], 0));
-    t.log("excl+oneshot", s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLONESHOT, 0));
-    t.log("excl+rdhup", s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLRDHUP, 0));
-    t.log("excl ok", s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLET, 0));
+    t.log(
+        "poll regular",
+        s.poll(&[(f, (IN | OUT | EPOLLPRI) as u16)], 0),
+    );
+    t.log(
+        "excl+oneshot",
+        s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLONESHOT, 0),
+    );
+    t.log(
+        "excl+rdhup",
+        s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLRDHUP, 0),
+    );
+    t.log(
+        "excl ok",
+        s.ctl(ep, ADD, r, IN | EPOLLEXCLUSIVE | EPOLLET, 0),
+    );
     t.log("mod excl item", s.ctl(ep, MOD, r, IN, 0));
     t.log("mod with excl", s.ctl(ep, MOD, w, IN | EPOLLEXCLUSIVE, 0));
     t.log("del excl item", s.ctl(ep, DEL, r, 0, 0));
@@ -487,7 +517,9 @@ fn errnos(s: &mut dyn Sys, t: &mut Trace) {
     t.log("efd read", s.read(e, 8));
     t.log("efd empty", s.read(e, 8));
     t.log("efd bad flags", s.eventfd(0, 0x40).map(|_| ()));
-    let se = s.eventfd(3, libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK).unwrap();
+    let se = s
+        .eventfd(3, libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK)
+        .unwrap();
     for i in 0..4 {
         t.log(&format!("sem read {i}"), s.read(se, 8));
     }
@@ -625,8 +657,13 @@ fn exclusive_ours(flags: u32) -> Vec<usize> {
     let eps: Vec<Arc<Epoll>> = (0..2).map(|_| Arc::new(Epoll::new(&ctx))).collect();
     for (i, ep) in eps.iter().enumerate() {
         let key = FdKey { file: 1, fd: 3 };
-        ep.ctl(ADD, key, &e.pollable(), EpollEvent::new(IN | flags, i as u64))
-            .unwrap();
+        ep.ctl(
+            ADD,
+            key,
+            &e.pollable(),
+            EpollEvent::new(IN | flags, i as u64),
+        )
+        .unwrap();
     }
     let threads: Vec<_> = eps
         .iter()
@@ -680,8 +717,13 @@ fn diff_blocking_wakeups() {
     let ctx = EpollContext::new(Locking::Scalable);
     let (rp, wp) = pipe2(0).unwrap();
     let e = Epoll::new(&ctx);
-    e.ctl(ADD, FdKey { file: 1, fd: 0 }, &rp.pollable(), EpollEvent::new(IN, 5))
-        .unwrap();
+    e.ctl(
+        ADD,
+        FdKey { file: 1, fd: 0 },
+        &rp.pollable(),
+        EpollEvent::new(IN, 5),
+    )
+    .unwrap();
     let t = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(50));
         wp.write(b"z", None).unwrap();
@@ -691,9 +733,12 @@ fn diff_blocking_wakeups() {
     let n = e.wait(&mut evs, -1, None).unwrap();
     let _wp = t.join().unwrap();
     let mut evs2 = [EpollEvent::default(); 2];
-    let again = e
-        .wait(&mut evs2, 10, None)
-        .map(|n| evs2[..n].iter().map(|x| (x.events, x.data)).collect::<Vec<_>>());
+    let again = e.wait(&mut evs2, 10, None).map(|n| {
+        evs2[..n]
+            .iter()
+            .map(|x| (x.events, x.data))
+            .collect::<Vec<_>>()
+    });
     let mut b = [0u8; 5];
     let rd = rp.read(&mut b, None).map(|n| b[..n].to_vec());
     let ours = (n as i32, evs[0].events, again, rd);

@@ -114,7 +114,10 @@ impl HostFd {
         // SAFETY: plain system call.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
-            return Err(format!("epoll_create1: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "epoll_create1: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         Ok(HostFd(fd))
     }
@@ -304,7 +307,11 @@ mod tests {
                         .collect();
                     hs.into_iter().map(|h| h.join().unwrap()).sum()
                 });
-                let per_call = if w.name() == "epoll-wait" { WAIT_BATCH } else { CHURN_BATCH };
+                let per_call = if w.name() == "epoll-wait" {
+                    WAIT_BATCH
+                } else {
+                    CHURN_BATCH
+                };
                 assert_eq!(done, 2 * 3 * per_call, "{} {design}", w.name());
             }
         }

@@ -110,7 +110,9 @@ use scalevfs_primitives::Locking;
 use crate::cancel::CancelToken;
 use crate::locks::sync::Mutex;
 use crate::poll::events::*;
-use crate::poll::{deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue};
+use crate::poll::{
+    deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue,
+};
 use crate::Errno;
 
 pub const EPOLL_CTL_ADD: i32 = 1;
@@ -640,9 +642,7 @@ impl Epoll {
             if op == EPOLL_CTL_MOD {
                 return Err(Errno::EINVAL);
             }
-            if op == EPOLL_CTL_ADD
-                && (tep.is_some() || ev.events & !EPOLLEXCLUSIVE_OK_BITS != 0)
-            {
+            if op == EPOLL_CTL_ADD && (tep.is_some() || ev.events & !EPOLLEXCLUSIVE_OK_BITS != 0) {
                 return Err(Errno::EINVAL);
             }
         }
@@ -807,7 +807,13 @@ fn depth_up(
     if let Some(&d) = memo.get(&(ep as *const _)) {
         return d;
     }
-    let parents: Vec<Arc<EventPoll>> = ep.links.items.lock().iter().map(|it| it.ep.clone()).collect();
+    let parents: Vec<Arc<EventPoll>> = ep
+        .links
+        .items
+        .lock()
+        .iter()
+        .map(|it| it.ep.clone())
+        .collect();
     let mut result = 0;
     for p in &parents {
         result = result.max(depth_up(p, memo, keep) + 1);

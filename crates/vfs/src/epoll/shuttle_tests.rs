@@ -16,8 +16,13 @@ fn key(fd: i32) -> FdKey {
 }
 
 fn add(ep: &Epoll, fd: i32, t: &Arc<dyn Pollable>, events: u32) {
-    ep.ctl(EPOLL_CTL_ADD, key(fd), t, EpollEvent::new(events, fd as u64))
-        .unwrap();
+    ep.ctl(
+        EPOLL_CTL_ADD,
+        key(fd),
+        t,
+        EpollEvent::new(events, fd as u64),
+    )
+    .unwrap();
 }
 
 fn assert_all_freed(c: &EpollContext, instances: usize, items: usize) {

@@ -31,7 +31,8 @@ fn run(locking: Locking) {
                     let id = (t * PER_CHURNER + i) as u64;
                     // Alternate eventfds and pipes; keep the write end of a pipe alive
                     // until the read end is closed.
-                    let (file, signal): (Box<dyn std::any::Any>, Arc<dyn Pollable>) = if i % 2 == 0 {
+                    let (file, signal): (Box<dyn std::any::Any>, Arc<dyn Pollable>) = if i % 2 == 0
+                    {
                         let e = EventFd::new(0, 0).unwrap();
                         e.write(&1u64.to_ne_bytes(), None).unwrap();
                         let p = e.pollable();
@@ -43,11 +44,19 @@ fn run(locking: Locking) {
                         (Box::new((r, w)), p)
                     };
                     let sh = shared[(t + i) % SHARED].lock().clone();
-                    let k = FdKey { file: id as usize, fd: 3 };
+                    let k = FdKey {
+                        file: id as usize,
+                        fd: 3,
+                    };
                     sh.ctl(EPOLL_CTL_ADD, k, &signal, EpollEvent::new(EPOLLIN, id))
                         .unwrap();
-                    mine.ctl(EPOLL_CTL_ADD, k, &signal, EpollEvent::new(EPOLLIN | EPOLLET, id))
-                        .unwrap();
+                    mine.ctl(
+                        EPOLL_CTL_ADD,
+                        k,
+                        &signal,
+                        EpollEvent::new(EPOLLIN | EPOLLET, id),
+                    )
+                    .unwrap();
                     drop(sh);
                     // Our own registration is live: its event must arrive.
                     let n = mine.wait(&mut ev, 10_000, None).unwrap();
@@ -77,7 +86,8 @@ fn run(locking: Locking) {
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) {
                 // Close a shared instance (its items without DEL) and replace it.
-                let old = std::mem::replace(&mut *shared[i % SHARED].lock(), Arc::new(Epoll::new(c)));
+                let old =
+                    std::mem::replace(&mut *shared[i % SHARED].lock(), Arc::new(Epoll::new(c)));
                 drop(old);
                 i += 1;
                 std::thread::yield_now();

@@ -40,8 +40,13 @@ fn timeouts_and_cancel() {
     h.join().unwrap();
     // Available events win over a pending cancel.
     let e = EventFd::new(1, 0).unwrap();
-    ep.ctl(EPOLL_CTL_ADD, key(1), &e.pollable(), EpollEvent::new(EPOLLIN, 9))
-        .unwrap();
+    ep.ctl(
+        EPOLL_CTL_ADD,
+        key(1),
+        &e.pollable(),
+        EpollEvent::new(EPOLLIN, 9),
+    )
+    .unwrap();
     assert_eq!(ep.wait(&mut ev, -1, Some(&tok)), Ok(1));
     // A deadline token gives EINTR, not a timeout.
     let ep2 = Epoll::new(&c);
@@ -58,10 +63,20 @@ fn nested_wakeup_reaches_a_blocked_outer_waiter() {
     let inner = Epoll::new(&c);
     let e = EventFd::new(0, 0).unwrap();
     inner
-        .ctl(EPOLL_CTL_ADD, key(1), &e.pollable(), EpollEvent::new(EPOLLIN, 1))
+        .ctl(
+            EPOLL_CTL_ADD,
+            key(1),
+            &e.pollable(),
+            EpollEvent::new(EPOLLIN, 1),
+        )
         .unwrap();
     outer
-        .ctl(EPOLL_CTL_ADD, key(2), &inner.pollable(), EpollEvent::new(EPOLLIN, 2))
+        .ctl(
+            EPOLL_CTL_ADD,
+            key(2),
+            &inner.pollable(),
+            EpollEvent::new(EPOLLIN, 2),
+        )
         .unwrap();
     let o = outer.clone();
     let h = std::thread::spawn(move || {
@@ -106,8 +121,13 @@ fn teardown_orders_free_everything() {
         let ep = Epoll::new(&c);
         let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
         for (i, f) in fds.iter().enumerate() {
-            ep.ctl(EPOLL_CTL_ADD, key(i as i32), &f.pollable(), EpollEvent::new(EPOLLIN, 0))
-                .unwrap();
+            ep.ctl(
+                EPOLL_CTL_ADD,
+                key(i as i32),
+                &f.pollable(),
+                EpollEvent::new(EPOLLIN, 0),
+            )
+            .unwrap();
         }
         assert_eq!(a.live(), (1, 10));
         drop(fds);
@@ -118,12 +138,19 @@ fn teardown_orders_free_everything() {
         let ep = Epoll::new(&c);
         let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
         for (i, f) in fds.iter().enumerate() {
-            ep.ctl(EPOLL_CTL_ADD, key(i as i32), &f.pollable(), EpollEvent::new(EPOLLIN, 0))
-                .unwrap();
+            ep.ctl(
+                EPOLL_CTL_ADD,
+                key(i as i32),
+                &f.pollable(),
+                EpollEvent::new(EPOLLIN, 0),
+            )
+            .unwrap();
         }
         drop(ep);
         assert_eq!(a.live(), (0, 0));
-        assert!(fds.iter().all(|f| f.pollable().ep_links().unwrap().is_empty()));
+        assert!(fds
+            .iter()
+            .all(|f| f.pollable().ep_links().unwrap().is_empty()));
         drop(fds);
         assert_eq!(a.instances_allocated.load(Ordering::Relaxed), 2);
         assert_eq!(a.items_freed.load(Ordering::Relaxed), 20);
@@ -137,8 +164,13 @@ fn file_in_many_instances() {
     let eps: Vec<Epoll> = (0..5).map(|_| Epoll::new(&c)).collect();
     let e = EventFd::new(0, 0).unwrap();
     for ep in &eps {
-        ep.ctl(EPOLL_CTL_ADD, key(3), &e.pollable(), EpollEvent::new(EPOLLIN, 0))
-            .unwrap();
+        ep.ctl(
+            EPOLL_CTL_ADD,
+            key(3),
+            &e.pollable(),
+            EpollEvent::new(EPOLLIN, 0),
+        )
+        .unwrap();
     }
     signal(&e);
     let mut ev = [EpollEvent::default(); 4];
@@ -167,7 +199,12 @@ fn add_while_waiting() {
         ep2.wait(&mut ev, 5000, None).map(|n| ev[..n].to_vec())
     });
     std::thread::sleep(Duration::from_millis(20));
-    ep.ctl(EPOLL_CTL_ADD, key(1), &e.pollable(), EpollEvent::new(EPOLLIN, 4))
-        .unwrap();
+    ep.ctl(
+        EPOLL_CTL_ADD,
+        key(1),
+        &e.pollable(),
+        EpollEvent::new(EPOLLIN, 4),
+    )
+    .unwrap();
     assert_eq!(h.join().unwrap(), Ok(vec![EpollEvent::new(EPOLLIN, 4)]));
 }
