@@ -111,6 +111,18 @@ fn poll_blocks_until_ready() {
     assert_eq!(poll(&mut fds, -1, Some(&tok)), Err(Errno::EINTR));
 }
 
+/// An instance watching ten ready eventfds.
+fn watch_ten(c: &Arc<EpollContext>) -> (Epoll, Vec<EventFd>) {
+    let ep = Epoll::new(c);
+    let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
+    for (i, f) in fds.iter().enumerate() {
+        let ev = EpollEvent::new(EPOLLIN, 0);
+        ep.ctl(EPOLL_CTL_ADD, key(i as i32), &f.pollable(), ev)
+            .unwrap();
+    }
+    (ep, fds)
+}
+
 /// Both teardown orders, with items still registered, free everything exactly once.
 #[test]
 fn teardown_orders_free_everything() {
@@ -118,34 +130,14 @@ fn teardown_orders_free_everything() {
         let c = EpollContext::with_accounting(locking);
         let a = c.accounting().unwrap();
         // Watched files first, then the instance.
-        let ep = Epoll::new(&c);
-        let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
-        for (i, f) in fds.iter().enumerate() {
-            ep.ctl(
-                EPOLL_CTL_ADD,
-                key(i as i32),
-                &f.pollable(),
-                EpollEvent::new(EPOLLIN, 0),
-            )
-            .unwrap();
-        }
+        let (ep, fds) = watch_ten(&c);
         assert_eq!(a.live(), (1, 10));
         drop(fds);
         assert_eq!(a.live(), (1, 0));
         drop(ep);
         assert_eq!(a.live(), (0, 0));
         // Instance first, then the files (which must no longer see it).
-        let ep = Epoll::new(&c);
-        let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
-        for (i, f) in fds.iter().enumerate() {
-            ep.ctl(
-                EPOLL_CTL_ADD,
-                key(i as i32),
-                &f.pollable(),
-                EpollEvent::new(EPOLLIN, 0),
-            )
-            .unwrap();
-        }
+        let (ep, fds) = watch_ten(&c);
         drop(ep);
         assert_eq!(a.live(), (0, 0));
         assert!(fds
