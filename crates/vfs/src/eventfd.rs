@@ -14,8 +14,10 @@
 //! As in Linux the counter is protected by the wait queue's own lock (`ctx->wqh.lock`):
 //! a read or write changes it and wakes the queue in one critical section (a read
 //! wakes with `EPOLLOUT`, a write with `EPOLLIN`, also a write of 0, as Linux does).
-//! `poll` reads it without the lock (Relaxed: a racy snapshot, like Linux's `READ_ONCE`;
-//! the wakeup that follows any change re-polls).
+//! `poll` reads it without the lock, like Linux's `READ_ONCE`. The stores and that load
+//! are `SeqCst`: with the `SeqCst` store and load of an epoll item's `events` (see
+//! `epoll`'s "Memory orderings") either `EPOLL_CTL_MOD`'s poll sees a new count or the
+//! write's wakeup sees the new `events`.
 //!
 //! `EFD_CLOEXEC` belongs to the fd table; `EFD_NONBLOCK` is the file's `O_NONBLOCK`,
 //! kept here and changeable with [`EventFd::set_nonblock`] (`F_SETFL`).
@@ -47,8 +49,8 @@ pub struct EventFdInner {
 
 impl Pollable for EventFdInner {
     fn poll(&self) -> u32 {
-        // Relaxed: see the module docs (a snapshot; wakeups follow every change).
-        let c = self.count.load(Ordering::Relaxed);
+        // SeqCst: pairs with the SeqCst stores in read/write (module docs).
+        let c = self.count.load(Ordering::SeqCst);
         let mut m = 0;
         if c > 0 {
             m |= EPOLLIN | EPOLLRDNORM;
@@ -110,6 +112,7 @@ impl EventFd {
 
     /// The counter (for `/proc/self/fdinfo`'s `eventfd-count`).
     pub fn count(&self) -> u64 {
+        // Relaxed: a snapshot for reporting.
         self.inner.count.load(Ordering::Relaxed)
     }
 
@@ -121,12 +124,14 @@ impl EventFd {
         let inner = &*self.inner;
         let try_read = || {
             let mut wq = inner.wq.lock();
+            // Relaxed: stores happen only under the queue lock we hold.
             let c = inner.count.load(Ordering::Relaxed);
             if c == 0 {
                 return None;
             }
             let v = if inner.semaphore { 1 } else { c };
-            inner.count.store(c - v, Ordering::Relaxed);
+            // SeqCst: pairs with the SeqCst load in `poll` (module docs).
+            inner.count.store(c - v, Ordering::SeqCst);
             wq.wake(EPOLLOUT);
             Some(v)
         };
@@ -153,11 +158,13 @@ impl EventFd {
         let inner = &*self.inner;
         let try_write = || {
             let mut wq = inner.wq.lock();
+            // Relaxed: stores happen only under the queue lock we hold.
             let c = inner.count.load(Ordering::Relaxed);
             if u64::MAX - c <= v {
                 return None;
             }
-            inner.count.store(c + v, Ordering::Relaxed);
+            // SeqCst: pairs with the SeqCst load in `poll` (module docs).
+            inner.count.store(c + v, Ordering::SeqCst);
             wq.wake(EPOLLIN);
             Some(())
         };

@@ -15,6 +15,29 @@
 //! - [`EpLinks`]: a file's list of items watching it. Watchable objects (pipe ends,
 //!   eventfds, epolls) embed one; an empty one is a lock word and an unallocated `Vec`.
 //!
+//! ## Wiring into `Process` (for the fd-table owner)
+//!
+//! - The open file description embeds the file object: [`Epoll`],
+//!   [`crate::pipe::PipeEnd`] or [`crate::eventfd::EventFd`]. Dropping it *is* the last
+//!   close (each runs [`release_file_from_epoll`] and then its own release), so the OFD
+//!   needs no extra field; its `Drop` (last `fput`) does the rest. Regular files need
+//!   nothing: answer `poll` with [`crate::poll::RegularFile`] (always ready) and hand it
+//!   to `ctl`, which returns `EPERM`. An owner-defined pollable must call
+//!   [`release_file_from_epoll`] on its last close.
+//! - `epoll_create1(flags)` → [`epoll_create1`] (`EPOLL_CLOEXEC` is the fd table's).
+//! - `epoll_ctl(epfd, op, fd, ev)`: `EBADF` for bad fds, `EINVAL` if `epfd` is not an
+//!   epoll (but `EPERM` first if `fd` is not pollable, as Linux); else
+//!   `Epoll::ctl(op, FdKey { file: <OFD identity>, fd }, &file.pollable(), ev)` while
+//!   holding the target file. `EFAULT` for bad pointers is the embedder's.
+//! - `epoll_wait/epoll_pwait(epfd, events, maxevents, timeout)` → [`Epoll::wait`] with a
+//!   slice of `maxevents` (`maxevents <= 0` → pass an empty slice → `EINVAL`) and the
+//!   process's cancel token (a pending signal); `epoll_pwait`'s mask is the embedder's.
+//! - `pipe2(fds, flags)` → [`crate::pipe::pipe2`]; `read`/`write` → `PipeEnd::read/write`;
+//!   `F_SETFL(O_NONBLOCK)` → `set_nonblock`; `F_GETPIPE_SZ`/`F_SETPIPE_SZ` →
+//!   `pipe_size`/`set_pipe_size(arg, has CAP_SYS_RESOURCE)`.
+//! - `eventfd2(initval, flags)` → [`crate::eventfd::EventFd::new`].
+//! - `poll`/`ppoll` → [`crate::poll::poll`] with a [`crate::poll::PollTarget`] per fd.
+//!
 //! ## References and teardown (seed 003)
 //!
 //! The instance is reference counted by its `Arc`: the [`Epoll`] file holds one
