@@ -56,10 +56,11 @@ pub const PIPE_DEF_BUFFERS: usize = 16;
 /// `/proc/sys/fs/pipe-max-size`.
 pub const PIPE_MAX_SIZE: usize = 1 << 20;
 
+/// One page-sized buffer: `data` (capacity `PAGE_SIZE`) holds what was written,
+/// `data[offset..]` what is still unread.
 struct Slot {
-    data: Box<[u8]>,
+    data: Vec<u8>,
     offset: usize,
-    len: usize,
 }
 
 struct State {
@@ -236,12 +237,11 @@ impl PipeEnd {
             let mut n = 0;
             while n < buf.len() {
                 let Some(s) = st.slots.front_mut() else { break };
-                let c = s.len.min(buf.len() - n);
+                let c = (s.data.len() - s.offset).min(buf.len() - n);
                 buf[n..n + c].copy_from_slice(&s.data[s.offset..s.offset + c]);
                 s.offset += c;
-                s.len -= c;
                 n += c;
-                if s.len == 0 {
+                if s.offset == s.data.len() {
                     st.slots.pop_front();
                 }
             }
@@ -277,27 +277,23 @@ impl PipeEnd {
         }
         let pipe = self.pipe();
         let mut done = 0usize;
-        {
+        let mut first = true;
+        // Writes what fits; `Some` when finished (all written, or EPIPE), `None` when
+        // the pipe is full. One critical section per call, as Linux holds pipe->mutex.
+        let mut fill = |done: &mut usize| -> Option<Result<usize, Errno>> {
             let mut st = pipe.state.lock();
-            if st.readers == 0 {
-                return Err(Errno::EPIPE);
-            }
-            // Merge the sub-page remainder into the last buffer if it all fits.
-            let chars = buf.len() % PAGE_SIZE;
-            if chars != 0 {
-                if let Some(last) = st.slots.back_mut() {
-                    let end = last.offset + last.len;
-                    if end + chars <= PAGE_SIZE {
-                        last.data[end..end + chars].copy_from_slice(&buf[..chars]);
-                        last.len += chars;
-                        done = chars;
+            if std::mem::take(&mut first) && st.readers > 0 {
+                // Merge the sub-page remainder into the last buffer if it all fits.
+                let chars = buf.len() % PAGE_SIZE;
+                if chars != 0 {
+                    if let Some(last) = st.slots.back_mut() {
+                        if last.data.len() + chars <= PAGE_SIZE {
+                            last.data.extend_from_slice(&buf[..chars]);
+                            *done = chars;
+                        }
                     }
                 }
             }
-        }
-        // Fills free slots; `Some` when finished (done, EPIPE, or nothing more to do).
-        let fill = |done: &mut usize| -> Option<Result<usize, Errno>> {
-            let mut st = pipe.state.lock();
             loop {
                 if st.readers == 0 {
                     return Some(if *done > 0 {
@@ -313,13 +309,9 @@ impl PipeEnd {
                     return None;
                 }
                 let c = (buf.len() - *done).min(PAGE_SIZE);
-                let mut data = vec![0u8; PAGE_SIZE].into_boxed_slice();
-                data[..c].copy_from_slice(&buf[*done..*done + c]);
-                st.slots.push_back(Slot {
-                    data,
-                    offset: 0,
-                    len: c,
-                });
+                let mut data = Vec::with_capacity(PAGE_SIZE);
+                data.extend_from_slice(&buf[*done..*done + c]);
+                st.slots.push_back(Slot { data, offset: 0 });
                 *done += c;
             }
         };
