@@ -451,4 +451,43 @@ mod tests {
         w.write(b"hey", None).unwrap();
         assert_eq!(h.join().unwrap(), Ok(b"hey".to_vec()));
     }
+
+    /// Blocking writers of PIPE_BUF-sized records, each of one repeated byte, race one
+    /// reader: no record is ever split or interleaved with another.
+    #[test]
+    fn pipe_buf_writes_are_atomic() {
+        const WRITERS: usize = 16;
+        const RECORDS: usize = 64;
+        let (r, w) = pipe2(0).unwrap();
+        let w = Arc::new(w);
+        let mut got = vec![0usize; WRITERS];
+        std::thread::scope(|s| {
+            for t in 0..WRITERS {
+                let w = w.clone();
+                s.spawn(move || {
+                    for _ in 0..RECORDS {
+                        assert_eq!(w.write(&[t as u8; PIPE_BUF], None), Ok(PIPE_BUF));
+                    }
+                });
+            }
+            drop(w);
+            let mut rec = Vec::new();
+            let mut b = vec![0u8; 3000];
+            loop {
+                let n = r.read(&mut b, None).unwrap();
+                if n == 0 {
+                    break;
+                }
+                rec.extend_from_slice(&b[..n]);
+                while rec.len() >= PIPE_BUF {
+                    let first = rec[0];
+                    assert!(rec[..PIPE_BUF].iter().all(|&x| x == first), "torn record");
+                    got[first as usize] += 1;
+                    rec.drain(..PIPE_BUF);
+                }
+            }
+            assert!(rec.is_empty());
+        });
+        assert_eq!(got, vec![RECORDS; WRITERS]);
+    }
 }
