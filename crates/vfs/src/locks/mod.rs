@@ -10,22 +10,42 @@
 //! - [`FileLockContext`]: one per inode that has ever been locked (Linux's
 //!   `file_lock_context`), made by [`LockManager::new_context`] on first use; the inode
 //!   keeps it in a `OnceLock<Box<FileLockContext>>`, so unlocked inodes pay one pointer.
-//!   It holds the inode's POSIX+OFD list and its flock list ([`list::Lists`]).
+//!   It holds the inode's POSIX+OFD list and its flock list (`list::Lists`).
 //! - Owners ([`LockOwner`]): `Process(id)` for POSIX locks, `File(id)` (the open file
 //!   description) for OFD and flock locks. OFD and POSIX locks share one list and conflict
 //!   with each other; flock locks are a separate list, independent of both.
 //!
+//! ## Wiring (what the VFS and `Process` call)
+//!
+//! - The `Vfs` owns one `LockManager::new(options.locking)`; each inode has a
+//!   `OnceLock<Box<FileLockContext>>`, filled by `new_context(st_dev, st_ino)` on the
+//!   first lock operation.
+//! - `fcntl` lock commands: [`LockManager::fcntl`] with an [`FcntlFile`] (position, size,
+//!   access mode, open-file id, process id, pid) and the caller's [`CancelToken`]; it
+//!   applies Linux's argument checks in Linux's order. After a granted POSIX lock,
+//!   `Process` re-checks that the fd still refers to the same open file (Linux's
+//!   close/fcntl race check) and if not calls `release_posix` and returns `EBADF`.
+//! - `flock(2)`: [`flock_op_type`] first (`EINVAL` comes before `EBADF`), then `EBADF` for
+//!   an fd opened with neither read nor write access (`O_PATH`), then
+//!   [`LockManager::flock`].
+//! - `close(fd)` of any fd whose inode has a context: [`LockManager::release_posix`] with
+//!   the process id (POSIX rule, whichever fd it was). Last close of an open file
+//!   description: [`LockManager::release_file`] (OFD and flock locks).
+//! - Process exit closes every fd, which releases everything through the two calls above.
+//!   `fork` needs nothing: POSIX locks are not inherited, OFD/flock locks belong to the
+//!   shared open file descriptions.
+//! - `/proc/locks` (kernfs, CLI): [`LockManager::proc_locks`] or [`LockManager::list`].
+//!
 //! ## Locks and what they protect
 //!
-//! | lock                       | protects                                                |
-//! |----------------------------|---------------------------------------------------------|
-//! | context lock (per inode)   | the inode's lock lists, every waiter queued on them and  |
-//! |                            | each waiter's `edge` field (Linux: `flc_lock`)           |
-//! | graph lock ([`deadlock`])  | the POSIX wait-for edges, hashed by owner (Linux:        |
-//! |                            | `blocked_lock_lock` + `blocked_hash`)                    |
-//! | registry shard locks       | the per-CPU lists of contexts, for the listing only      |
-//! | legacy lock (ablation)     | everything: taken first by every operation               |
-//! | cancel-token mutex         | that token's registered wakers                           |
+//! - **context lock** (one per inode; Linux's `flc_lock`): the inode's lock lists, every
+//!   waiter queued on them, and each queued waiter's `edge` field.
+//! - **graph lock** (`deadlock.rs`; Linux's `blocked_lock_lock`): the POSIX wait-for
+//!   edges, in a table hashed by owner (Linux's `blocked_hash`).
+//! - **registry shard locks** (the `DList` in `registry.rs`, one per CPU): the lists of contexts that
+//!   only the listing walks.
+//! - **legacy lock** (ablation only): everything; taken first by every operation.
+//! - **cancel-token mutex** (one per token, `crate::cancel`): that token's wakers.
 //!
 //! Lock order: legacy lock -> context lock -> graph lock. The listing takes a registry
 //! shard lock, releases it, then takes context locks one at a time. A cancel token's mutex
@@ -40,7 +60,7 @@
 //!
 //! ## Blocking and wakeups (no thundering herd)
 //!
-//! A blocked request is a [`list::Waiter`] queued on the one held lock it conflicts with
+//! A blocked request is a `list::Waiter` queued on the one held lock it conflicts with
 //! first (Linux's `fl_blocked_requests`). Whenever a lock is removed, shrunk, split,
 //! merged or changes type, its waiters are re-examined *by the thread making the change,
 //! under the context lock*, oldest first: a waiter that no longer conflicts is granted
@@ -56,6 +76,10 @@
 //! it). A cancelled sleeper takes the context lock and, if its request is still pending,
 //! unqueues it and returns `EINTR`; if it was granted meanwhile the grant stands and the
 //! call returns success (as if the signal came just after the call returned).
+//!
+//! Memory orderings: everything shared is under the locks above except a waiter's
+//! `state` (Release store by the granter, Acquire load by the sleeper) and a token's
+//! `cancelled` flag (Release in `cancel`, Acquire in `is_cancelled`).
 //!
 //! ## Deadlock detection
 //!
@@ -79,8 +103,8 @@
 //! ## Listing
 //!
 //! [`LockManager::proc_locks`] prints every held and waiting lock in `/proc/locks`
-//! format. Contexts register on a per-CPU list ([`registry`]) once, when created; only the
-//! listing walks those lists.
+//! format. Contexts register on a per-CPU dlock-list (`registry.rs`, seed 001's `DList`)
+//! once, when created; only the listing walks those lists.
 //!
 //! ## Legacy ablation (seed 002's "before")
 //!
@@ -94,6 +118,11 @@
 //!   Linux wakes it to retry. Which waiter gets a lock first can therefore differ from a
 //!   particular Linux run, never the set of outcomes a Linux scheduler could produce.
 //! - Deadlines on [`CancelToken`] produce `EINTR` (Linux has no timed lock wait).
+//! - The listing's order is per context (its flock locks, then its POSIX/OFD locks, each
+//!   followed by its waiters), and a waiter is always shown one level deep under the lock
+//!   it waits on; Linux orders by per-CPU lists of locks and nests waiters that queue
+//!   behind other waiters. The lines themselves are identical (checked against the host's
+//!   `/proc/locks` in `host_diff.rs`).
 //! - `F_SETLK` conflicts return `EAGAIN`, as Linux does (POSIX also allows `EACCES`; Linux
 //!   never returns it for record locks).
 
@@ -102,6 +131,8 @@ pub(crate) mod list;
 pub(crate) mod registry;
 pub(crate) mod sync;
 
+#[cfg(test)]
+mod host_diff;
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]
@@ -354,7 +385,7 @@ impl ListedLock {
 pub struct FileLockContext {
     inner: Arc<CtxInner>,
     mgr: Arc<Shared>,
-    slot: (usize, usize),
+    slot: scalevfs_primitives::dlist::DListNode,
 }
 
 pub(crate) struct CtxInner {
@@ -365,7 +396,7 @@ pub(crate) struct CtxInner {
 
 impl Drop for FileLockContext {
     fn drop(&mut self) {
-        self.mgr.registry.remove(self.slot);
+        self.mgr.registry.remove(&self.slot);
     }
 }
 
@@ -424,11 +455,7 @@ impl LockManager {
                 locking,
                 legacy: legacy.then(|| Mutex::new(())),
                 graph: Graph::new(!legacy),
-                registry: ContextList::new(if legacy {
-                    1
-                } else {
-                    scalevfs_primitives::cpu::num_cpus()
-                }),
+                registry: ContextList::new(locking),
             }),
         }
     }
@@ -465,9 +492,19 @@ impl LockManager {
     }
 
     /// `F_GETLK` / `F_OFD_GETLK`: the first lock that would conflict with `req`, if any.
+    /// For an `Unlock` request (only `F_OFD_GETLK` allows it, Linux 6.7+), the first lock
+    /// of `req.owner` itself that overlaps the range.
     pub fn getlk(&self, ctx: &FileLockContext, req: &LockRequest) -> Option<LockInfo> {
         let g = self.lock(ctx);
-        find_conflict(&g.lists.posix, req).map(|i| g.lists.posix[i].info)
+        let list = &g.lists.posix;
+        let i = if req.ty == LockType::Unlock {
+            list.iter().position(|h| {
+                h.info.owner == req.owner && h.info.start <= req.end && req.start <= h.info.end
+            })
+        } else {
+            find_conflict(list, req)
+        };
+        i.map(|i| list[i].info)
     }
 
     /// `F_SETLK` (`wait == None`) or `F_SETLKW` (`wait == Some(token)`), POSIX or OFD by
@@ -615,11 +652,13 @@ impl LockManager {
         };
         match cmd {
             libc::F_GETLK | libc::F_OFD_GETLK => {
-                let ty = LockType::from_l_type(fl.l_type)?;
-                if ty == LockType::Unlock {
+                // F_GETLK wants F_RDLCK or F_WRLCK; F_OFD_GETLK also takes F_UNLCK (Linux
+                // 6.7+: "which of my own OFD locks overlap this range").
+                if !ofd && ![libc::F_RDLCK, libc::F_WRLCK].contains(&(fl.l_type as i32)) {
                     return Err(Errno::EINVAL);
                 }
                 let (start, end) = flock_to_range(fl, file.pos, file.size)?;
+                let ty = LockType::from_l_type(fl.l_type)?;
                 if ofd && fl.l_pid != 0 {
                     return Err(Errno::EINVAL);
                 }

@@ -171,3 +171,42 @@ fn shuttle_flock_conversions() {
         ITERS,
     );
 }
+
+/// p1 waits on p2's read lock while p3 (also reading) asks for p1's lock and p2 unlocks,
+/// concurrently. Whichever order, exactly one of p1 and p3 gets EDEADLK (p1 when it is
+/// moved onto p3's lock, p3 when its own check sees p1 -> p3), and the other is granted.
+#[test]
+fn shuttle_retarget_deadlock() {
+    shuttle::check_random(
+        || {
+            let (m, c) = setup();
+            m.setlk(&c, &rq(p(2), LockType::Read, 0), None).unwrap();
+            m.setlk(&c, &rq(p(3), LockType::Read, 0), None).unwrap();
+            m.setlk(&c, &rq(p(1), LockType::Write, 5), None).unwrap();
+            let spawn = |o: u64, byte: i64| {
+                let (m, c) = (m.clone(), c.clone());
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    let r = m.setlk(
+                        &c,
+                        &rq(p(o), LockType::Write, byte),
+                        Some(&CancelToken::new()),
+                    );
+                    if r.is_err() {
+                        m.release_posix(&c, o);
+                    }
+                    r
+                })
+            };
+            let a = spawn(1, 0);
+            let c3 = spawn(3, 5);
+            m.setlk(&c, &rq(p(2), LockType::Unlock, 0), None).unwrap();
+            let rs = [a.join().unwrap(), c3.join().unwrap()];
+            let dead = rs.iter().filter(|r| **r == Err(Errno::EDEADLK)).count();
+            assert_eq!(dead, 1, "{rs:?}");
+            assert!(rs.iter().any(Result::is_ok));
+            assert_eq!(m.shared.graph.len(), 0);
+        },
+        ITERS,
+    );
+}

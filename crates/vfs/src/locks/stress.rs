@@ -1,6 +1,8 @@
 //! Many-thread stress test: no two conflicting locks are ever held at once (checked
 //! against an independent shadow table), and no waiter sleeps forever (every wait has a
-//! 20 s deadline and hitting it fails the test).
+//! 20 s deadline and hitting it fails the test). Some POSIX waits are instead given a
+//! deadline of under 300 µs, so interruption races grants; only those may see `EINTR`,
+//! and at the end no lock, waiter or wait-for edge may be left behind.
 //!
 //! POSIX threads hold-and-wait (so cycles form and must be refused with `EDEADLK`); OFD
 //! and flock threads hold at most one lock while they do not wait, so they can never be
@@ -92,10 +94,12 @@ fn run(mode: Locking, threads: usize, iters: usize) {
         flock: vec![Vec::new(); CTXS],
     });
     let deadlocks = std::sync::atomic::AtomicUsize::new(0);
+    let interrupted = std::sync::atomic::AtomicUsize::new(0);
     let deadline = || CancelToken::with_deadline(Instant::now() + Duration::from_secs(20));
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (m, ctxs, shadow, deadlocks) = (&m, &ctxs, &shadow, &deadlocks);
+            let (m, ctxs, shadow, deadlocks, interrupted) =
+                (&m, &ctxs, &shadow, &deadlocks, &interrupted);
             s.spawn(move || {
                 let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
                 let role = t % 3;
@@ -123,9 +127,23 @@ fn run(mode: Locking, threads: usize, iters: usize) {
                                     end: b as i64,
                                 };
                                 shadow.lock().unwrap().set(c, owner, a, b, ty, true);
-                                let tok = deadline();
+                                // Some waits are interrupted after a moment, racing
+                                // their grant: EINTR is allowed only for those.
+                                let short = rng.gen_bool(0.2);
+                                let tok = if short {
+                                    CancelToken::with_deadline(
+                                        Instant::now()
+                                            + Duration::from_micros(rng.gen_range(0..300)),
+                                    )
+                                } else {
+                                    deadline()
+                                };
                                 let wait = rng.gen_bool(0.8).then_some(&tok);
                                 match m.setlk(&ctxs[c], &req, wait) {
+                                    Err(Errno::EINTR) if short => {
+                                        interrupted
+                                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    }
                                     Ok(()) => {
                                         shadow.lock().unwrap().set(c, owner, a, b, ty, false);
                                         std::thread::yield_now();
@@ -206,7 +224,11 @@ fn run(mode: Locking, threads: usize, iters: usize) {
             });
         }
     });
-    eprintln!("{mode:?}: {} EDEADLK", deadlocks.into_inner());
+    eprintln!(
+        "{mode:?}: {} EDEADLK, {} EINTR",
+        deadlocks.into_inner(),
+        interrupted.into_inner()
+    );
     assert!(m.list().is_empty(), "{}", m.proc_locks());
     assert_eq!(m.shared.graph.len(), 0);
 }

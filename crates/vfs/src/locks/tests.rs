@@ -646,3 +646,30 @@ fn contexts_are_independent() {
     assert_eq!(m.list().len(), 16);
     assert_eq!(m.locking(), Locking::Scalable);
 }
+
+/// A waiter whose blocker goes away but which still conflicts with another owner's lock
+/// is moved, not woken; if the move closes a cycle it gets EDEADLK (Linux: the woken
+/// task's retry finds the cycle).
+#[test]
+fn retarget_closes_cycle() {
+    for mode in MODES {
+        let (m, c) = setup(mode);
+        set(&m, &c, rq(p(2), R, 0, 0)).unwrap();
+        set(&m, &c, rq(p(3), R, 0, 0)).unwrap();
+        set(&m, &c, rq(p(1), W, 5, 5)).unwrap();
+        let (ta, tc) = (CancelToken::new(), CancelToken::new());
+        thread::scope(|s| {
+            // p1 waits on p2's read lock (the first conflict).
+            let a = block(s, &m, &c, rq(p(1), W, 0, 0), &ta);
+            // p3 waits on p1's lock: p3 -> p1 -> p2, no cycle.
+            let c3 = block(s, &m, &c, rq(p(3), W, 5, 5), &tc);
+            // p2 goes: p1 now conflicts with p3's read lock; p1 -> p3 -> p1 is a cycle.
+            set(&m, &c, rq(p(2), U, 0, 0)).unwrap();
+            assert_eq!(a.join().unwrap(), Err(Errno::EDEADLK));
+            m.release_posix(&c, 1);
+            assert_eq!(c3.join().unwrap(), Ok(()));
+        });
+        assert_eq!(held(&m), vec![(p(3), R, 0, 0), (p(3), W, 5, 5)]);
+        assert_eq!(m.shared.graph.len(), 0);
+    }
+}
