@@ -212,12 +212,12 @@ impl PipeEnd {
         if st.slots.len() > nr {
             return Err(Errno::EBUSY);
         }
-        let grew = nr > st.max_usage && st.full();
         st.max_usage = nr;
         drop(st);
-        if grew {
-            self.pipe().wr_wait.wake(EPOLLOUT | EPOLLWRNORM);
-        }
+        // pipe_resize_ring: "this might have made more room for writers" - an
+        // unconditional wakeup with no key (edge-triggered watchers of the write end see
+        // it, even when the size did not change).
+        self.pipe().wr_wait.wake(0);
         Ok(size)
     }
 
