@@ -15,8 +15,10 @@
 //! - `pipe_poll`: the read end reports `EPOLLIN|EPOLLRDNORM` when not empty and
 //!   `EPOLLHUP` when there is no writer; the write end `EPOLLOUT|EPOLLWRNORM` when not
 //!   full and `EPOLLERR` when there is no reader. Pipes never report `EPOLLRDHUP`.
-//! - wakeups: a write wakes the readers' queue with `EPOLLIN` (Linux: when the pipe was
-//!   empty or has ever been polled; we always do); a read wakes the writers' queue with
+//! - wakeups: every write that gets past the zero-length check wakes the readers' queue
+//!   with `EPOLLIN` when it returns, even with `EAGAIN` (Linux: when the pipe was empty or
+//!   has ever been polled, which any epoll watcher has done; we always do), and a
+//!   blocking writer also before it sleeps if it found the pipe empty; a read wakes the writers' queue with
 //!   `EPOLLOUT` only if the pipe was full; closing the last reader or writer wakes both
 //!   queues with key 0. So edge-triggered epoll on a write end fires exactly when Linux's does.
 //!
@@ -316,11 +318,8 @@ impl PipeEnd {
             }
         };
         let res = loop {
-            let before = done;
+            let was_empty = pipe.state.lock().slots.is_empty();
             let r = fill(&mut done);
-            if done > before || r.is_some() {
-                pipe.rd_wait.wake(EPOLLIN | EPOLLRDNORM);
-            }
             if let Some(r) = r {
                 break r;
             }
@@ -338,6 +337,9 @@ impl PipeEnd {
                     Err(Errno::EINTR)
                 };
             }
+            if was_empty {
+                pipe.rd_wait.wake(EPOLLIN | EPOLLRDNORM);
+            }
             // Sleep until not full (or no reader), then fill again.
             let w = wait_event(&[&pipe.wr_wait], EPOLLOUT | EPOLLERR, None, cancel, || {
                 let st = pipe.state.lock();
@@ -351,6 +353,10 @@ impl PipeEnd {
                 };
             }
         };
+        // pipe_write's exit: readers are woken on every return (epoll wants a wakeup
+        // whether or not the pipe was empty, and Linux does it even when nothing was
+        // written), so edge-triggered watchers of the read end fire as on Linux.
+        pipe.rd_wait.wake(EPOLLIN | EPOLLRDNORM);
         res
     }
 }
