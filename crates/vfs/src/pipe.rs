@@ -18,9 +18,11 @@
 //! - wakeups: every write that gets past the zero-length check wakes the readers' queue
 //!   with `EPOLLIN` when it returns, even with `EAGAIN` (Linux: when the pipe was empty or
 //!   has ever been polled, which any epoll watcher has done; we always do), and a
-//!   blocking writer also before it sleeps if it found the pipe empty; a read wakes the writers' queue with
-//!   `EPOLLOUT` only if the pipe was full; closing the last reader or writer wakes both
-//!   queues with key 0. So edge-triggered epoll on a write end fires exactly when Linux's does.
+//!   blocking writer also before it sleeps if it found the pipe empty; a read wakes the
+//!   writers' queue with `EPOLLOUT` only if it freed a slot of a full pipe (Linux 6.x);
+//!   resizing wakes the writers' queue with key 0; closing the last reader or writer
+//!   wakes both queues with key 0. These decide when edge-triggered epoll items fire and
+//!   the order of ready lists, so they follow Linux exactly.
 //!
 //! ## Sizes (`F_GETPIPE_SZ` / `F_SETPIPE_SZ`)
 //!
@@ -232,10 +234,10 @@ impl PipeEnd {
             return Ok(0);
         }
         let pipe = self.pipe();
-        let mut was_full = false;
-        let mut try_read = |was_full: &mut bool| -> Option<Result<usize, Errno>> {
+        // Linux 6.x: writers are woken only when a read frees a slot of a full pipe.
+        let mut wake_writer = false;
+        let mut try_read = |wake_writer: &mut bool| -> Option<Result<usize, Errno>> {
             let mut st = pipe.state.lock();
-            *was_full |= st.full();
             let mut n = 0;
             while n < buf.len() {
                 let Some(s) = st.slots.front_mut() else { break };
@@ -244,6 +246,7 @@ impl PipeEnd {
                 s.offset += c;
                 n += c;
                 if s.offset == s.data.len() {
+                    *wake_writer |= st.full();
                     st.slots.pop_front();
                 }
             }
@@ -255,15 +258,15 @@ impl PipeEnd {
             }
             None
         };
-        let res = match try_read(&mut was_full) {
+        let res = match try_read(&mut wake_writer) {
             Some(r) => r,
             None if self.nonblock() => Err(Errno::EAGAIN),
             None => wait_event(&[&pipe.rd_wait], EPOLLIN | EPOLLHUP, None, cancel, || {
-                try_read(&mut was_full)
+                try_read(&mut wake_writer)
             })
             .unwrap_or(Err(Errno::EINTR)),
         };
-        if was_full {
+        if wake_writer {
             pipe.wr_wait.wake(EPOLLOUT | EPOLLWRNORM);
         }
         res

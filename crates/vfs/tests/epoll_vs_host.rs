@@ -777,7 +777,9 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
         let op = if hs.len() < 3 {
             0
         } else {
-            [0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 6, 6, 7, 8, 8, 9, 10, 10, 11, 0][rng.gen_range(0..20)]
+            [
+                0, 0, 1, 1, 2, 2, 3, 4, 4, 5, 6, 6, 7, 8, 8, 9, 10, 10, 11, 0,
+            ][rng.gen_range(0..20)]
         };
         let pick_ep = |rng: &mut rand::rngs::StdRng, hs: &Vec<H>, eps: &Vec<H>| {
             if !eps.is_empty() && rng.gen_bool(0.9) {
@@ -816,11 +818,17 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
                 let (ep, h) = (pick_ep(&mut rng, &hs, &eps), pick(&mut rng, &hs));
                 let op = [ADD, ADD, MOD, DEL][rng.gen_range(0..4)];
                 let ev = flag_set[rng.gen_range(0..flag_set.len())];
-                t.log(&format!("{tag} ctl ep{ep} op{op} h{h} {ev:#x}"), s.ctl(ep, op, h, ev, h as u64));
+                t.log(
+                    &format!("{tag} ctl ep{ep} op{op} h{h} {ev:#x}"),
+                    s.ctl(ep, op, h, ev, h as u64),
+                );
             }
             4 | 5 => {
                 let ep = pick_ep(&mut rng, &hs, &eps);
-                t.log(&format!("{tag} wait ep{ep}"), s.wait(ep, rng.gen_range(1..4), 0));
+                t.log(
+                    &format!("{tag} wait ep{ep}"),
+                    s.wait(ep, rng.gen_range(1..4), 0),
+                );
             }
             6 | 7 => {
                 let h = pick(&mut rng, &hs);
@@ -832,7 +840,10 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
                     1 => vec![7u8; rng.gen_range(1..5000)],
                     _ => vec![7u8; 70000],
                 };
-                t.log(&format!("{tag} write h{h} {}", data.len()), s.write(h, &data));
+                t.log(
+                    &format!("{tag} write h{h} {}", data.len()),
+                    s.write(h, &data),
+                );
             }
             8 => {
                 let h = pick(&mut rng, &hs);
@@ -840,7 +851,10 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
                     continue;
                 }
                 let n = [8, 100, 70000][rng.gen_range(0..3)];
-                t.log(&format!("{tag} read h{h} {n}"), s.read(h, n).map(|v| v.len()));
+                t.log(
+                    &format!("{tag} read h{h} {n}"),
+                    s.read(h, n).map(|v| v.len()),
+                );
             }
             9 => {
                 let h = pick(&mut rng, &hs);
@@ -865,8 +879,14 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
 
 #[test]
 fn diff_random_scripts() {
-    let seeds: u64 = std::env::var("EPOLL_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
-    let first: u64 = std::env::var("EPOLL_SEED0").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let seeds: u64 = std::env::var("EPOLL_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let first: u64 = std::env::var("EPOLL_SEED0")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     for seed in first..first + seeds {
         let f = move |s: &mut dyn Sys, t: &mut Trace| random_script(s, t, seed);
         run_closure(&format!("random seed {seed}"), &f);
