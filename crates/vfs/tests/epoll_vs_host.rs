@@ -771,7 +771,11 @@ fn random_script(s: &mut dyn Sys, t: &mut Trace, seed: u64) {
         IN | OUT | EPOLLET | EPOLLONESHOT,
         EPOLLPRI,
     ];
-    for step in 0..80 {
+    let steps: usize = std::env::var("EPOLL_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(80);
+    for step in 0..steps {
         let pick = |rng: &mut rand::rngs::StdRng, hs: &Vec<H>| hs[rng.gen_range(0..hs.len())];
         // Mostly live epolls for ctl/wait; closes are rarer than the rest.
         let op = if hs.len() < 3 {
