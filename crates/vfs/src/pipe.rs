@@ -32,6 +32,13 @@
 //! without `CAP_SYS_RESOURCE` (the caller says whether it has it). The per-user pipe
 //! buffer limits (`pipe-user-pages-soft/hard`) are not modelled.
 //!
+//! ## Differences from Linux
+//!
+//! - Blocked readers (writers) are all woken and re-check; Linux queues them exclusively
+//!   and wakes one, which then wakes the next. Outcomes are the same; only wakeups differ.
+//! - No `O_DIRECT` packet mode (`EINVAL`), no `SIGPIPE` (the embedder's), no per-user
+//!   pipe page accounting, no splice/vmsplice.
+//!
 //! ## Locks
 //!
 //! `state` (Linux's `pipe->mutex`) protects the ring and the reader/writer counts. Each
