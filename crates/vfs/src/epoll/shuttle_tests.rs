@@ -206,3 +206,54 @@ fn shuttle_two_waiters_two_events() {
 }
 
 const EFD_SEMAPHORE_FLAG: i32 = crate::eventfd::EFD_SEMAPHORE | crate::eventfd::EFD_NONBLOCK;
+
+/// The 2026 use-after-free shape: an insertion's loop/depth walk (down through the
+/// target's items, up through the instance's watchers) races the release of instances
+/// and files on both sides of it. Every hop of the walk holds an `Arc`, so the walk only
+/// ever sees live (possibly stale) instances; everything is freed exactly once.
+#[test]
+fn shuttle_nested_walk_races_release() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let (a, b, cc, d) = (
+                Epoll::new(&c),
+                Epoll::new(&c),
+                Epoll::new(&c),
+                Epoll::new(&c),
+            );
+            let e = EventFd::new(1, 0).unwrap();
+            add(&cc, 1, &e.pollable(), EPOLLIN);
+            add(&b, 2, &cc.pollable(), EPOLLIN);
+            add(&d, 3, &a.pollable(), EPOLLIN);
+            let bp = b.pollable();
+            let (a, c2) = (Arc::new(a), c.clone());
+            let a2 = a.clone();
+            let inserter = thread::spawn(move || {
+                sync::enter_shuttle();
+                // Walks down B -> C and up A -> D while they are being released.
+                let r = a2.ctl(EPOLL_CTL_ADD, key(4), &bp, EpollEvent::new(EPOLLIN, 4));
+                assert_eq!(r, Ok(()));
+                let mut ev = [EpollEvent::default(); 4];
+                a2.wait(&mut ev, 0, None).unwrap();
+                drop(c2);
+            });
+            let t1 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(cc);
+            });
+            let t2 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(d);
+                drop(e);
+            });
+            inserter.join().unwrap();
+            t1.join().unwrap();
+            t2.join().unwrap();
+            drop((a, b));
+            assert_all_freed(&c, 4, 4);
+        },
+        ITERS,
+    );
+}
