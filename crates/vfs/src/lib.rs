@@ -7,8 +7,12 @@
 
 pub mod abi;
 pub mod cancel;
+pub mod epoll;
 pub mod errno;
+pub mod eventfd;
 pub mod locks;
+pub mod pipe;
+pub mod poll;
 
 pub use abi::{DirEntry, FcntlArg, Flock, Stat, Timespec};
 pub use errno::{Errno, SysResult};

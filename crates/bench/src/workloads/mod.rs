@@ -4,6 +4,7 @@ use crate::Workload;
 
 pub mod counter;
 pub mod dlist;
+pub mod epoll;
 pub mod hashed;
 pub mod kernfs;
 pub mod lockref;
@@ -17,6 +18,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(hashed::workloads());
     v.extend(kernfs::workloads());
     v.extend(dlist::workloads());
+    v.extend(epoll::workloads());
     v.extend(counter::workloads());
     v
 }

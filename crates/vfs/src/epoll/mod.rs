@@ -1,0 +1,847 @@
+//! # epoll (Linux's `fs/eventpoll.c`), with seed 003's refcounted teardown
+//!
+//! ## Objects
+//!
+//! - [`EpollContext`]: one per `Vfs`. Holds the nesting lock (Linux's `epnested_mutex`,
+//!   taken only by `EPOLL_CTL_ADD` of an epoll into another), and for the
+//!   [`Locking::Legacy`] ablation the global release lock (Linux's old `epmutex`).
+//! - [`EventPoll`]: the instance (`struct eventpoll`), always in an `Arc`.
+//! - [`Epoll`]: the epoll *file*: what the open file description embeds. Dropping it is
+//!   the file's last close (`ep_eventpoll_release` → `ep_clear_and_put`).
+//! - `EpItem`: one watched (file, fd) (`struct epitem`). It is at once the wait-queue
+//!   entry hooked on the target (`eppoll_entry` + `ep_poll_callback`), an entry of the
+//!   target file's [`EpLinks`] (`file->f_ep`), of the instance's item map (the rbtree,
+//!   keyed by [`FdKey`]), and maybe of its ready list.
+//! - [`EpLinks`]: a file's list of items watching it. Watchable objects (pipe ends,
+//!   eventfds, epolls) embed one; an empty one is a lock word and an unallocated `Vec`.
+//!
+//! ## Wiring into `Process` (for the fd-table owner)
+//!
+//! - The open file description embeds the file object: [`Epoll`],
+//!   [`crate::pipe::PipeEnd`] or [`crate::eventfd::EventFd`]. Dropping it *is* the last
+//!   close (each runs [`release_file_from_epoll`] and then its own release), so the OFD
+//!   needs no extra field; its `Drop` (last `fput`) does the rest. Regular files need
+//!   nothing: answer `poll` with [`crate::poll::RegularFile`] (always ready) and hand it
+//!   to `ctl`, which returns `EPERM`. An owner-defined pollable must call
+//!   [`release_file_from_epoll`] on its last close.
+//! - `epoll_create1(flags)` → [`epoll_create1`] (`EPOLL_CLOEXEC` is the fd table's).
+//! - `epoll_ctl(epfd, op, fd, ev)`: `EBADF` for bad fds, `EINVAL` if `epfd` is not an
+//!   epoll (but `EPERM` first if `fd` is not pollable, as Linux); else
+//!   `Epoll::ctl(op, FdKey { file: <OFD identity>, fd }, &file.pollable(), ev)` while
+//!   holding the target file. `EFAULT` for bad pointers is the embedder's.
+//! - `epoll_wait/epoll_pwait(epfd, events, maxevents, timeout)` → [`Epoll::wait`] with a
+//!   slice of `maxevents` (`maxevents <= 0` → pass an empty slice → `EINVAL`) and the
+//!   process's cancel token (a pending signal); `epoll_pwait`'s mask is the embedder's.
+//! - `pipe2(fds, flags)` → [`crate::pipe::pipe2`]; `read`/`write` → `PipeEnd::read/write`;
+//!   `F_SETFL(O_NONBLOCK)` → `set_nonblock`; `F_GETPIPE_SZ`/`F_SETPIPE_SZ` →
+//!   `pipe_size`/`set_pipe_size(arg, has CAP_SYS_RESOURCE)`.
+//! - `eventfd2(initval, flags)` → [`crate::eventfd::EventFd::new`].
+//! - `poll`/`ppoll` → [`crate::poll::poll`] with a [`crate::poll::PollTarget`] per fd.
+//!
+//! ## References and teardown (seed 003)
+//!
+//! The instance is reference counted by its `Arc`: the [`Epoll`] file holds one
+//! reference and every item holds one (`item.ep`). Nothing else keeps one beyond a call.
+//! Two release paths, neither taking a global lock:
+//!
+//! - *watched file's last close* → [`release_file_from_epoll`] (`eventpoll_release_file`):
+//!   repeatedly, under the file's link lock, take the first item and set its `dying`
+//!   flag; unlock; lock the item's instance `mtx` and remove the item for good (`force`);
+//!   drop it, which drops its instance reference.
+//! - *epoll file's last close* → `clear_and_put`: under `mtx`, remove every item whose
+//!   `dying` flag (checked under the target's link lock) is clear; a dying item is left
+//!   in the map for the first path to finish; then drop the file's reference.
+//!
+//! The `dying` flag is what makes the two paths safe without a common lock: an item is
+//! removed by exactly one of them (the flag is set and tested under the same link lock,
+//! and the removal from the link list happens in that same critical section), and
+//! whichever drops the last `Arc` frees the instance, on whatever thread that is.
+//!
+//! ## Why every pointer a walker follows stays valid (the 2026 use-after-free)
+//!
+//! When the release paths stopped taking `epmutex`, code that walked the epoll graph
+//! while relying on that mutex to keep instances alive (the nested-epoll depth and loop
+//! checks) could follow an `epitem->ep` into a freed instance. Here no walker follows a
+//! raw pointer: every hop is an `Arc` clone taken under the lock that protects the
+//! container it comes from (an instance's map under its `mtx`; a file's links under the
+//! link lock; the ready list under the ready lock), and the lock is dropped only after
+//! the clone exists. A concurrent release may unlink an item or drop its own references
+//! meanwhile, but the memory the walker holds stays valid until its clone drops, and it
+//! reads at worst a stale graph (which only over-counts depth: the checks stay
+//! conservative). The item↔instance and item↔target reference cycles are broken
+//! explicitly by removal; the leak tests count every allocation and free.
+//!
+//! ## Locks (lock order top to bottom)
+//!
+//! | lock | protects |
+//! |---|---|
+//! | `EpollContext::nested` | insertions of an epoll into an epoll (loop/depth check) |
+//! | `EpollContext::legacy` | legacy ablation only: both release paths |
+//! | `EventPoll::mtx` (outer before inner) | the item map, item `events`/`data` changes, scans |
+//! | target `EpLinks` lock | the target's item list and each item's `dying` flag |
+//! | target `WaitQueue` lock | the target's hooked items; callbacks run under it |
+//! | `EventPoll::ready` | ready list, overflow list, `linked`/`on_ovf` flags |
+//! | `EventPoll::wq` lock | sleeping `epoll_wait` callers (exclusive, wake one) |
+//!
+//! A callback (target queue lock held) takes the instance's ready lock and its `wq`
+//! lock, releases them, then wakes the instance's `poll_wait` (outer instances watching
+//! this one), whose callbacks take the outer instances' locks: lock chains follow the
+//! nesting, which the loop check keeps acyclic and at most [`EP_MAX_NESTS`] deep.
+//!
+//! ## Scans and the overflow list
+//!
+//! `epoll_wait` (`ep_send_events`) takes `mtx`, moves the ready list out (`scanning`),
+//! and polls each item without the ready lock, as Linux does with `ovflist`: callbacks
+//! arriving during the scan go to the overflow list; at the end the undelivered items,
+//! then the overflow items not already linked, then the level-triggered re-queues form
+//! the new ready list (Linux's order). `EPOLLONESHOT` disarms an item after delivery
+//! (`events &= EP_PRIVATE_BITS`) until `EPOLL_CTL_MOD`.
+//!
+//! ## Memory orderings
+//!
+//! `EPOLL_CTL_MOD` stores the new `events` and then polls the target; a waker changes the
+//! target's state and then (in the callback) loads `events`. That store-buffer pattern
+//! needs both sides sequentially consistent: `events` is stored and loaded with `SeqCst`
+//! and eventfd's counter likewise (pipes and nested epolls order it through their locks).
+//! Every other flag is read and written under the lock named in the table (Relaxed).
+//!
+//! ## Differences from Linux
+//!
+//! - No `reverse_path_check` (the 1000/500/100/50/10 wakeup-path limits, `EINVAL`), no
+//!   `max_user_watches` (`ENOSPC`), no busy polling; `EPOLLWAKEUP` is cleared silently
+//!   (Linux does so without `CAP_BLOCK_SUSPEND`).
+//! - The depth check is Linux 6.x's (ELOOP when a chain would exceed five epolls, counted
+//!   both below the target and above the instance); it runs only when the target is an
+//!   epoll (Linux also takes `epnested_mutex` when the instance itself is watched, for the
+//!   path check we do not do).
+//! - A cancelled `epoll_wait` returns `EINTR` (signals are the embedder's).
+
+#[cfg(test)]
+mod shuttle_tests;
+#[cfg(test)]
+mod stress;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::Waker;
+
+use scalevfs_primitives::Locking;
+
+use crate::cancel::CancelToken;
+use crate::locks::sync::Mutex;
+use crate::poll::events::*;
+use crate::poll::{
+    deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue,
+};
+use crate::Errno;
+
+pub const EPOLL_CTL_ADD: i32 = 1;
+pub const EPOLL_CTL_DEL: i32 = 2;
+pub const EPOLL_CTL_MOD: i32 = 3;
+pub const EPOLL_CLOEXEC: i32 = libc::EPOLL_CLOEXEC;
+/// Linux's `EP_MAX_NESTS`: at most this many epoll-to-epoll edges in a chain.
+pub const EP_MAX_NESTS: usize = 4;
+/// Bits that configure an item rather than name events.
+const EP_PRIVATE_BITS: u32 = EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE;
+/// The only bits allowed with `EPOLLEXCLUSIVE`.
+const EPOLLEXCLUSIVE_OK_BITS: u32 =
+    EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;
+
+/// `struct epoll_event` (unpacked; the embedder converts).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EpollEvent {
+    pub events: u32,
+    pub data: u64,
+}
+
+impl EpollEvent {
+    pub fn new(events: u32, data: u64) -> Self {
+        EpollEvent { events, data }
+    }
+}
+
+/// Identifies a registration, as Linux's `epoll_filefd`: the open file description
+/// (any stable identity, e.g. `Arc::as_ptr` of it as `usize`) and the fd number.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FdKey {
+    pub file: usize,
+    pub fd: i32,
+}
+
+/// Allocation counters for leak tests (off by default: counting would share a cache
+/// line between all threads).
+#[derive(Default, Debug)]
+pub struct Accounting {
+    pub instances_allocated: AtomicUsize,
+    pub instances_freed: AtomicUsize,
+    pub items_allocated: AtomicUsize,
+    pub items_freed: AtomicUsize,
+}
+
+impl Accounting {
+    /// `(live instances, live items)`.
+    pub fn live(&self) -> (usize, usize) {
+        // Relaxed: read after the threads that counted were joined.
+        let l = |a: &AtomicUsize, f: &AtomicUsize| {
+            a.load(Ordering::Relaxed) - f.load(Ordering::Relaxed)
+        };
+        (
+            l(&self.instances_allocated, &self.instances_freed),
+            l(&self.items_allocated, &self.items_freed),
+        )
+    }
+}
+
+/// Per-`Vfs` epoll state. See the module docs.
+pub struct EpollContext {
+    locking: Locking,
+    /// `epnested_mutex`.
+    nested: Mutex<()>,
+    /// Legacy ablation: the old `epmutex` on both release paths.
+    legacy: Mutex<()>,
+    acct: Option<Accounting>,
+}
+
+impl EpollContext {
+    pub fn new(locking: Locking) -> Arc<Self> {
+        Self::build(locking, None)
+    }
+
+    /// A context that counts allocations and frees of instances and items.
+    pub fn with_accounting(locking: Locking) -> Arc<Self> {
+        Self::build(locking, Some(Accounting::default()))
+    }
+
+    fn build(locking: Locking, acct: Option<Accounting>) -> Arc<Self> {
+        Arc::new(EpollContext {
+            locking,
+            nested: Mutex::new(()),
+            legacy: Mutex::new(()),
+            acct,
+        })
+    }
+
+    pub fn locking(&self) -> Locking {
+        self.locking
+    }
+
+    pub fn accounting(&self) -> Option<&Accounting> {
+        self.acct.as_ref()
+    }
+}
+
+/// A file's epoll links (`file->f_ep`). See the module docs.
+pub struct EpLinks {
+    items: Mutex<Vec<Arc<EpItem>>>,
+}
+
+impl Default for EpLinks {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EpLinks {
+    pub fn new() -> Self {
+        EpLinks {
+            items: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// How many epoll items watch this file.
+    pub fn len(&self) -> usize {
+        self.items.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One registration (`struct epitem`).
+pub struct EpItem {
+    /// The instance reference this item holds.
+    ep: Arc<EventPoll>,
+    me: Weak<EpItem>,
+    key: FdKey,
+    target: Arc<dyn Pollable>,
+    /// Requested events plus private bits; written under `ep.mtx`, read by callbacks.
+    events: AtomicU32,
+    /// Written under `ep.mtx`.
+    data: AtomicU64,
+    /// Set under the target's link lock by the file-release path.
+    dying: AtomicBool,
+    /// On the ready list or a scan's list (ready lock; the scanner during its scan).
+    linked: AtomicBool,
+    /// On the overflow list (ready lock).
+    on_ovf: AtomicBool,
+}
+
+impl Drop for EpItem {
+    fn drop(&mut self) {
+        if let Some(a) = &self.ep.ctx.acct {
+            a.items_freed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn same_item(a: &Arc<EpItem>, b: &Arc<EpItem>) -> bool {
+    Arc::ptr_eq(a, b)
+}
+
+impl EpItem {
+    fn entry(self: &Arc<Self>) -> Arc<dyn WaitEntry> {
+        self.clone()
+    }
+    fn links(&self) -> &EpLinks {
+        self.target
+            .ep_links()
+            .expect("ctl admits only targets with links")
+    }
+    fn queue(&self) -> &WaitQueue {
+        self.target
+            .wait_queue()
+            .expect("ctl admits only targets with a queue")
+    }
+}
+
+impl WaitEntry for EpItem {
+    /// `ep_poll_callback`.
+    fn wake(&self, key: u32) -> bool {
+        let ep = &*self.ep;
+        // SeqCst: pairs with the SeqCst store in `modify` (see the module docs).
+        let events = self.events.load(Ordering::SeqCst);
+        let exclusive = events & EPOLLEXCLUSIVE != 0;
+        if events & !EP_PRIVATE_BITS == 0 || (key != 0 && key & events == 0) {
+            return !exclusive;
+        }
+        let mut ewake = false;
+        {
+            let mut r = ep.ready.lock();
+            let me = self.me.upgrade().expect("a queued item is alive");
+            if r.scanning {
+                if !self.on_ovf.swap(true, Ordering::Relaxed) {
+                    r.ovf.push(me);
+                }
+            } else if !self.linked.swap(true, Ordering::Relaxed) {
+                r.rdllist.push_back(me);
+            }
+            let mut wq = ep.wq.lock();
+            if wq.is_active() {
+                if exclusive {
+                    ewake = match key & (EPOLLIN | EPOLLOUT) {
+                        EPOLLIN => events & EPOLLIN != 0,
+                        EPOLLOUT => events & EPOLLOUT != 0,
+                        0 => true,
+                        _ => false,
+                    };
+                }
+                wq.wake(0);
+            }
+        }
+        ep.poll_wait.wake(EPOLLIN);
+        ewake || !exclusive
+    }
+}
+
+#[derive(Default)]
+struct Ready {
+    rdllist: VecDeque<Arc<EpItem>>,
+    /// A scan is running (`ovflist != EP_UNACTIVE_PTR`).
+    scanning: bool,
+    ovf: Vec<Arc<EpItem>>,
+}
+
+/// An epoll instance (`struct eventpoll`). See the module docs.
+pub struct EventPoll {
+    ctx: Arc<EpollContext>,
+    mtx: Mutex<BTreeMap<FdKey, Arc<EpItem>>>,
+    ready: Mutex<Ready>,
+    /// `epoll_wait` sleepers.
+    wq: WaitQueue,
+    /// Pollers of this epoll file.
+    poll_wait: WaitQueue,
+    /// Items watching this epoll file (`ep->refs`).
+    links: EpLinks,
+}
+
+impl Drop for EventPoll {
+    fn drop(&mut self) {
+        if let Some(a) = &self.ctx.acct {
+            a.instances_freed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Pollable for EventPoll {
+    /// `ep_eventpoll_poll`: readable when an item on the ready list really is ready;
+    /// items found not ready are dropped from the list, as in Linux.
+    fn poll(&self) -> u32 {
+        let _m = self.mtx.lock();
+        let mut tx = self.start_scan();
+        let mut res = 0;
+        while let Some(item) = tx.front() {
+            if item.target.poll() & item.events.load(Ordering::SeqCst) != 0 {
+                res = EPOLLIN | EPOLLRDNORM;
+                break;
+            }
+            item.linked.store(false, Ordering::Relaxed);
+            tx.pop_front();
+        }
+        self.done_scan(tx);
+        res
+    }
+    fn wait_queue(&self) -> Option<&WaitQueue> {
+        Some(&self.poll_wait)
+    }
+    fn ep_links(&self) -> Option<&EpLinks> {
+        Some(&self.links)
+    }
+    fn as_epoll(&self) -> Option<&EventPoll> {
+        Some(self)
+    }
+}
+
+impl EventPoll {
+    fn new(ctx: &Arc<EpollContext>) -> Arc<Self> {
+        if let Some(a) = &ctx.acct {
+            a.instances_allocated.fetch_add(1, Ordering::Relaxed);
+        }
+        Arc::new(EventPoll {
+            ctx: ctx.clone(),
+            mtx: Mutex::new(BTreeMap::new()),
+            ready: Mutex::new(Ready::default()),
+            wq: WaitQueue::new(),
+            poll_wait: WaitQueue::new(),
+            links: EpLinks::new(),
+        })
+    }
+
+    fn events_available(&self) -> bool {
+        let r = self.ready.lock();
+        !r.rdllist.is_empty() || r.scanning
+    }
+
+    /// `ep_start_scan`; caller holds `mtx`.
+    fn start_scan(&self) -> VecDeque<Arc<EpItem>> {
+        let mut r = self.ready.lock();
+        r.scanning = true;
+        std::mem::take(&mut r.rdllist)
+    }
+
+    /// `ep_done_scan`; caller holds `mtx`.
+    fn done_scan(&self, tx: VecDeque<Arc<EpItem>>) {
+        let mut r = self.ready.lock();
+        let mut list = tx;
+        for it in std::mem::take(&mut r.ovf) {
+            it.on_ovf.store(false, Ordering::Relaxed);
+            if !it.linked.swap(true, Ordering::Relaxed) {
+                list.push_back(it);
+            }
+        }
+        list.extend(r.rdllist.drain(..));
+        r.rdllist = list;
+        r.scanning = false;
+        if !r.rdllist.is_empty() {
+            self.wq.wake(0);
+        }
+    }
+
+    /// Links `item` on the ready list if it is not, and wakes (`ep_insert`/`ep_modify`).
+    fn make_ready(&self, item: &Arc<EpItem>) {
+        let mut woke = false;
+        {
+            let mut r = self.ready.lock();
+            if !item.linked.swap(true, Ordering::Relaxed) {
+                r.rdllist.push_back(item.clone());
+                self.wq.wake(0);
+                woke = true;
+            }
+        }
+        if woke {
+            self.poll_wait.wake(EPOLLIN);
+        }
+    }
+
+    /// `ep_send_events`: fills `out` from the ready list.
+    fn send_events(&self, out: &mut [EpollEvent]) -> usize {
+        let _m = self.mtx.lock();
+        let mut tx = self.start_scan();
+        let mut res = 0;
+        while res < out.len() {
+            let Some(item) = tx.pop_front() else { break };
+            item.linked.store(false, Ordering::Relaxed);
+            let ev = item.events.load(Ordering::SeqCst);
+            let revents = item.target.poll() & ev;
+            if revents == 0 {
+                continue;
+            }
+            out[res] = EpollEvent::new(revents, item.data.load(Ordering::Relaxed));
+            res += 1;
+            if ev & EPOLLONESHOT != 0 {
+                item.events.store(ev & EP_PRIVATE_BITS, Ordering::SeqCst);
+            } else if ev & EPOLLET == 0 {
+                let mut r = self.ready.lock();
+                item.linked.store(true, Ordering::Relaxed);
+                r.rdllist.push_back(item);
+            }
+        }
+        self.done_scan(tx);
+        res
+    }
+
+    /// `__ep_remove`; caller holds `mtx` (passed as `map`). Returns false (and does
+    /// nothing) for a dying item unless `force`.
+    fn remove_item(
+        &self,
+        map: &mut BTreeMap<FdKey, Arc<EpItem>>,
+        item: &Arc<EpItem>,
+        force: bool,
+    ) -> bool {
+        {
+            let mut l = item.links().items.lock();
+            if item.dying.load(Ordering::Relaxed) && !force {
+                return false;
+            }
+            if let Some(i) = l.iter().position(|x| same_item(x, item)) {
+                l.swap_remove(i);
+            }
+        }
+        // After this no callback of the item runs (they run under the queue lock).
+        item.queue().remove(&item.entry());
+        {
+            let mut r = self.ready.lock();
+            if item.linked.swap(false, Ordering::Relaxed) {
+                r.rdllist.retain(|x| !same_item(x, item));
+            }
+        }
+        map.remove(&item.key);
+        true
+    }
+
+    /// `ep_insert`; caller holds `mtx`.
+    fn insert(
+        self: &Arc<Self>,
+        map: &mut BTreeMap<FdKey, Arc<EpItem>>,
+        key: FdKey,
+        target: &Arc<dyn Pollable>,
+        ev: EpollEvent,
+    ) {
+        if let Some(a) = &self.ctx.acct {
+            a.items_allocated.fetch_add(1, Ordering::Relaxed);
+        }
+        let item = Arc::new_cyclic(|me| EpItem {
+            ep: self.clone(),
+            me: me.clone(),
+            key,
+            target: target.clone(),
+            events: AtomicU32::new(ev.events),
+            data: AtomicU64::new(ev.data),
+            dying: AtomicBool::new(false),
+            linked: AtomicBool::new(false),
+            on_ovf: AtomicBool::new(false),
+        });
+        item.links().items.lock().push(item.clone());
+        map.insert(key, item.clone());
+        item.queue()
+            .add(item.entry(), ev.events & EPOLLEXCLUSIVE != 0);
+        if target.poll() & ev.events != 0 {
+            self.make_ready(&item);
+        }
+    }
+
+    /// `ep_modify`; caller holds `mtx`.
+    fn modify(&self, item: &Arc<EpItem>, ev: EpollEvent) {
+        item.data.store(ev.data, Ordering::Relaxed);
+        // SeqCst: pairs with the SeqCst load in the callback (module docs).
+        item.events.store(ev.events, Ordering::SeqCst);
+        if item.target.poll() & ev.events != 0 {
+            self.make_ready(item);
+        }
+    }
+
+    /// `ep_clear_and_put` minus the put (the caller drops its `Arc`).
+    fn clear(&self) {
+        let _legacy = (self.ctx.locking == Locking::Legacy).then(|| self.ctx.legacy.lock());
+        self.poll_wait.wake(0);
+        let mut map = self.mtx.lock();
+        let all: Vec<Arc<EpItem>> = map.values().cloned().collect();
+        for it in &all {
+            self.remove_item(&mut map, it, false);
+        }
+    }
+}
+
+/// Removes `file` from every epoll instance watching it: call on the file's last close
+/// (before the file's own release), as Linux's `eventpoll_release`. Takes no global lock
+/// (except in the legacy ablation).
+pub fn release_file_from_epoll(file: &dyn Pollable) {
+    let Some(links) = file.ep_links() else { return };
+    let legacy_ctx = {
+        let l = links.items.lock();
+        match l.first() {
+            None => return,
+            Some(it) if it.ep.ctx.locking == Locking::Legacy => Some(it.ep.ctx.clone()),
+            Some(_) => None,
+        }
+    };
+    let _legacy = legacy_ctx.as_ref().map(|c| c.legacy.lock());
+    loop {
+        let item = {
+            let l = links.items.lock();
+            let Some(it) = l.first() else { break };
+            // Under the link lock: `clear` of the instance now skips this item.
+            it.dying.store(true, Ordering::Relaxed);
+            it.clone()
+        };
+        {
+            let ep = &item.ep;
+            let mut map = ep.mtx.lock();
+            ep.remove_item(&mut map, &item, true);
+        }
+        // Dropping the item drops its instance reference; if it was the last one, the
+        // instance is freed here.
+        drop(item);
+    }
+}
+
+/// An epoll file (what the open file description embeds). See the module docs.
+pub struct Epoll {
+    ep: Arc<EventPoll>,
+}
+
+/// `epoll_create1(flags)`: `EINVAL` unless `flags` is 0 or `EPOLL_CLOEXEC` (the fd
+/// table's business).
+pub fn epoll_create1(ctx: &Arc<EpollContext>, flags: i32) -> Result<Epoll, Errno> {
+    if flags & !EPOLL_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Epoll::new(ctx))
+}
+
+impl Epoll {
+    pub fn new(ctx: &Arc<EpollContext>) -> Epoll {
+        Epoll {
+            ep: EventPoll::new(ctx),
+        }
+    }
+
+    /// The object to pass as a target to another epoll's `ctl`, or to `poll`.
+    pub fn pollable(&self) -> Arc<dyn Pollable> {
+        self.ep.clone()
+    }
+
+    /// The instance.
+    pub fn instance(&self) -> &Arc<EventPoll> {
+        &self.ep
+    }
+
+    /// `epoll_ctl(op, key, event)` on `target` (the caller resolved the fd, keeps the
+    /// target file open during the call and answers `EBADF` itself). `event` is ignored
+    /// for `EPOLL_CTL_DEL`.
+    pub fn ctl(
+        &self,
+        op: i32,
+        key: FdKey,
+        target: &Arc<dyn Pollable>,
+        event: EpollEvent,
+    ) -> Result<(), Errno> {
+        if !target.supports_epoll() {
+            return Err(Errno::EPERM);
+        }
+        let mut ev = event;
+        let has_event = op != EPOLL_CTL_DEL;
+        if has_event {
+            ev.events &= !EPOLLWAKEUP;
+        }
+        let tep = target.as_epoll();
+        if tep.is_some_and(|t| std::ptr::eq(t, &*self.ep)) {
+            return Err(Errno::EINVAL);
+        }
+        if has_event && ev.events & EPOLLEXCLUSIVE != 0 {
+            if op == EPOLL_CTL_MOD {
+                return Err(Errno::EINVAL);
+            }
+            if op == EPOLL_CTL_ADD && (tep.is_some() || ev.events & !EPOLLEXCLUSIVE_OK_BITS != 0) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let ctx = &self.ep.ctx;
+        let _nested = match tep {
+            Some(t) if op == EPOLL_CTL_ADD => {
+                let g = ctx.nested.lock();
+                loop_check(&self.ep, t)?;
+                Some(g)
+            }
+            _ => None,
+        };
+        let mut map = self.ep.mtx.lock();
+        let existing = map.get(&key).cloned();
+        match (op, existing) {
+            (EPOLL_CTL_ADD, None) => {
+                ev.events |= EPOLLERR | EPOLLHUP;
+                self.ep.insert(&mut map, key, target, ev);
+                Ok(())
+            }
+            (EPOLL_CTL_ADD, Some(_)) => Err(Errno::EEXIST),
+            (EPOLL_CTL_DEL, Some(item)) => {
+                self.ep.remove_item(&mut map, &item, false);
+                Ok(())
+            }
+            (EPOLL_CTL_MOD, Some(item)) => {
+                if item.events.load(Ordering::Relaxed) & EPOLLEXCLUSIVE != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                ev.events |= EPOLLERR | EPOLLHUP;
+                self.ep.modify(&item, ev);
+                Ok(())
+            }
+            (EPOLL_CTL_DEL | EPOLL_CTL_MOD, None) => Err(Errno::ENOENT),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// `epoll_wait`/`epoll_pwait`: waits up to `timeout_ms` (negative: forever, 0: do
+    /// not block) for events, fills `events` and returns how many. An empty `events`
+    /// (`maxevents <= 0`) is `EINVAL`; a cancel is `EINTR` when no event is available.
+    pub fn wait(
+        &self,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+        cancel: Option<&CancelToken>,
+    ) -> Result<usize, Errno> {
+        if events.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let ep = &*self.ep;
+        let deadline = deadline_from_ms(timeout_ms);
+        let mut timed_out = timeout_ms == 0;
+        let mut eavail = ep.events_available();
+        loop {
+            if eavail {
+                let n = ep.send_events(events);
+                if n > 0 {
+                    return Ok(n);
+                }
+            }
+            if timed_out {
+                return Ok(0);
+            }
+            if cancel.is_some_and(|c| c.is_cancelled()) {
+                return Err(Errno::EINTR);
+            }
+            let waiter = ThreadWaiter::current(0, true);
+            let entry: Arc<dyn WaitEntry> = waiter.clone();
+            {
+                let r = ep.ready.lock();
+                eavail = !r.rdllist.is_empty() || r.scanning;
+                if !eavail {
+                    ep.wq.add(entry.clone(), true);
+                }
+            }
+            if !eavail {
+                let _reg = cancel.map(|c| c.register(Waker::from(waiter.clone())));
+                while !waiter.woken() {
+                    match park_once(deadline, cancel) {
+                        Ok(()) => {}
+                        Err(WaitError::TimedOut) => {
+                            timed_out = true;
+                            break;
+                        }
+                        Err(WaitError::Interrupted) => break,
+                    }
+                }
+                ep.wq.remove(&entry);
+            }
+            eavail = true;
+        }
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        // __fput: eventpoll_release (outer instances watching this one), then
+        // ep_eventpoll_release.
+        release_file_from_epoll(&*self.ep);
+        self.ep.clear();
+    }
+}
+
+/// `ep_loop_check` (Linux 6.x): `ELOOP` if adding `to` into `ep` would close a cycle or
+/// make a chain of more than `EP_MAX_NESTS` epoll-to-epoll edges. Caller holds
+/// `ctx.nested`. Every instance visited is kept alive by an `Arc` in `keep`.
+fn loop_check(ep: &EventPoll, to: &EventPoll) -> Result<(), Errno> {
+    let mut keep: Vec<Arc<dyn Pollable>> = Vec::new();
+    let mut memo = HashMap::new();
+    let down = depth_down(to, ep, 0, &mut memo, &mut keep);
+    if down > EP_MAX_NESTS {
+        return Err(Errno::ELOOP);
+    }
+    let mut keep_up: Vec<Arc<EventPoll>> = Vec::new();
+    let up = depth_up(ep, &mut HashMap::new(), &mut keep_up);
+    if down + 1 + up > EP_MAX_NESTS {
+        return Err(Errno::ELOOP);
+    }
+    Ok(())
+}
+
+fn depth_down(
+    ep: &EventPoll,
+    inserting: &EventPoll,
+    depth: usize,
+    memo: &mut HashMap<*const EventPoll, usize>,
+    keep: &mut Vec<Arc<dyn Pollable>>,
+) -> usize {
+    if let Some(&d) = memo.get(&(ep as *const _)) {
+        return d;
+    }
+    let children: Vec<Arc<dyn Pollable>> = ep
+        .mtx
+        .lock()
+        .values()
+        .filter(|it| it.target.as_epoll().is_some())
+        .map(|it| it.target.clone())
+        .collect();
+    let mut result = 0;
+    for c in &children {
+        let t = c.as_epoll().expect("filtered");
+        if std::ptr::eq(t, inserting) || depth > EP_MAX_NESTS {
+            result = EP_MAX_NESTS + 1;
+        } else {
+            result = result.max(depth_down(t, inserting, depth + 1, memo, keep) + 1);
+        }
+        if result > EP_MAX_NESTS {
+            break;
+        }
+    }
+    keep.extend(children);
+    memo.insert(ep as *const _, result);
+    result
+}
+
+fn depth_up(
+    ep: &EventPoll,
+    memo: &mut HashMap<*const EventPoll, usize>,
+    keep: &mut Vec<Arc<EventPoll>>,
+) -> usize {
+    if let Some(&d) = memo.get(&(ep as *const _)) {
+        return d;
+    }
+    let parents: Vec<Arc<EventPoll>> = ep
+        .links
+        .items
+        .lock()
+        .iter()
+        .map(|it| it.ep.clone())
+        .collect();
+    let mut result = 0;
+    for p in &parents {
+        result = result.max(depth_up(p, memo, keep) + 1);
+    }
+    keep.extend(parents);
+    memo.insert(ep as *const _, result);
+    result
+}

@@ -1,0 +1,259 @@
+//! Shuttle models (randomized schedules over the real code: `locks::sync` hands out
+//! shuttle's mutexes and parking inside a model). A schedule in which a waiter sleeps
+//! forever is reported by shuttle as a deadlock, so the wait models also check "no lost
+//! wakeup"; the teardown models count frees.
+
+use super::*;
+use crate::eventfd::EventFd;
+use crate::locks::sync;
+use crate::pipe::pipe2;
+use shuttle::thread;
+
+const ITERS: usize = 2000;
+
+fn key(fd: i32) -> FdKey {
+    FdKey { file: 0, fd }
+}
+
+fn add(ep: &Epoll, fd: i32, t: &Arc<dyn Pollable>, events: u32) {
+    ep.ctl(
+        EPOLL_CTL_ADD,
+        key(fd),
+        t,
+        EpollEvent::new(events, fd as u64),
+    )
+    .unwrap();
+}
+
+fn assert_all_freed(c: &EpollContext, instances: usize, items: usize) {
+    let a = c.accounting().unwrap();
+    assert_eq!(a.live(), (0, 0), "leak");
+    assert_eq!(a.instances_freed.load(Ordering::Relaxed), instances);
+    assert_eq!(a.items_freed.load(Ordering::Relaxed), items);
+}
+
+/// An epoll file and two watched files (an eventfd and a pipe's read end) close at the
+/// same time, without DEL: every item is removed by exactly one path, the instance is
+/// freed exactly once, by whoever drops the last reference.
+#[test]
+fn shuttle_epoll_close_races_file_close() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        shuttle::check_random(
+            move || {
+                sync::enter_shuttle();
+                let c = EpollContext::with_accounting(locking);
+                let ep = Epoll::new(&c);
+                let e = EventFd::new(1, 0).unwrap();
+                let (r, w) = pipe2(0).unwrap();
+                add(&ep, 1, &e.pollable(), EPOLLIN);
+                add(&ep, 2, &r.pollable(), EPOLLIN | EPOLLET);
+                let t1 = thread::spawn(move || {
+                    sync::enter_shuttle();
+                    drop(ep);
+                });
+                let t2 = thread::spawn(move || {
+                    sync::enter_shuttle();
+                    drop(e);
+                });
+                let t3 = thread::spawn(move || {
+                    sync::enter_shuttle();
+                    w.write(b"x", None).unwrap();
+                    drop(r);
+                });
+                t1.join().unwrap();
+                t2.join().unwrap();
+                t3.join().unwrap();
+                assert_all_freed(&c, 1, 2);
+            },
+            ITERS,
+        );
+    }
+}
+
+/// Nested: outer watches inner watches an eventfd; all three close concurrently while
+/// the eventfd is signalled (a callback chain through both instances).
+#[test]
+fn shuttle_nested_teardown() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let outer = Epoll::new(&c);
+            let inner = Epoll::new(&c);
+            let e = Arc::new(EventFd::new(0, 0).unwrap());
+            add(&inner, 1, &e.pollable(), EPOLLIN);
+            add(&outer, 2, &inner.pollable(), EPOLLIN);
+            let e2 = e.clone();
+            let sig = thread::spawn(move || {
+                sync::enter_shuttle();
+                e2.write(&1u64.to_ne_bytes(), None).unwrap();
+            });
+            let t1 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(outer);
+            });
+            let t2 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(inner);
+            });
+            sig.join().unwrap();
+            drop(e);
+            t1.join().unwrap();
+            t2.join().unwrap();
+            assert_all_freed(&c, 2, 2);
+        },
+        ITERS,
+    );
+}
+
+/// `epoll_wait(-1)` races an ADD of an already-ready file, a MOD re-arming a fired
+/// oneshot item, and a signal: the waiter must not sleep forever.
+#[test]
+fn shuttle_ctl_against_wait() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            let ready = Arc::new(EventFd::new(1, 0).unwrap());
+            let ep2 = ep.clone();
+            let waiter = thread::spawn(move || {
+                sync::enter_shuttle();
+                let mut ev = [EpollEvent::default(); 2];
+                ep2.wait(&mut ev, -1, None).unwrap()
+            });
+            let (ep3, r2) = (ep.clone(), ready.clone());
+            let adder = thread::spawn(move || {
+                sync::enter_shuttle();
+                add(&ep3, 1, &r2.pollable(), EPOLLIN | EPOLLET);
+            });
+            assert!(waiter.join().unwrap() >= 1);
+            adder.join().unwrap();
+
+            // Oneshot: fire, then wait while another thread re-arms with MOD.
+            let e = Arc::new(EventFd::new(0, 0).unwrap());
+            add(&ep, 2, &e.pollable(), EPOLLIN | EPOLLONESHOT);
+            let mut ev = [EpollEvent::default(); 4];
+            e.write(&1u64.to_ne_bytes(), None).unwrap();
+            let n = ep.wait(&mut ev, -1, None).unwrap();
+            assert!(ev[..n].iter().any(|x| x.data == 2));
+            let ep4 = ep.clone();
+            let waiter = thread::spawn(move || {
+                sync::enter_shuttle();
+                let mut ev = [EpollEvent::default(); 4];
+                let n = ep4.wait(&mut ev, -1, None).unwrap();
+                ev[..n].iter().any(|x| x.data == 2)
+            });
+            let (ep5, e5) = (ep.clone(), e.clone());
+            let modder = thread::spawn(move || {
+                sync::enter_shuttle();
+                ep5.ctl(
+                    EPOLL_CTL_MOD,
+                    key(2),
+                    &e5.pollable(),
+                    EpollEvent::new(EPOLLIN | EPOLLONESHOT, 2),
+                )
+                .unwrap();
+            });
+            modder.join().unwrap();
+            assert!(waiter.join().unwrap(), "re-armed event delivered");
+            drop((ep, ready, e));
+            assert_all_freed(&c, 1, 2);
+        },
+        ITERS,
+    );
+}
+
+/// Two waiters (exclusive, as all `epoll_wait` callers) on one level-triggered item and
+/// two signals: each consumes one unit and none sleeps forever (a wakeup wakes one
+/// waiter; a scan that leaves the ready list non-empty wakes the next).
+#[test]
+fn shuttle_two_waiters_two_events() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::new(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            let e = Arc::new(EventFd::new(0, EFD_SEMAPHORE_FLAG).unwrap());
+            add(&ep, 1, &e.pollable(), EPOLLIN);
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let (ep, e) = (ep.clone(), e.clone());
+                    thread::spawn(move || {
+                        sync::enter_shuttle();
+                        let mut ev = [EpollEvent::default(); 1];
+                        loop {
+                            ep.wait(&mut ev, -1, None).unwrap();
+                            let mut b = [0u8; 8];
+                            // Semaphore read: one unit per wakeup; retry if the other
+                            // waiter took it.
+                            if e.read(&mut b, None).is_ok() {
+                                break;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for _ in 0..2 {
+                e.write(&1u64.to_ne_bytes(), None).unwrap();
+            }
+            for w in waiters {
+                w.join().unwrap();
+            }
+        },
+        ITERS,
+    );
+}
+
+const EFD_SEMAPHORE_FLAG: i32 = crate::eventfd::EFD_SEMAPHORE | crate::eventfd::EFD_NONBLOCK;
+
+/// The 2026 use-after-free shape: an insertion's loop/depth walk (down through the
+/// target's items, up through the instance's watchers) races the release of instances
+/// and files on both sides of it. Every hop of the walk holds an `Arc`, so the walk only
+/// ever sees live (possibly stale) instances; everything is freed exactly once.
+#[test]
+fn shuttle_nested_walk_races_release() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let (a, b, cc, d) = (
+                Epoll::new(&c),
+                Epoll::new(&c),
+                Epoll::new(&c),
+                Epoll::new(&c),
+            );
+            let e = EventFd::new(1, 0).unwrap();
+            add(&cc, 1, &e.pollable(), EPOLLIN);
+            add(&b, 2, &cc.pollable(), EPOLLIN);
+            add(&d, 3, &a.pollable(), EPOLLIN);
+            let bp = b.pollable();
+            let (a, c2) = (Arc::new(a), c.clone());
+            let a2 = a.clone();
+            let inserter = thread::spawn(move || {
+                sync::enter_shuttle();
+                // Walks down B -> C and up A -> D while they are being released.
+                let r = a2.ctl(EPOLL_CTL_ADD, key(4), &bp, EpollEvent::new(EPOLLIN, 4));
+                assert_eq!(r, Ok(()));
+                let mut ev = [EpollEvent::default(); 4];
+                a2.wait(&mut ev, 0, None).unwrap();
+                drop(c2);
+            });
+            let t1 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(cc);
+            });
+            let t2 = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(d);
+                drop(e);
+            });
+            inserter.join().unwrap();
+            t1.join().unwrap();
+            t2.join().unwrap();
+            drop((a, b));
+            assert_all_freed(&c, 4, 4);
+        },
+        ITERS,
+    );
+}
