@@ -73,6 +73,7 @@
 //! in counters that synchronize nothing. The locks themselves use `crate::sync`.
 
 use std::fmt::Write as _;
+use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
@@ -397,45 +398,6 @@ fn format_report(mut stats: Vec<ClassStats>) -> String {
     out
 }
 
-/// The start of a recorded hold, kept in a guard; dropping it records the hold time.
-/// Guards declare it before the inner guard, so it drops (and records) before the unlock.
-///
-/// Two words, so that `Option<HoldStamp>` is two words with `None` a null class pointer:
-/// the kind is packed into bit 0 of the start time (monotonic nanoseconds stay far below
-/// 2^63). A three-word stamp measurably slowed the lockstat-off path, which moves it.
-#[derive(Debug)]
-pub struct HoldStamp {
-    class: &'static LockClass,
-    /// `start_ns << 1 | kind`.
-    since_kind: u64,
-}
-
-impl HoldStamp {
-    #[inline]
-    fn now(class: &'static LockClass, kind: Kind) -> Self {
-        HoldStamp {
-            class,
-            since_kind: now_ns() << 1 | kind as u64,
-        }
-    }
-}
-
-impl HoldStamp {
-    /// Records the hold time. Guards call it just before they unlock; it is out of line and
-    /// cold so that an unrecorded guard's drop is one test of its `Option<HoldStamp>`.
-    #[cold]
-    #[inline(never)]
-    pub fn record_release(&self) {
-        let kind = if self.since_kind & 1 == 0 {
-            Kind::Read
-        } else {
-            Kind::Write
-        };
-        let held = now_ns().saturating_sub(self.since_kind >> 1);
-        self.class.record_released(kind, held);
-    }
-}
-
 impl std::fmt::Debug for LockClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockClass")
@@ -444,34 +406,98 @@ impl std::fmt::Debug for LockClass {
     }
 }
 
-/// Acquires through `lock`, recording into `class` if it is set and lockstat is on.
+/// A hold start: nanoseconds of `CLOCK_MONOTONIC`, never 0 (0 means "not recorded").
+#[inline]
+fn stamp_now() -> u64 {
+    now_ns().max(1)
+}
+
+/// Where an exclusive lock keeps the hold start of its current holder, if recorded: in the
+/// lock, not in the guard, so the guard is one pointer and its drop tests one word on the
+/// line the holder has just written (the lock word's line).
 ///
-/// Off (or unclassed), this is exactly `lock()`. On, it first tries `try_lock`; if that
-/// fails the acquisition is contended and the wait until `lock()` returns is recorded.
-#[inline(always)]
-pub fn acquire<G>(
-    class: Option<&'static LockClass>,
-    kind: Kind,
-    try_lock: impl FnOnce() -> Option<G>,
-    lock: impl FnOnce() -> G,
-) -> (G, Option<HoldStamp>) {
-    // The global flag first: off, this is one load and a not-taken branch.
-    if is_enabled() {
-        if let Some(class) = class {
-            return acquire_recorded(class, kind, try_lock, lock);
+/// Only the holder touches it: set after acquiring, read and cleared before unlocking. The
+/// lock's own Release unlock / Acquire lock orders one holder's clear before the next
+/// holder's read, so `Relaxed` suffices. Zero-sized when lockstat is compiled out.
+#[derive(Default)]
+pub(crate) struct HoldStart {
+    #[cfg(feature = "lockstat")]
+    since: AtomicU64,
+}
+
+impl HoldStart {
+    pub(crate) const fn new() -> Self {
+        HoldStart {
+            #[cfg(feature = "lockstat")]
+            since: AtomicU64::new(0),
         }
     }
-    (lock(), None)
+
+    /// The holder records its hold time if it was stamped; call it just before unlocking.
+    /// Unstamped (lockstat off at acquisition), this is one load and a not-taken branch.
+    #[inline(always)]
+    pub(crate) fn release(&self, class: &Option<&'static LockClass>) {
+        #[cfg(feature = "lockstat")]
+        {
+            let since = self.since.load(Relaxed);
+            if since != 0 {
+                self.record_release(class, since);
+            }
+        }
+        #[cfg(not(feature = "lockstat"))]
+        let _ = class;
+    }
+
+    #[cfg(feature = "lockstat")]
+    #[cold]
+    #[inline(never)]
+    fn record_release(&self, class: &Option<&'static LockClass>, since: u64) {
+        self.since.store(0, Relaxed);
+        if let Some(class) = class {
+            class.record_released(Kind::Write, now_ns().saturating_sub(since));
+        }
+    }
+
+    #[inline(always)]
+    fn set(&self, since: u64) {
+        #[cfg(feature = "lockstat")]
+        self.since.store(since, Relaxed);
+        #[cfg(not(feature = "lockstat"))]
+        let _ = since;
+    }
+}
+
+/// Records a shared guard's hold time if it was stamped (`since != 0`). Shared holders
+/// overlap, so each read guard carries its own stamp.
+#[inline(always)]
+pub(crate) fn release_shared(class: &Option<&'static LockClass>, since: u64) {
+    if COMPILED_IN && since != 0 {
+        record_shared_release(class, since);
+    }
 }
 
 #[cold]
 #[inline(never)]
+fn record_shared_release(class: &Option<&'static LockClass>, since: u64) {
+    if let Some(class) = class {
+        class.record_released(Kind::Read, now_ns().saturating_sub(since));
+    }
+}
+
+/// The recording acquisition (lockstat on): first `try_lock`; if that fails the
+/// acquisition is contended and the wait until `lock()` returns is recorded. Returns the
+/// hold start, 0 for an unclassed lock (nothing recorded).
+#[cold]
+#[inline(never)]
 fn acquire_recorded<G>(
-    class: &'static LockClass,
+    class: Option<&'static LockClass>,
     kind: Kind,
     try_lock: impl FnOnce() -> Option<G>,
     lock: impl FnOnce() -> G,
-) -> (G, Option<HoldStamp>) {
+) -> (G, u64) {
+    let Some(class) = class else {
+        return (lock(), 0);
+    };
     let (g, wait) = match try_lock() {
         Some(g) => (g, None),
         None => {
@@ -481,146 +507,256 @@ fn acquire_recorded<G>(
         }
     };
     class.record_acquired(kind, wait);
-    (g, Some(HoldStamp::now(class, kind)))
+    (g, stamp_now())
 }
 
-/// `try_lock` with recording: a success counts as an uncontended acquisition.
-#[inline(always)]
-pub fn try_acquire<G>(
-    class: Option<&'static LockClass>,
-    kind: Kind,
-    try_lock: impl FnOnce() -> Option<G>,
-) -> Option<(G, Option<HoldStamp>)> {
-    let g = try_lock()?;
-    let stamp = match class {
-        Some(class) if is_enabled() => {
+/// Records a successful `try_lock` (an uncontended acquisition); returns the hold start.
+#[cold]
+#[inline(never)]
+fn try_recorded(class: Option<&'static LockClass>, kind: Kind) -> u64 {
+    match class {
+        Some(class) => {
             class.record_acquired(kind, None);
-            Some(HoldStamp::now(class, kind))
+            stamp_now()
         }
-        _ => None,
-    };
-    Some((g, stamp))
+        None => 0,
+    }
 }
 
-/// The locks under the wrappers: parking_lot normally, loom's under `--cfg loom`.
+/// Acquires an exclusive lock through `lock`, recording into `class` if lockstat is on and
+/// stamping `hold`. Off, this is `lock()` after one load of the global flag.
+#[inline(always)]
+pub(crate) fn acquire_exclusive<G>(
+    class: Option<&'static LockClass>,
+    hold: &HoldStart,
+    try_lock: impl FnOnce() -> Option<G>,
+    lock: impl FnOnce() -> G,
+) -> G {
+    if is_enabled() {
+        let (g, since) = acquire_recorded(class, Kind::Write, try_lock, lock);
+        hold.set(since);
+        g
+    } else {
+        lock()
+    }
+}
+
+/// `try_lock` of an exclusive lock, recorded (as uncontended) if lockstat is on.
+#[inline(always)]
+pub(crate) fn try_acquire_exclusive<G>(
+    class: Option<&'static LockClass>,
+    hold: &HoldStart,
+    try_lock: impl FnOnce() -> Option<G>,
+) -> Option<G> {
+    let g = try_lock()?;
+    if is_enabled() {
+        hold.set(try_recorded(class, Kind::Write));
+    }
+    Some(g)
+}
+
+/// Acquires a shared hold; returns the guard's hold start (0: not recorded).
+#[inline(always)]
+fn acquire_shared<G>(
+    class: Option<&'static LockClass>,
+    try_lock: impl FnOnce() -> Option<G>,
+    lock: impl FnOnce() -> G,
+) -> (G, u64) {
+    if is_enabled() {
+        acquire_recorded(class, Kind::Read, try_lock, lock)
+    } else {
+        (lock(), 0)
+    }
+}
+
+/// `try_lock` of a shared hold, recorded if lockstat is on.
+#[inline(always)]
+fn try_acquire_shared<G>(
+    class: Option<&'static LockClass>,
+    try_lock: impl FnOnce() -> Option<G>,
+) -> Option<(G, u64)> {
+    let g = try_lock()?;
+    let since = if is_enabled() {
+        try_recorded(class, Kind::Read)
+    } else {
+        0
+    };
+    Some((g, since))
+}
+
+/// The raw locks under [`Mutex`] and [`RwLock`]: parking_lot's, and loom's under
+/// `--cfg loom`. Acquiring returns a "held" token that the guard keeps: parking_lot's is
+/// zero-sized (the guard unlocks explicitly); loom's is loom's own guard, which unlocks when
+/// it drops, right after the wrapper guard's `drop` has recorded the hold.
 #[cfg(not(loom))]
 mod imp {
-    pub use parking_lot::{
-        Mutex, MutexGuard, RwLock, RwLockReadGuard as ReadGuard, RwLockWriteGuard as WriteGuard,
-    };
-    pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock()
+    use parking_lot::lock_api::{RawMutex as _, RawRwLock as _};
+    use std::marker::PhantomData;
+
+    /// Proof of a hold. `!Send`, like parking_lot's own guards: its raw locks are to be
+    /// unlocked in the context that locked them.
+    pub struct Held<'a>(PhantomData<(&'a (), *const ())>);
+    pub type MutexHeld<'a> = Held<'a>;
+    pub type ReadHeld<'a> = Held<'a>;
+    pub type WriteHeld<'a> = Held<'a>;
+
+    fn held<'a>() -> Held<'a> {
+        Held(PhantomData)
     }
-    pub fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
-        m.try_lock()
+
+    pub struct RawMutex(parking_lot::RawMutex);
+
+    impl RawMutex {
+        pub fn new() -> Self {
+            RawMutex(parking_lot::RawMutex::INIT)
+        }
+        #[inline]
+        pub fn lock(&self) -> Held<'_> {
+            self.0.lock();
+            held()
+        }
+        #[inline]
+        pub fn try_lock(&self) -> Option<Held<'_>> {
+            self.0.try_lock().then(held)
+        }
+        /// # Safety
+        /// The caller holds the mutex, through a `Held` of this lock it is dropping.
+        #[inline]
+        pub unsafe fn unlock(&self) {
+            // SAFETY: the caller holds the mutex (our contract).
+            unsafe { self.0.unlock() }
+        }
     }
-    pub fn read<T>(l: &RwLock<T>) -> ReadGuard<'_, T> {
-        l.read()
-    }
-    pub fn try_read<T>(l: &RwLock<T>) -> Option<ReadGuard<'_, T>> {
-        l.try_read()
-    }
-    pub fn write<T>(l: &RwLock<T>) -> WriteGuard<'_, T> {
-        l.write()
-    }
-    pub fn try_write<T>(l: &RwLock<T>) -> Option<WriteGuard<'_, T>> {
-        l.try_write()
+
+    pub struct RawRwLock(parking_lot::RawRwLock);
+
+    impl RawRwLock {
+        pub fn new() -> Self {
+            RawRwLock(parking_lot::RawRwLock::INIT)
+        }
+        #[inline]
+        pub fn read(&self) -> Held<'_> {
+            self.0.lock_shared();
+            held()
+        }
+        #[inline]
+        pub fn try_read(&self) -> Option<Held<'_>> {
+            self.0.try_lock_shared().then(held)
+        }
+        #[inline]
+        pub fn write(&self) -> Held<'_> {
+            self.0.lock_exclusive();
+            held()
+        }
+        #[inline]
+        pub fn try_write(&self) -> Option<Held<'_>> {
+            self.0.try_lock_exclusive().then(held)
+        }
+        /// # Safety
+        /// The caller holds a shared hold it gives up.
+        #[inline]
+        pub unsafe fn unlock_shared(&self) {
+            // SAFETY: the caller holds a shared hold (our contract).
+            unsafe { self.0.unlock_shared() }
+        }
+        /// # Safety
+        /// The caller holds the exclusive hold and gives it up.
+        #[inline]
+        pub unsafe fn unlock_exclusive(&self) {
+            // SAFETY: the caller holds the lock exclusively (our contract).
+            unsafe { self.0.unlock_exclusive() }
+        }
     }
 }
 
 /// Under loom, poisoning cannot happen without a panic, which fails the model anyway.
 #[cfg(loom)]
 mod imp {
-    pub use loom::sync::{
-        Mutex, MutexGuard, RwLock, RwLockReadGuard as ReadGuard, RwLockWriteGuard as WriteGuard,
-    };
-    pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock().unwrap()
+    pub type MutexHeld<'a> = loom::sync::MutexGuard<'a, ()>;
+    pub type ReadHeld<'a> = loom::sync::RwLockReadGuard<'a, ()>;
+    pub type WriteHeld<'a> = loom::sync::RwLockWriteGuard<'a, ()>;
+
+    pub struct RawMutex(loom::sync::Mutex<()>);
+
+    impl RawMutex {
+        pub fn new() -> Self {
+            RawMutex(loom::sync::Mutex::new(()))
+        }
+        pub fn lock(&self) -> MutexHeld<'_> {
+            self.0.lock().unwrap()
+        }
+        pub fn try_lock(&self) -> Option<MutexHeld<'_>> {
+            self.0.try_lock().ok()
+        }
+        /// # Safety
+        /// None needed: the `MutexHeld` the caller drops next unlocks.
+        pub unsafe fn unlock(&self) {}
     }
-    pub fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
-        m.try_lock().ok()
-    }
-    pub fn read<T>(l: &RwLock<T>) -> ReadGuard<'_, T> {
-        l.read().unwrap()
-    }
-    pub fn try_read<T>(l: &RwLock<T>) -> Option<ReadGuard<'_, T>> {
-        l.try_read().ok()
-    }
-    pub fn write<T>(l: &RwLock<T>) -> WriteGuard<'_, T> {
-        l.write().unwrap()
-    }
-    pub fn try_write<T>(l: &RwLock<T>) -> Option<WriteGuard<'_, T>> {
-        l.try_write().ok()
+
+    pub struct RawRwLock(loom::sync::RwLock<()>);
+
+    impl RawRwLock {
+        pub fn new() -> Self {
+            RawRwLock(loom::sync::RwLock::new(()))
+        }
+        pub fn read(&self) -> ReadHeld<'_> {
+            self.0.read().unwrap()
+        }
+        pub fn try_read(&self) -> Option<ReadHeld<'_>> {
+            self.0.try_read().ok()
+        }
+        pub fn write(&self) -> WriteHeld<'_> {
+            self.0.write().unwrap()
+        }
+        pub fn try_write(&self) -> Option<WriteHeld<'_>> {
+            self.0.try_write().ok()
+        }
+        /// # Safety
+        /// None needed: the `ReadHeld` the caller drops next unlocks.
+        pub unsafe fn unlock_shared(&self) {}
+        /// # Safety
+        /// None needed: the `WriteHeld` the caller drops next unlocks.
+        pub unsafe fn unlock_exclusive(&self) {}
     }
 }
 
-/// Defines a guard: a hold stamp (dropped first: hold time ends before the unlock) and the
-/// inner guard.
-macro_rules! guard {
-    ($(#[$m:meta])* $name:ident, $inner:ident $(, $mut:ident)?) => {
-        $(#[$m])*
-        #[must_use = "dropping the guard unlocks at once"]
-        pub struct $name<'a, T> {
-            _stamp: Option<HoldStamp>,
-            inner: imp::$inner<'a, T>,
-        }
-        impl<T> Drop for $name<'_, T> {
-            #[inline]
-            fn drop(&mut self) {
-                // The hold ends here, before `inner` (dropped after this) unlocks.
-                if let Some(stamp) = &self._stamp {
-                    stamp.record_release();
-                }
-            }
-        }
-        impl<T> Deref for $name<'_, T> {
-            type Target = T;
-            fn deref(&self) -> &T {
-                &self.inner
-            }
-        }
-        $(impl<T> DerefMut for $name<'_, T> {
-            fn $mut(&mut self) -> &mut T {
-                &mut self.inner
-            }
-        })?
-    };
-}
-
-guard!(
-    /// A [`Mutex`] guard.
-    MutexGuard, MutexGuard, deref_mut
-);
-guard!(
-    /// A shared [`RwLock`] guard.
-    RwLockReadGuard, ReadGuard
-);
-guard!(
-    /// An exclusive [`RwLock`] guard.
-    RwLockWriteGuard, WriteGuard, deref_mut
-);
-
-/// A sleeping mutex (parking_lot) that records into its class.
-#[derive(Default)]
+/// A sleeping mutex (parking_lot's raw mutex and an `UnsafeCell`) that records into its
+/// class.
 pub struct Mutex<T> {
-    inner: imp::Mutex<T>,
+    raw: imp::RawMutex,
+    hold: HoldStart,
     class: Option<&'static LockClass>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the mutex hands out access to `T` to one thread at a time, so `T: Send` suffices
+// for sharing it (like `std::sync::Mutex`); moving the mutex moves the `T`.
+unsafe impl<T: Send> Sync for Mutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Mutex<T> {}
+
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
 }
 
 impl<T> Mutex<T> {
     /// An unclassed mutex: never recorded.
     pub fn new(v: T) -> Self {
         Mutex {
-            inner: imp::Mutex::new(v),
+            raw: imp::RawMutex::new(),
+            hold: HoldStart::new(),
             class: None,
+            data: UnsafeCell::new(v),
         }
     }
 
     /// A mutex of lock class `class`.
     pub fn with_class(v: T, class: &'static LockClass) -> Self {
         Mutex {
-            inner: imp::Mutex::new(v),
             class: Some(class),
+            ..Mutex::new(v)
         }
     }
 
@@ -631,37 +767,31 @@ impl<T> Mutex<T> {
 
     /// The data, through exclusive access to the mutex (no locking needed).
     pub fn get_mut(&mut self) -> &mut T {
-        #[cfg(loom)]
-        return self.inner.get_mut().unwrap();
-        #[cfg(not(loom))]
-        self.inner.get_mut()
+        self.data.get_mut()
     }
 
     /// Consumes the mutex, returning the data.
     pub fn into_inner(self) -> T {
-        #[cfg(loom)]
-        return self.inner.into_inner().unwrap();
-        #[cfg(not(loom))]
-        self.inner.into_inner()
+        self.data.into_inner()
     }
 
     /// Blocks until the mutex is acquired.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        let (inner, _stamp) = acquire(
+        let _held = acquire_exclusive(
             self.class,
-            Kind::Write,
-            || imp::try_lock(&self.inner),
-            || imp::lock(&self.inner),
+            &self.hold,
+            || self.raw.try_lock(),
+            || self.raw.lock(),
         );
-        MutexGuard { _stamp, inner }
+        MutexGuard { lock: self, _held }
     }
 
     /// Acquires the mutex if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_lock(&self.inner))?;
-        Some(MutexGuard { _stamp, inner })
+        let _held = try_acquire_exclusive(self.class, &self.hold, || self.raw.try_lock())?;
+        Some(MutexGuard { lock: self, _held })
     }
 }
 
@@ -671,27 +801,44 @@ impl<T> std::fmt::Debug for Mutex<T> {
     }
 }
 
-/// A reader-writer lock (parking_lot) that records reads and writes into its class.
-#[derive(Default)]
+/// A reader-writer lock (parking_lot's raw rwlock and an `UnsafeCell`) that records reads
+/// and writes into its class.
 pub struct RwLock<T> {
-    inner: imp::RwLock<T>,
+    raw: imp::RawRwLock,
+    /// The writer's hold start; readers keep theirs in their guards.
+    hold: HoldStart,
     class: Option<&'static LockClass>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: readers on several threads share `&T` (so `T: Sync`), a writer gets `&mut T` (so
+// `T: Send`), like `std::sync::RwLock`; moving the lock moves the `T`.
+unsafe impl<T: Send + Sync> Sync for RwLock<T> {}
+// SAFETY: moving the lock moves the `T`.
+unsafe impl<T: Send> Send for RwLock<T> {}
+
+impl<T: Default> Default for RwLock<T> {
+    fn default() -> Self {
+        RwLock::new(T::default())
+    }
 }
 
 impl<T> RwLock<T> {
     /// An unclassed rwlock: never recorded.
     pub fn new(v: T) -> Self {
         RwLock {
-            inner: imp::RwLock::new(v),
+            raw: imp::RawRwLock::new(),
+            hold: HoldStart::new(),
             class: None,
+            data: UnsafeCell::new(v),
         }
     }
 
     /// An rwlock of lock class `class`.
     pub fn with_class(v: T, class: &'static LockClass) -> Self {
         RwLock {
-            inner: imp::RwLock::new(v),
             class: Some(class),
+            ..RwLock::new(v)
         }
     }
 
@@ -702,56 +849,54 @@ impl<T> RwLock<T> {
 
     /// The data, through exclusive access to the lock (no locking needed).
     pub fn get_mut(&mut self) -> &mut T {
-        #[cfg(loom)]
-        return self.inner.get_mut().unwrap();
-        #[cfg(not(loom))]
-        self.inner.get_mut()
+        self.data.get_mut()
     }
 
     /// Consumes the lock, returning the data.
     pub fn into_inner(self) -> T {
-        #[cfg(loom)]
-        return self.inner.into_inner().unwrap();
-        #[cfg(not(loom))]
-        self.inner.into_inner()
+        self.data.into_inner()
     }
 
     /// Blocks until a shared hold is acquired.
     #[inline]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let (inner, _stamp) = acquire(
-            self.class,
-            Kind::Read,
-            || imp::try_read(&self.inner),
-            || imp::read(&self.inner),
-        );
-        RwLockReadGuard { _stamp, inner }
+        let (_held, since) =
+            acquire_shared(self.class, || self.raw.try_read(), || self.raw.read());
+        RwLockReadGuard {
+            lock: self,
+            since,
+            _held,
+        }
     }
 
     /// Blocks until an exclusive hold is acquired.
     #[inline]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let (inner, _stamp) = acquire(
+        let _held = acquire_exclusive(
             self.class,
-            Kind::Write,
-            || imp::try_write(&self.inner),
-            || imp::write(&self.inner),
+            &self.hold,
+            || self.raw.try_write(),
+            || self.raw.write(),
         );
-        RwLockWriteGuard { _stamp, inner }
+        RwLockWriteGuard { lock: self, _held }
     }
 
     /// A shared hold if no writer holds the lock.
     #[inline]
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Read, || imp::try_read(&self.inner))?;
-        Some(RwLockReadGuard { _stamp, inner })
+        let (_held, since) = try_acquire_shared(self.class, || self.raw.try_read())?;
+        Some(RwLockReadGuard {
+            lock: self,
+            since,
+            _held,
+        })
     }
 
     /// An exclusive hold if the lock is free.
     #[inline]
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_write(&self.inner))?;
-        Some(RwLockWriteGuard { _stamp, inner })
+        let _held = try_acquire_exclusive(self.class, &self.hold, || self.raw.try_write())?;
+        Some(RwLockWriteGuard { lock: self, _held })
     }
 }
 
@@ -760,6 +905,106 @@ impl<T> std::fmt::Debug for RwLock<T> {
         f.debug_struct("RwLock")
             .field("class", &self.class)
             .finish()
+    }
+}
+
+/// Holds a [`Mutex`]; dropping it records the hold time (if stamped) and unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct MutexGuard<'a, T> {
+    lock: &'a Mutex<T>,
+    /// Dropped after `drop` has recorded the hold (under loom, this unlocks).
+    _held: imp::MutexHeld<'a>,
+}
+
+/// Holds an [`RwLock`] shared; dropping it records the hold time (if stamped) and unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct RwLockReadGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    /// The hold start, 0 if not recorded.
+    since: u64,
+    _held: imp::ReadHeld<'a>,
+}
+
+/// Holds an [`RwLock`] exclusively; dropping it records the hold time (if stamped) and
+/// unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct RwLockWriteGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    _held: imp::WriteHeld<'a>,
+}
+
+// SAFETY: sharing a guard across threads shares only `&T` (through `Deref`), so `T: Sync`
+// suffices, as for parking_lot's guards (the `Held` marker makes them `!Send` and `!Sync`).
+unsafe impl<T: Sync> Sync for MutexGuard<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for RwLockReadGuard<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for RwLockWriteGuard<'_, T> {}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the mutex, so no other thread accesses the data.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the mutex, and `&mut self` excludes other borrows through it.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // The hold ends here, before the unlock.
+        self.lock.hold.release(&self.lock.class);
+        // SAFETY: this guard holds the mutex and its borrows of the data end here.
+        unsafe { self.lock.raw.unlock() };
+    }
+}
+
+impl<T> Deref for RwLockReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock shared, so no thread writes the data.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for RwLockReadGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        release_shared(&self.lock.class, self.since);
+        // SAFETY: this guard holds a shared hold and its borrows of the data end here.
+        unsafe { self.lock.raw.unlock_shared() };
+    }
+}
+
+impl<T> Deref for RwLockWriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock exclusively.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for RwLockWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the lock exclusively, and `&mut self` excludes other
+        // borrows through it.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for RwLockWriteGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.lock.hold.release(&self.lock.class);
+        // SAFETY: this guard holds the lock exclusively and its borrows end here.
+        unsafe { self.lock.raw.unlock_exclusive() };
     }
 }
 

@@ -32,7 +32,7 @@ use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 
-use crate::lockstat::{self, HoldStamp, Kind, LockClass};
+use crate::lockstat::{self, HoldStart, LockClass};
 use crate::sync::{spin_loop, yield_now, AtomicBool, Ordering};
 
 /// Polls with a CPU spin hint before the waiter starts yielding on every poll.
@@ -110,6 +110,8 @@ impl RawSpinLock {
 /// A spinlock protecting a `T`, optionally of a lockstat class.
 pub struct SpinLock<T> {
     raw: RawSpinLock,
+    /// The current holder's hold start if recorded (see [`HoldStart`]).
+    hold: HoldStart,
     class: Option<&'static LockClass>,
     data: UnsafeCell<T>,
 }
@@ -131,6 +133,7 @@ impl<T> SpinLock<T> {
     pub fn new(v: T) -> Self {
         SpinLock {
             raw: RawSpinLock::new(),
+            hold: HoldStart::new(),
             class: None,
             data: UnsafeCell::new(v),
         }
@@ -152,22 +155,22 @@ impl<T> SpinLock<T> {
     /// Spins (then yields) until the lock is held.
     #[inline]
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
-        let ((), stamp) = lockstat::acquire(
+        lockstat::acquire_exclusive(
             self.class,
-            Kind::Write,
+            &self.hold,
             || self.raw.try_lock().then_some(()),
             || self.raw.lock(),
         );
-        SpinLockGuard::new(self, stamp)
+        SpinLockGuard::new(self)
     }
 
     /// The lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
-        let ((), stamp) = lockstat::try_acquire(self.class, Kind::Write, || {
+        lockstat::try_acquire_exclusive(self.class, &self.hold, || {
             self.raw.try_lock().then_some(())
         })?;
-        Some(SpinLockGuard::new(self, stamp))
+        Some(SpinLockGuard::new(self))
     }
 
     /// Whether some thread holds the lock (a racy snapshot).
@@ -200,16 +203,14 @@ impl<T> std::fmt::Debug for SpinLock<T> {
 #[must_use = "dropping the guard unlocks at once"]
 pub struct SpinLockGuard<'a, T> {
     lock: &'a SpinLock<T>,
-    stamp: Option<HoldStamp>,
     /// Makes the guard `Sync` only for `T: Sync`, since it hands out `&T`.
     _marker: PhantomData<&'a mut T>,
 }
 
 impl<'a, T> SpinLockGuard<'a, T> {
-    fn new(lock: &'a SpinLock<T>, stamp: Option<HoldStamp>) -> Self {
+    fn new(lock: &'a SpinLock<T>) -> Self {
         SpinLockGuard {
             lock,
-            stamp,
             _marker: PhantomData,
         }
     }
@@ -231,11 +232,10 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 }
 
 impl<T> Drop for SpinLockGuard<'_, T> {
+    #[inline]
     fn drop(&mut self) {
-        // Record the hold time while still holding the lock.
-        if let Some(stamp) = &self.stamp {
-            stamp.record_release();
-        }
+        // Record the hold time (if stamped) while still holding the lock.
+        self.lock.hold.release(&self.lock.class);
         // SAFETY: this guard holds the lock and its borrows of the data end here.
         unsafe { self.lock.raw.unlock() };
     }
