@@ -72,8 +72,8 @@
 //! [`LockClass`] needs `const` atomics, which loom's are not, and loom has nothing to check
 //! in counters that synchronize nothing. The locks themselves use `crate::sync`.
 
-use std::fmt::Write as _;
 use std::cell::UnsafeCell;
+use std::fmt::Write as _;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
@@ -416,69 +416,76 @@ fn stamp_now() -> u64 {
 /// lock, not in the guard, so the guard is one pointer and its drop tests one word on the
 /// line the holder has just written (the lock word's line).
 ///
-/// Only the holder touches it: set after acquiring, read and cleared before unlocking. The
-/// lock's own Release unlock / Acquire lock orders one holder's clear before the next
-/// holder's read, so `Relaxed` suffices. Zero-sized when lockstat is compiled out.
-#[derive(Default)]
+/// Only the holder touches it (set after acquiring, read and cleared before unlocking), so
+/// it is a plain cell protected by the lock itself: the lock's Release unlock / Acquire
+/// lock orders one holder's clear before the next holder's read. Plain, not atomic, so the
+/// test compiles to one compare with memory. Zero-sized when lockstat is compiled out.
 pub(crate) struct HoldStart {
     #[cfg(feature = "lockstat")]
-    since: AtomicU64,
+    since: UnsafeCell<u64>,
 }
 
 impl HoldStart {
     pub(crate) const fn new() -> Self {
         HoldStart {
             #[cfg(feature = "lockstat")]
-            since: AtomicU64::new(0),
+            since: UnsafeCell::new(0),
         }
     }
 
-    /// The holder records its hold time if it was stamped; call it just before unlocking.
-    /// Unstamped (lockstat off at acquisition), this is one load and a not-taken branch.
+    /// Whether the current hold was stamped (lockstat on at acquisition): then the holder
+    /// calls [`record_release`](Self::record_release), from a cold path, before unlocking.
+    /// One compare with memory and a branch; constant `false` when compiled out.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
     #[inline(always)]
-    pub(crate) fn release(&self, class: &Option<&'static LockClass>) {
+    pub(crate) unsafe fn is_stamped(&self) -> bool {
+        // SAFETY: the caller holds the lock, which makes it the cell's only user. Volatile
+        // only keeps the load next to its test, where it folds into one compare.
+        #[cfg(feature = "lockstat")]
+        return unsafe { self.since.get().read_volatile() } != 0;
+        #[cfg(not(feature = "lockstat"))]
+        false
+    }
+
+    /// Records the hold time into `class` and clears the stamp.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
+    pub(crate) unsafe fn record_release(&self, class: &Option<&'static LockClass>) {
         #[cfg(feature = "lockstat")]
         {
-            let since = self.since.load(Relaxed);
-            if since != 0 {
-                self.record_release(class, since);
+            // SAFETY: the caller holds the lock, which makes it the cell's only user.
+            let since = std::mem::take(unsafe { &mut *self.since.get() });
+            if let (Some(class), true) = (class, since != 0) {
+                class.record_released(Kind::Write, now_ns().saturating_sub(since));
             }
         }
         #[cfg(not(feature = "lockstat"))]
         let _ = class;
     }
 
-    #[cfg(feature = "lockstat")]
-    #[cold]
-    #[inline(never)]
-    fn record_release(&self, class: &Option<&'static LockClass>, since: u64) {
-        self.since.store(0, Relaxed);
-        if let Some(class) = class {
-            class.record_released(Kind::Write, now_ns().saturating_sub(since));
-        }
-    }
-
+    /// # Safety
+    ///
+    /// The caller has just acquired the lock exclusively.
     #[inline(always)]
-    fn set(&self, since: u64) {
+    unsafe fn set(&self, since: u64) {
+        // SAFETY: the caller holds the lock, which makes it the cell's only user.
         #[cfg(feature = "lockstat")]
-        self.since.store(since, Relaxed);
+        unsafe {
+            *self.since.get() = since
+        };
         #[cfg(not(feature = "lockstat"))]
         let _ = since;
     }
 }
 
-/// Records a shared guard's hold time if it was stamped (`since != 0`). Shared holders
+/// Records a shared guard's hold time (`since` is its stamp, non-zero). Shared holders
 /// overlap, so each read guard carries its own stamp.
-#[inline(always)]
-pub(crate) fn release_shared(class: &Option<&'static LockClass>, since: u64) {
-    if COMPILED_IN && since != 0 {
-        record_shared_release(class, since);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn record_shared_release(class: &Option<&'static LockClass>, since: u64) {
+pub(crate) fn record_shared_release(class: &Option<&'static LockClass>, since: u64) {
     if let Some(class) = class {
         class.record_released(Kind::Read, now_ns().saturating_sub(since));
     }
@@ -487,15 +494,18 @@ fn record_shared_release(class: &Option<&'static LockClass>, since: u64) {
 /// The recording acquisition (lockstat on): first `try_lock`; if that fails the
 /// acquisition is contended and the wait until `lock()` returns is recorded. Returns the
 /// hold start, 0 for an unclassed lock (nothing recorded).
-#[cold]
-#[inline(never)]
+///
+/// The locks call the recording functions from their own `#[cold]` `#[inline(never)]`
+/// methods taking only `&self`: the fast path then tests the flag and, off, goes straight
+/// to the raw lock without computing any argument of the recording path.
+#[inline]
 fn acquire_recorded<G>(
-    class: Option<&'static LockClass>,
+    class: &Option<&'static LockClass>,
     kind: Kind,
     try_lock: impl FnOnce() -> Option<G>,
     lock: impl FnOnce() -> G,
 ) -> (G, u64) {
-    let Some(class) = class else {
+    let Some(class) = *class else {
         return (lock(), 0);
     };
     let (g, wait) = match try_lock() {
@@ -511,10 +521,9 @@ fn acquire_recorded<G>(
 }
 
 /// Records a successful `try_lock` (an uncontended acquisition); returns the hold start.
-#[cold]
-#[inline(never)]
-fn try_recorded(class: Option<&'static LockClass>, kind: Kind) -> u64 {
-    match class {
+#[inline]
+fn try_recorded(class: &Option<&'static LockClass>, kind: Kind) -> u64 {
+    match *class {
         Some(class) => {
             class.record_acquired(kind, None);
             stamp_now()
@@ -523,65 +532,34 @@ fn try_recorded(class: Option<&'static LockClass>, kind: Kind) -> u64 {
     }
 }
 
-/// Acquires an exclusive lock through `lock`, recording into `class` if lockstat is on and
-/// stamping `hold`. Off, this is `lock()` after one load of the global flag.
-#[inline(always)]
-pub(crate) fn acquire_exclusive<G>(
-    class: Option<&'static LockClass>,
+/// Recording exclusive acquisition (lockstat on): acquires through `try_lock`/`lock`,
+/// records into `class` and stamps `hold`.
+///
+/// # Safety
+///
+/// `hold` belongs to the lock that `try_lock` and `lock` acquire exclusively.
+#[inline]
+pub(crate) unsafe fn acquire_exclusive_recorded<G>(
+    class: &Option<&'static LockClass>,
     hold: &HoldStart,
     try_lock: impl FnOnce() -> Option<G>,
     lock: impl FnOnce() -> G,
 ) -> G {
-    if is_enabled() {
-        let (g, since) = acquire_recorded(class, Kind::Write, try_lock, lock);
-        hold.set(since);
-        g
-    } else {
-        lock()
-    }
+    let (g, since) = acquire_recorded(class, Kind::Write, try_lock, lock);
+    // SAFETY: `lock` or `try_lock` has just acquired the lock exclusively (our contract).
+    unsafe { hold.set(since) };
+    g
 }
 
-/// `try_lock` of an exclusive lock, recorded (as uncontended) if lockstat is on.
-#[inline(always)]
-pub(crate) fn try_acquire_exclusive<G>(
-    class: Option<&'static LockClass>,
-    hold: &HoldStart,
-    try_lock: impl FnOnce() -> Option<G>,
-) -> Option<G> {
-    let g = try_lock()?;
-    if is_enabled() {
-        hold.set(try_recorded(class, Kind::Write));
-    }
-    Some(g)
-}
-
-/// Acquires a shared hold; returns the guard's hold start (0: not recorded).
-#[inline(always)]
-fn acquire_shared<G>(
-    class: Option<&'static LockClass>,
-    try_lock: impl FnOnce() -> Option<G>,
-    lock: impl FnOnce() -> G,
-) -> (G, u64) {
-    if is_enabled() {
-        acquire_recorded(class, Kind::Read, try_lock, lock)
-    } else {
-        (lock(), 0)
-    }
-}
-
-/// `try_lock` of a shared hold, recorded if lockstat is on.
-#[inline(always)]
-fn try_acquire_shared<G>(
-    class: Option<&'static LockClass>,
-    try_lock: impl FnOnce() -> Option<G>,
-) -> Option<(G, u64)> {
-    let g = try_lock()?;
-    let since = if is_enabled() {
-        try_recorded(class, Kind::Read)
-    } else {
-        0
-    };
-    Some((g, since))
+/// Records a successful exclusive `try_lock` (lockstat on) and stamps `hold`.
+///
+/// # Safety
+///
+/// The caller has just acquired, exclusively, the lock `hold` belongs to.
+#[inline]
+pub(crate) unsafe fn try_exclusive_recorded(class: &Option<&'static LockClass>, hold: &HoldStart) {
+    // SAFETY: the caller holds the lock exclusively (our contract).
+    unsafe { hold.set(try_recorded(class, Kind::Write)) };
 }
 
 /// The raw locks under [`Mutex`] and [`RwLock`]: parking_lot's, and loom's under
@@ -778,20 +756,57 @@ impl<T> Mutex<T> {
     /// Blocks until the mutex is acquired.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        let _held = acquire_exclusive(
-            self.class,
-            &self.hold,
-            || self.raw.try_lock(),
-            || self.raw.lock(),
-        );
+        let _held = if is_enabled() {
+            self.lock_recorded()
+        } else {
+            self.raw.lock()
+        };
         MutexGuard { lock: self, _held }
     }
 
     /// Acquires the mutex if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let _held = try_acquire_exclusive(self.class, &self.hold, || self.raw.try_lock())?;
+        let _held = self.raw.try_lock()?;
+        if is_enabled() {
+            // SAFETY: we have just acquired the mutex.
+            unsafe { self.try_recorded() };
+        }
         Some(MutexGuard { lock: self, _held })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_recorded(&self) -> imp::MutexHeld<'_> {
+        // SAFETY: `hold` is this mutex's, which the closures acquire.
+        unsafe {
+            acquire_exclusive_recorded(
+                &self.class,
+                &self.hold,
+                || self.raw.try_lock(),
+                || self.raw.lock(),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just acquired the mutex.
+    #[cold]
+    #[inline(never)]
+    unsafe fn try_recorded(&self) {
+        // SAFETY: the caller holds the mutex (our contract).
+        unsafe { try_exclusive_recorded(&self.class, &self.hold) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the mutex.
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_recorded(&self) {
+        // SAFETY: the caller holds the mutex (our contract).
+        unsafe { self.hold.record_release(&self.class) }
     }
 }
 
@@ -860,8 +875,11 @@ impl<T> RwLock<T> {
     /// Blocks until a shared hold is acquired.
     #[inline]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let (_held, since) =
-            acquire_shared(self.class, || self.raw.try_read(), || self.raw.read());
+        let (_held, since) = if is_enabled() {
+            self.read_recorded()
+        } else {
+            (self.raw.read(), 0)
+        };
         RwLockReadGuard {
             lock: self,
             since,
@@ -872,19 +890,23 @@ impl<T> RwLock<T> {
     /// Blocks until an exclusive hold is acquired.
     #[inline]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let _held = acquire_exclusive(
-            self.class,
-            &self.hold,
-            || self.raw.try_write(),
-            || self.raw.write(),
-        );
+        let _held = if is_enabled() {
+            self.write_recorded()
+        } else {
+            self.raw.write()
+        };
         RwLockWriteGuard { lock: self, _held }
     }
 
     /// A shared hold if no writer holds the lock.
     #[inline]
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        let (_held, since) = try_acquire_shared(self.class, || self.raw.try_read())?;
+        let _held = self.raw.try_read()?;
+        let since = if is_enabled() {
+            self.try_read_recorded()
+        } else {
+            0
+        };
         Some(RwLockReadGuard {
             lock: self,
             since,
@@ -895,8 +917,69 @@ impl<T> RwLock<T> {
     /// An exclusive hold if the lock is free.
     #[inline]
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        let _held = try_acquire_exclusive(self.class, &self.hold, || self.raw.try_write())?;
+        let _held = self.raw.try_write()?;
+        if is_enabled() {
+            // SAFETY: we have just acquired the lock exclusively.
+            unsafe { self.try_write_recorded() };
+        }
         Some(RwLockWriteGuard { lock: self, _held })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_recorded(&self) -> (imp::ReadHeld<'_>, u64) {
+        acquire_recorded(
+            &self.class,
+            Kind::Read,
+            || self.raw.try_read(),
+            || self.raw.read(),
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn try_read_recorded(&self) -> u64 {
+        try_recorded(&self.class, Kind::Read)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_release_recorded(&self, since: u64) {
+        record_shared_release(&self.class, since);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_recorded(&self) -> imp::WriteHeld<'_> {
+        // SAFETY: `hold` is this lock's writer stamp; the closures acquire it exclusively.
+        unsafe {
+            acquire_exclusive_recorded(
+                &self.class,
+                &self.hold,
+                || self.raw.try_write(),
+                || self.raw.write(),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just acquired the lock exclusively.
+    #[cold]
+    #[inline(never)]
+    unsafe fn try_write_recorded(&self) {
+        // SAFETY: the caller holds the lock exclusively (our contract).
+        unsafe { try_exclusive_recorded(&self.class, &self.hold) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
+    #[cold]
+    #[inline(never)]
+    unsafe fn write_release_recorded(&self) {
+        // SAFETY: the caller holds the lock exclusively (our contract).
+        unsafe { self.hold.record_release(&self.class) }
     }
 }
 
@@ -960,9 +1043,13 @@ impl<T> Drop for MutexGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
         // The hold ends here, before the unlock.
-        self.lock.hold.release(&self.lock.class);
-        // SAFETY: this guard holds the mutex and its borrows of the data end here.
-        unsafe { self.lock.raw.unlock() };
+        // SAFETY: this guard holds the mutex; its borrows of the data end here.
+        unsafe {
+            if self.lock.hold.is_stamped() {
+                self.lock.release_recorded();
+            }
+            self.lock.raw.unlock();
+        }
     }
 }
 
@@ -977,7 +1064,9 @@ impl<T> Deref for RwLockReadGuard<'_, T> {
 impl<T> Drop for RwLockReadGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        release_shared(&self.lock.class, self.since);
+        if COMPILED_IN && self.since != 0 {
+            self.lock.read_release_recorded(self.since);
+        }
         // SAFETY: this guard holds a shared hold and its borrows of the data end here.
         unsafe { self.lock.raw.unlock_shared() };
     }
@@ -1002,9 +1091,13 @@ impl<T> DerefMut for RwLockWriteGuard<'_, T> {
 impl<T> Drop for RwLockWriteGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.lock.hold.release(&self.lock.class);
-        // SAFETY: this guard holds the lock exclusively and its borrows end here.
-        unsafe { self.lock.raw.unlock_exclusive() };
+        // SAFETY: this guard holds the lock exclusively; its borrows of the data end here.
+        unsafe {
+            if self.lock.hold.is_stamped() {
+                self.lock.write_release_recorded();
+            }
+            self.lock.raw.unlock_exclusive();
+        }
     }
 }
 

@@ -155,22 +155,61 @@ impl<T> SpinLock<T> {
     /// Spins (then yields) until the lock is held.
     #[inline]
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
-        lockstat::acquire_exclusive(
-            self.class,
-            &self.hold,
-            || self.raw.try_lock().then_some(()),
-            || self.raw.lock(),
-        );
+        if lockstat::is_enabled() {
+            self.lock_recorded();
+        } else {
+            self.raw.lock();
+        }
         SpinLockGuard::new(self)
     }
 
     /// The lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
-        lockstat::try_acquire_exclusive(self.class, &self.hold, || {
-            self.raw.try_lock().then_some(())
-        })?;
+        if !self.raw.try_lock() {
+            return None;
+        }
+        if lockstat::is_enabled() {
+            // SAFETY: we have just taken the lock.
+            unsafe { self.try_recorded() };
+        }
         Some(SpinLockGuard::new(self))
+    }
+
+    /// The recording paths, out of line so that the fast paths compute none of their
+    /// arguments.
+    #[cold]
+    #[inline(never)]
+    fn lock_recorded(&self) {
+        // SAFETY: `hold` is this lock's, which the closures acquire.
+        unsafe {
+            lockstat::acquire_exclusive_recorded(
+                &self.class,
+                &self.hold,
+                || self.raw.try_lock().then_some(()),
+                || self.raw.lock(),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just taken the lock.
+    #[cold]
+    #[inline(never)]
+    unsafe fn try_recorded(&self) {
+        // SAFETY: the caller holds the lock (our contract).
+        unsafe { lockstat::try_exclusive_recorded(&self.class, &self.hold) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the lock.
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_recorded(&self) {
+        // SAFETY: the caller holds the lock (our contract).
+        unsafe { self.hold.record_release(&self.class) }
     }
 
     /// Whether some thread holds the lock (a racy snapshot).
@@ -234,10 +273,14 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 impl<T> Drop for SpinLockGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        // Record the hold time (if stamped) while still holding the lock.
-        self.lock.hold.release(&self.lock.class);
-        // SAFETY: this guard holds the lock and its borrows of the data end here.
-        unsafe { self.lock.raw.unlock() };
+        // Record the hold time (if stamped) while still holding the lock, then unlock.
+        // SAFETY: this guard holds the lock; its borrows of the data end here.
+        unsafe {
+            if self.lock.hold.is_stamped() {
+                self.lock.release_recorded();
+            }
+            self.lock.raw.unlock();
+        }
     }
 }
 
