@@ -1207,6 +1207,37 @@ mod tests {
         assert_eq!(l.into_inner(), 4);
     }
 
+    /// A guard taken while enabled records its hold when dropped after `disable`, and
+    /// clears its lock's stamp: later holds, taken while off, record nothing.
+    #[test]
+    #[cfg(feature = "lockstat")]
+    fn hold_taken_while_enabled_records_after_disable() {
+        static C: LockClass = LockClass::new("test_disable_mid_hold");
+        let _s = test_serial();
+        let m = Mutex::with_class(0u32, &C);
+        let l = RwLock::with_class(0u32, &C);
+        let s = crate::spinlock::SpinLock::with_class(0u32, &C);
+        enable();
+        let (gm, gr, gs) = (m.lock(), l.read(), s.try_lock().expect("free"));
+        disable();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drop((gm, gr, gs));
+        let st = C.stats();
+        assert_eq!((st.write.acquisitions, st.read.acquisitions), (2, 1));
+        assert!(st.write.hold.min >= 2_000_000, "{st:?}");
+        assert!(st.read.hold.min >= 2_000_000, "{st:?}");
+        for _ in 0..3 {
+            *m.lock() += 1;
+            *l.write() += 1;
+            *s.lock() += 1;
+            drop((m.try_lock(), l.try_read()));
+            drop(l.try_write());
+        }
+        assert_eq!(C.stats(), st);
+        assert_eq!((*m.lock(), *l.read(), *s.lock()), (3, 3, 3));
+        C.reset();
+    }
+
     #[test]
     fn report_sorts_by_contentions() {
         let a = ClassStats {
@@ -1230,5 +1261,58 @@ mod tests {
         assert!(pb < pa, "{r}");
         // Microseconds with two decimals, as Linux prints them.
         assert!(r.contains(" 1.50 ") && r.contains(" 4.00 "), "{r}");
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{AtomicUsize, Ordering};
+    use loom::cell::UnsafeCell as LoomUnsafeCell;
+    use loom::sync::Arc;
+
+    /// Two threads increment a loom-tracked cell under the mutex (one by `try_lock` when it
+    /// can): loom reports a data race if a guard's drop failed to unlock after the hold or
+    /// the next holder were not ordered after it.
+    #[test]
+    fn loom_mutex_mutual_exclusion() {
+        loom::model(|| {
+            let m = Arc::new(Mutex::new(LoomUnsafeCell::new(0usize)));
+            let m2 = Arc::clone(&m);
+            let t = loom::thread::spawn(move || {
+                let g = m2.lock();
+                // SAFETY: the guard gives exclusive access to the cell.
+                g.with_mut(|p| unsafe { *p += 1 });
+            });
+            let g = m.try_lock().unwrap_or_else(|| m.lock());
+            // SAFETY: as above.
+            g.with_mut(|p| unsafe { *p += 1 });
+            drop(g);
+            t.join().unwrap();
+            // SAFETY: both holds are over; we hold the mutex.
+            assert_eq!(m.lock().with(|p| unsafe { *p }), 2);
+        });
+    }
+
+    /// A writer stores two `Relaxed` words under the write lock; a reader loads them under
+    /// the read lock and must see both or neither (the lock excludes and orders them).
+    #[test]
+    fn loom_rwlock_reader_sees_whole_write() {
+        loom::model(|| {
+            let l = Arc::new(RwLock::new((AtomicUsize::new(0), AtomicUsize::new(0))));
+            let l2 = Arc::clone(&l);
+            let t = loom::thread::spawn(move || {
+                let g = l2.write();
+                g.0.store(1, Ordering::Relaxed);
+                g.1.store(1, Ordering::Relaxed);
+            });
+            if let Some(g) = l.try_read() {
+                assert_eq!(g.1.load(Ordering::Relaxed), g.0.load(Ordering::Relaxed));
+            }
+            let g = l.read();
+            assert_eq!(g.1.load(Ordering::Relaxed), g.0.load(Ordering::Relaxed));
+            drop(g);
+            t.join().unwrap();
+        });
     }
 }
