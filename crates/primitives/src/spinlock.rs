@@ -25,8 +25,11 @@
 //! ## Lockstat
 //!
 //! With a class and lockstat on, an acquisition whose first CAS fails counts as contended,
-//! and the guard stamps the hold start; the hold time is recorded before the unlock store.
-//! Off, `lock` is the raw lock plus a test of the class pointer and of the global flag.
+//! and the holder stamps the hold start into the lock (see
+//! [`lockstat`](crate::lockstat#cost)); the hold time is recorded before the unlock store.
+//! Off, `lock` is a test of the global flag and the raw lock, and the unlock a compare of
+//! the stamp and the store: 14 instructions per lock/unlock against 9 with lockstat compiled
+//! out (`scripts/lockstat-cost.sh`).
 
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
