@@ -8,7 +8,19 @@
 //!
 //! Variants: `raw` (the bare lock word, no lockstat code at all), `unclassed` (the
 //! `SpinLock` wrapper without a class), `off` (a classed lock with lockstat switched off:
-//! what every scalevfs lock pays by default), `on` (switched on).
+//! what every scalevfs lock pays by default), `on` (switched on). Built with
+//! `--no-default-features` (lockstat compiled out), `off` is the baseline the switched-off
+//! cost is measured against:
+//!
+//! ```text
+//! CARGO_TARGET_DIR=target/no-lockstat cargo build --release -p scalevfs-primitives \
+//!     --no-default-features --example lockstat_cost
+//! valgrind --tool=callgrind target/no-lockstat/release/examples/lockstat_cost off N
+//! ```
+//!
+//! Measured (instructions per lock/unlock): raw 7, unclassed 14, off 14, on 255; compiled
+//! out, off 9. The 5 instructions of `off` over compiled out are the two not-taken
+//! branches described in the `lockstat` module's cost section.
 
 use std::hint::black_box;
 

@@ -38,13 +38,42 @@
 //!
 //! ## Cost
 //!
-//! Switched off (the default), a classed lock pays one load of its own class pointer and
-//! one `Relaxed` load of the global `ENABLED` flag, which sits alone on its cache line
-//! and is written only by [`enable`]/[`disable`], so it stays shared in every CPU's cache.
-//! No timestamp is taken and the guard carries an empty stamp (tested on drop). Measured
-//! on an uncontended spin lock/unlock loop, the worst case: about +0.2 ns on 5.6 ns (3%,
-//! within run-to-run noise; `lockstat_off_overhead` in the bench crate). Switched on,
-//! an acquisition costs two `clock_gettime` calls and a few shard-local atomics (~90 ns).
+//! Switched off (the default), an acquisition of any wrapper tests the global `ENABLED`
+//! flag (one `Relaxed` load; the flag sits alone on its cache line and is written only by
+//! [`enable`]/[`disable`], so it stays shared in every CPU's cache) and then takes the raw
+//! lock; the guard is one pointer (plus a zero stamp for read guards), and its drop tests
+//! the hold stamp and unlocks. Everything that records is in `#[cold]` `#[inline(never)]`
+//! methods of the locks taking only `&self`, so the fast path computes no argument for them.
+//!
+//! Exclusive holds (mutexes, spinlocks, rwlock writers) keep their hold start in the lock
+//! itself (`HoldStart`: a plain word only the holder touches, on the line its acquisition
+//! has just taken exclusive), so the off test at the unlock is one compare with memory and a
+//! branch. Shared holds overlap, so each read guard keeps its own stamp.
+//!
+//! What remains off is two not-taken branches per lock/unlock: 3 instructions for the flag
+//! (LLVM does not fold an atomic load into a compare) and 2 for the stamp. Measured by
+//! callgrind (instructions per operation; `scripts/lockstat-cost.sh` for the first row,
+//! `scripts/callgrind.sh hashed-distinct dlist-add-del` for the others, compiled out =
+//! built with `--no-default-features`):
+//!
+//! ```text
+//!                                   compiled out   compiled in, off   on
+//!   classed SpinLock lock/unlock         9               14           255
+//!   hashed-distinct (Mutex table)       21.5             25.5 (+18.6%)
+//!   dlist-add-del (SpinLock shards)    178.5            188.5 (+5.6%)
+//! ```
+//!
+//! (Before this layout: 21 instructions for the spin lock, 38.5 (+79%) and 212.5 (+19%) for
+//! the workloads.) In time the two branches are lost in the locked RMWs they sit next to:
+//! `scripts/lockstat-ab.sh` (CPU time per operation of `one_thread`, compiled in vs out,
+//! alternating, median of 7) measured hashed-distinct 10.83 vs 10.73 ns (+1.0%) and
+//! dlist-add-del 17.19 vs 17.71 ns (within run-to-run noise of about ±5%) on the 2-CPU VM,
+//! and an uncontended classed spin lock/unlock with lockstat off took 5.58 ns, as the bare
+//! `RawSpinLock` (`lockstat_off_overhead` in the bench crate).
+//! Getting the instruction counts themselves within 2% would need no test at all when off
+//! (code patching, like the kernel's static keys), which this crate does not do.
+//! Switched on, an acquisition costs two `clock_gettime` calls and a few shard-local
+//! atomics (~90 ns).
 //!
 //! Switched on, the counters must not become the contended line they measure: each class
 //! has [`NR_SHARDS`] cache-padded shards, and an event is added to the shard of the CPU the
@@ -68,10 +97,16 @@
 //! run. `enable`/`disable` are `Relaxed` too: an acquisition racing with them may or may not
 //! be recorded, like Linux's `lock_stat` sysctl.
 //!
+//! A hold stamped while enabled is recorded when its guard drops, even if lockstat was
+//! disabled meanwhile (the drop tests the stamp, not the flag). An exclusive lock's stamp
+//! is written only by its holder and ordered between holders by the lock's own Release
+//! unlock / Acquire lock.
+//!
 //! Deliberately, this module uses `std` atomics rather than [`crate::sync`]: a `static`
 //! [`LockClass`] needs `const` atomics, which loom's are not, and loom has nothing to check
 //! in counters that synchronize nothing. The locks themselves use `crate::sync`.
 
+use std::cell::UnsafeCell;
 use std::fmt::Write as _;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -397,45 +432,6 @@ fn format_report(mut stats: Vec<ClassStats>) -> String {
     out
 }
 
-/// The start of a recorded hold, kept in a guard; dropping it records the hold time.
-/// Guards declare it before the inner guard, so it drops (and records) before the unlock.
-///
-/// Two words, so that `Option<HoldStamp>` is two words with `None` a null class pointer:
-/// the kind is packed into bit 0 of the start time (monotonic nanoseconds stay far below
-/// 2^63). A three-word stamp measurably slowed the lockstat-off path, which moves it.
-#[derive(Debug)]
-pub struct HoldStamp {
-    class: &'static LockClass,
-    /// `start_ns << 1 | kind`.
-    since_kind: u64,
-}
-
-impl HoldStamp {
-    #[inline]
-    fn now(class: &'static LockClass, kind: Kind) -> Self {
-        HoldStamp {
-            class,
-            since_kind: now_ns() << 1 | kind as u64,
-        }
-    }
-}
-
-impl HoldStamp {
-    /// Records the hold time. Guards call it just before they unlock; it is out of line and
-    /// cold so that an unrecorded guard's drop is one test of its `Option<HoldStamp>`.
-    #[cold]
-    #[inline(never)]
-    pub fn record_release(&self) {
-        let kind = if self.since_kind & 1 == 0 {
-            Kind::Read
-        } else {
-            Kind::Write
-        };
-        let held = now_ns().saturating_sub(self.since_kind >> 1);
-        self.class.record_released(kind, held);
-    }
-}
-
 impl std::fmt::Debug for LockClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LockClass")
@@ -444,34 +440,108 @@ impl std::fmt::Debug for LockClass {
     }
 }
 
-/// Acquires through `lock`, recording into `class` if it is set and lockstat is on.
-///
-/// Off (or unclassed), this is exactly `lock()`. On, it first tries `try_lock`; if that
-/// fails the acquisition is contended and the wait until `lock()` returns is recorded.
-#[inline(always)]
-pub fn acquire<G>(
-    class: Option<&'static LockClass>,
-    kind: Kind,
-    try_lock: impl FnOnce() -> Option<G>,
-    lock: impl FnOnce() -> G,
-) -> (G, Option<HoldStamp>) {
-    // The global flag first: off, this is one load and a not-taken branch.
-    if is_enabled() {
-        if let Some(class) = class {
-            return acquire_recorded(class, kind, try_lock, lock);
-        }
-    }
-    (lock(), None)
+/// A hold start: nanoseconds of `CLOCK_MONOTONIC`, never 0 (0 means "not recorded").
+#[inline]
+fn stamp_now() -> u64 {
+    now_ns().max(1)
 }
 
-#[cold]
-#[inline(never)]
+/// Where an exclusive lock keeps the hold start of its current holder, if recorded: in the
+/// lock, not in the guard, so the guard is one pointer and its drop tests one word on the
+/// line the holder has just written (the lock word's line).
+///
+/// Only the holder touches it (set after acquiring, read and cleared before unlocking), so
+/// it is a plain cell protected by the lock itself: the lock's Release unlock / Acquire
+/// lock orders one holder's clear before the next holder's read. Plain, not atomic, so the
+/// test compiles to one compare with memory. Zero-sized when lockstat is compiled out.
+pub(crate) struct HoldStart {
+    #[cfg(feature = "lockstat")]
+    since: UnsafeCell<u64>,
+}
+
+impl HoldStart {
+    pub(crate) const fn new() -> Self {
+        HoldStart {
+            #[cfg(feature = "lockstat")]
+            since: UnsafeCell::new(0),
+        }
+    }
+
+    /// Whether the current hold was stamped (lockstat on at acquisition): then the holder
+    /// calls [`record_release`](Self::record_release), from a cold path, before unlocking.
+    /// One compare with memory and a branch; constant `false` when compiled out.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
+    #[inline(always)]
+    pub(crate) unsafe fn is_stamped(&self) -> bool {
+        // SAFETY: the caller holds the lock, which makes it the cell's only user. Volatile
+        // only keeps the load next to its test, where it folds into one compare.
+        #[cfg(feature = "lockstat")]
+        return unsafe { self.since.get().read_volatile() } != 0;
+        #[cfg(not(feature = "lockstat"))]
+        false
+    }
+
+    /// Records the hold time into `class` and clears the stamp.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
+    pub(crate) unsafe fn record_release(&self, class: &Option<&'static LockClass>) {
+        #[cfg(feature = "lockstat")]
+        {
+            // SAFETY: the caller holds the lock, which makes it the cell's only user.
+            let since = std::mem::take(unsafe { &mut *self.since.get() });
+            if let (Some(class), true) = (class, since != 0) {
+                class.record_released(Kind::Write, now_ns().saturating_sub(since));
+            }
+        }
+        #[cfg(not(feature = "lockstat"))]
+        let _ = class;
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just acquired the lock exclusively.
+    #[inline(always)]
+    unsafe fn set(&self, since: u64) {
+        // SAFETY: the caller holds the lock, which makes it the cell's only user.
+        #[cfg(feature = "lockstat")]
+        unsafe {
+            *self.since.get() = since
+        };
+        #[cfg(not(feature = "lockstat"))]
+        let _ = since;
+    }
+}
+
+/// Records a shared guard's hold time (`since` is its stamp, non-zero). Shared holders
+/// overlap, so each read guard carries its own stamp.
+pub(crate) fn record_shared_release(class: &Option<&'static LockClass>, since: u64) {
+    if let Some(class) = class {
+        class.record_released(Kind::Read, now_ns().saturating_sub(since));
+    }
+}
+
+/// The recording acquisition (lockstat on): first `try_lock`; if that fails the
+/// acquisition is contended and the wait until `lock()` returns is recorded. Returns the
+/// hold start, 0 for an unclassed lock (nothing recorded).
+///
+/// The locks call the recording functions from their own `#[cold]` `#[inline(never)]`
+/// methods taking only `&self`: the fast path then tests the flag and, off, goes straight
+/// to the raw lock without computing any argument of the recording path.
+#[inline]
 fn acquire_recorded<G>(
-    class: &'static LockClass,
+    class: &Option<&'static LockClass>,
     kind: Kind,
     try_lock: impl FnOnce() -> Option<G>,
     lock: impl FnOnce() -> G,
-) -> (G, Option<HoldStamp>) {
+) -> (G, u64) {
+    let Some(class) = *class else {
+        return (lock(), 0);
+    };
     let (g, wait) = match try_lock() {
         Some(g) => (g, None),
         None => {
@@ -481,146 +551,224 @@ fn acquire_recorded<G>(
         }
     };
     class.record_acquired(kind, wait);
-    (g, Some(HoldStamp::now(class, kind)))
+    (g, stamp_now())
 }
 
-/// `try_lock` with recording: a success counts as an uncontended acquisition.
-#[inline(always)]
-pub fn try_acquire<G>(
-    class: Option<&'static LockClass>,
-    kind: Kind,
-    try_lock: impl FnOnce() -> Option<G>,
-) -> Option<(G, Option<HoldStamp>)> {
-    let g = try_lock()?;
-    let stamp = match class {
-        Some(class) if is_enabled() => {
+/// Records a successful `try_lock` (an uncontended acquisition); returns the hold start.
+#[inline]
+fn try_recorded(class: &Option<&'static LockClass>, kind: Kind) -> u64 {
+    match *class {
+        Some(class) => {
             class.record_acquired(kind, None);
-            Some(HoldStamp::now(class, kind))
+            stamp_now()
         }
-        _ => None,
-    };
-    Some((g, stamp))
+        None => 0,
+    }
 }
 
-/// The locks under the wrappers: parking_lot normally, loom's under `--cfg loom`.
+/// Recording exclusive acquisition (lockstat on): acquires through `try_lock`/`lock`,
+/// records into `class` and stamps `hold`.
+///
+/// # Safety
+///
+/// `hold` belongs to the lock that `try_lock` and `lock` acquire exclusively.
+#[inline]
+pub(crate) unsafe fn acquire_exclusive_recorded<G>(
+    class: &Option<&'static LockClass>,
+    hold: &HoldStart,
+    try_lock: impl FnOnce() -> Option<G>,
+    lock: impl FnOnce() -> G,
+) -> G {
+    let (g, since) = acquire_recorded(class, Kind::Write, try_lock, lock);
+    // SAFETY: `lock` or `try_lock` has just acquired the lock exclusively (our contract).
+    unsafe { hold.set(since) };
+    g
+}
+
+/// Records a successful exclusive `try_lock` (lockstat on) and stamps `hold`.
+///
+/// # Safety
+///
+/// The caller has just acquired, exclusively, the lock `hold` belongs to.
+#[inline]
+pub(crate) unsafe fn try_exclusive_recorded(class: &Option<&'static LockClass>, hold: &HoldStart) {
+    // SAFETY: the caller holds the lock exclusively (our contract).
+    unsafe { hold.set(try_recorded(class, Kind::Write)) };
+}
+
+/// The raw locks under [`Mutex`] and [`RwLock`]: parking_lot's, and loom's under
+/// `--cfg loom`. Acquiring returns a "held" token that the guard keeps: parking_lot's is
+/// zero-sized (the guard unlocks explicitly); loom's is loom's own guard, which unlocks when
+/// it drops, right after the wrapper guard's `drop` has recorded the hold.
 #[cfg(not(loom))]
 mod imp {
-    pub use parking_lot::{
-        Mutex, MutexGuard, RwLock, RwLockReadGuard as ReadGuard, RwLockWriteGuard as WriteGuard,
-    };
-    pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock()
+    use parking_lot::lock_api::{RawMutex as _, RawRwLock as _};
+    use std::marker::PhantomData;
+
+    /// Proof of a hold. `!Send`, like parking_lot's own guards: its raw locks are to be
+    /// unlocked in the context that locked them.
+    pub struct Held<'a>(PhantomData<(&'a (), *const ())>);
+    pub type MutexHeld<'a> = Held<'a>;
+    pub type ReadHeld<'a> = Held<'a>;
+    pub type WriteHeld<'a> = Held<'a>;
+
+    fn held<'a>() -> Held<'a> {
+        Held(PhantomData)
     }
-    pub fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
-        m.try_lock()
+
+    pub struct RawMutex(parking_lot::RawMutex);
+
+    impl RawMutex {
+        pub fn new() -> Self {
+            RawMutex(parking_lot::RawMutex::INIT)
+        }
+        #[inline]
+        pub fn lock(&self) -> Held<'_> {
+            self.0.lock();
+            held()
+        }
+        #[inline]
+        pub fn try_lock(&self) -> Option<Held<'_>> {
+            self.0.try_lock().then(held)
+        }
+        /// # Safety
+        /// The caller holds the mutex, through a `Held` of this lock it is dropping.
+        #[inline]
+        pub unsafe fn unlock(&self) {
+            // SAFETY: the caller holds the mutex (our contract).
+            unsafe { self.0.unlock() }
+        }
     }
-    pub fn read<T>(l: &RwLock<T>) -> ReadGuard<'_, T> {
-        l.read()
-    }
-    pub fn try_read<T>(l: &RwLock<T>) -> Option<ReadGuard<'_, T>> {
-        l.try_read()
-    }
-    pub fn write<T>(l: &RwLock<T>) -> WriteGuard<'_, T> {
-        l.write()
-    }
-    pub fn try_write<T>(l: &RwLock<T>) -> Option<WriteGuard<'_, T>> {
-        l.try_write()
+
+    pub struct RawRwLock(parking_lot::RawRwLock);
+
+    impl RawRwLock {
+        pub fn new() -> Self {
+            RawRwLock(parking_lot::RawRwLock::INIT)
+        }
+        #[inline]
+        pub fn read(&self) -> Held<'_> {
+            self.0.lock_shared();
+            held()
+        }
+        #[inline]
+        pub fn try_read(&self) -> Option<Held<'_>> {
+            self.0.try_lock_shared().then(held)
+        }
+        #[inline]
+        pub fn write(&self) -> Held<'_> {
+            self.0.lock_exclusive();
+            held()
+        }
+        #[inline]
+        pub fn try_write(&self) -> Option<Held<'_>> {
+            self.0.try_lock_exclusive().then(held)
+        }
+        /// # Safety
+        /// The caller holds a shared hold it gives up.
+        #[inline]
+        pub unsafe fn unlock_shared(&self) {
+            // SAFETY: the caller holds a shared hold (our contract).
+            unsafe { self.0.unlock_shared() }
+        }
+        /// # Safety
+        /// The caller holds the exclusive hold and gives it up.
+        #[inline]
+        pub unsafe fn unlock_exclusive(&self) {
+            // SAFETY: the caller holds the lock exclusively (our contract).
+            unsafe { self.0.unlock_exclusive() }
+        }
     }
 }
 
 /// Under loom, poisoning cannot happen without a panic, which fails the model anyway.
 #[cfg(loom)]
 mod imp {
-    pub use loom::sync::{
-        Mutex, MutexGuard, RwLock, RwLockReadGuard as ReadGuard, RwLockWriteGuard as WriteGuard,
-    };
-    pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock().unwrap()
+    pub type MutexHeld<'a> = loom::sync::MutexGuard<'a, ()>;
+    pub type ReadHeld<'a> = loom::sync::RwLockReadGuard<'a, ()>;
+    pub type WriteHeld<'a> = loom::sync::RwLockWriteGuard<'a, ()>;
+
+    pub struct RawMutex(loom::sync::Mutex<()>);
+
+    impl RawMutex {
+        pub fn new() -> Self {
+            RawMutex(loom::sync::Mutex::new(()))
+        }
+        pub fn lock(&self) -> MutexHeld<'_> {
+            self.0.lock().unwrap()
+        }
+        pub fn try_lock(&self) -> Option<MutexHeld<'_>> {
+            self.0.try_lock().ok()
+        }
+        /// # Safety
+        /// None needed: the `MutexHeld` the caller drops next unlocks.
+        pub unsafe fn unlock(&self) {}
     }
-    pub fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
-        m.try_lock().ok()
-    }
-    pub fn read<T>(l: &RwLock<T>) -> ReadGuard<'_, T> {
-        l.read().unwrap()
-    }
-    pub fn try_read<T>(l: &RwLock<T>) -> Option<ReadGuard<'_, T>> {
-        l.try_read().ok()
-    }
-    pub fn write<T>(l: &RwLock<T>) -> WriteGuard<'_, T> {
-        l.write().unwrap()
-    }
-    pub fn try_write<T>(l: &RwLock<T>) -> Option<WriteGuard<'_, T>> {
-        l.try_write().ok()
+
+    pub struct RawRwLock(loom::sync::RwLock<()>);
+
+    impl RawRwLock {
+        pub fn new() -> Self {
+            RawRwLock(loom::sync::RwLock::new(()))
+        }
+        pub fn read(&self) -> ReadHeld<'_> {
+            self.0.read().unwrap()
+        }
+        pub fn try_read(&self) -> Option<ReadHeld<'_>> {
+            self.0.try_read().ok()
+        }
+        pub fn write(&self) -> WriteHeld<'_> {
+            self.0.write().unwrap()
+        }
+        pub fn try_write(&self) -> Option<WriteHeld<'_>> {
+            self.0.try_write().ok()
+        }
+        /// # Safety
+        /// None needed: the `ReadHeld` the caller drops next unlocks.
+        pub unsafe fn unlock_shared(&self) {}
+        /// # Safety
+        /// None needed: the `WriteHeld` the caller drops next unlocks.
+        pub unsafe fn unlock_exclusive(&self) {}
     }
 }
 
-/// Defines a guard: a hold stamp (dropped first: hold time ends before the unlock) and the
-/// inner guard.
-macro_rules! guard {
-    ($(#[$m:meta])* $name:ident, $inner:ident $(, $mut:ident)?) => {
-        $(#[$m])*
-        #[must_use = "dropping the guard unlocks at once"]
-        pub struct $name<'a, T> {
-            _stamp: Option<HoldStamp>,
-            inner: imp::$inner<'a, T>,
-        }
-        impl<T> Drop for $name<'_, T> {
-            #[inline]
-            fn drop(&mut self) {
-                // The hold ends here, before `inner` (dropped after this) unlocks.
-                if let Some(stamp) = &self._stamp {
-                    stamp.record_release();
-                }
-            }
-        }
-        impl<T> Deref for $name<'_, T> {
-            type Target = T;
-            fn deref(&self) -> &T {
-                &self.inner
-            }
-        }
-        $(impl<T> DerefMut for $name<'_, T> {
-            fn $mut(&mut self) -> &mut T {
-                &mut self.inner
-            }
-        })?
-    };
-}
-
-guard!(
-    /// A [`Mutex`] guard.
-    MutexGuard, MutexGuard, deref_mut
-);
-guard!(
-    /// A shared [`RwLock`] guard.
-    RwLockReadGuard, ReadGuard
-);
-guard!(
-    /// An exclusive [`RwLock`] guard.
-    RwLockWriteGuard, WriteGuard, deref_mut
-);
-
-/// A sleeping mutex (parking_lot) that records into its class.
-#[derive(Default)]
+/// A sleeping mutex (parking_lot's raw mutex and an `UnsafeCell`) that records into its
+/// class.
 pub struct Mutex<T> {
-    inner: imp::Mutex<T>,
+    raw: imp::RawMutex,
+    hold: HoldStart,
     class: Option<&'static LockClass>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the mutex hands out access to `T` to one thread at a time, so `T: Send` suffices
+// for sharing it (like `std::sync::Mutex`); moving the mutex moves the `T`.
+unsafe impl<T: Send> Sync for Mutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for Mutex<T> {}
+
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
 }
 
 impl<T> Mutex<T> {
     /// An unclassed mutex: never recorded.
     pub fn new(v: T) -> Self {
         Mutex {
-            inner: imp::Mutex::new(v),
+            raw: imp::RawMutex::new(),
+            hold: HoldStart::new(),
             class: None,
+            data: UnsafeCell::new(v),
         }
     }
 
     /// A mutex of lock class `class`.
     pub fn with_class(v: T, class: &'static LockClass) -> Self {
         Mutex {
-            inner: imp::Mutex::new(v),
             class: Some(class),
+            ..Mutex::new(v)
         }
     }
 
@@ -631,37 +779,68 @@ impl<T> Mutex<T> {
 
     /// The data, through exclusive access to the mutex (no locking needed).
     pub fn get_mut(&mut self) -> &mut T {
-        #[cfg(loom)]
-        return self.inner.get_mut().unwrap();
-        #[cfg(not(loom))]
-        self.inner.get_mut()
+        self.data.get_mut()
     }
 
     /// Consumes the mutex, returning the data.
     pub fn into_inner(self) -> T {
-        #[cfg(loom)]
-        return self.inner.into_inner().unwrap();
-        #[cfg(not(loom))]
-        self.inner.into_inner()
+        self.data.into_inner()
     }
 
     /// Blocks until the mutex is acquired.
     #[inline]
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        let (inner, _stamp) = acquire(
-            self.class,
-            Kind::Write,
-            || imp::try_lock(&self.inner),
-            || imp::lock(&self.inner),
-        );
-        MutexGuard { _stamp, inner }
+        let _held = if is_enabled() {
+            self.lock_recorded()
+        } else {
+            self.raw.lock()
+        };
+        MutexGuard { lock: self, _held }
     }
 
     /// Acquires the mutex if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_lock(&self.inner))?;
-        Some(MutexGuard { _stamp, inner })
+        let _held = self.raw.try_lock()?;
+        if is_enabled() {
+            // SAFETY: we have just acquired the mutex.
+            unsafe { self.try_recorded() };
+        }
+        Some(MutexGuard { lock: self, _held })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_recorded(&self) -> imp::MutexHeld<'_> {
+        // SAFETY: `hold` is this mutex's, which the closures acquire.
+        unsafe {
+            acquire_exclusive_recorded(
+                &self.class,
+                &self.hold,
+                || self.raw.try_lock(),
+                || self.raw.lock(),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just acquired the mutex.
+    #[cold]
+    #[inline(never)]
+    unsafe fn try_recorded(&self) {
+        // SAFETY: the caller holds the mutex (our contract).
+        unsafe { try_exclusive_recorded(&self.class, &self.hold) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the mutex.
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_recorded(&self) {
+        // SAFETY: the caller holds the mutex (our contract).
+        unsafe { self.hold.record_release(&self.class) }
     }
 }
 
@@ -671,27 +850,44 @@ impl<T> std::fmt::Debug for Mutex<T> {
     }
 }
 
-/// A reader-writer lock (parking_lot) that records reads and writes into its class.
-#[derive(Default)]
+/// A reader-writer lock (parking_lot's raw rwlock and an `UnsafeCell`) that records reads
+/// and writes into its class.
 pub struct RwLock<T> {
-    inner: imp::RwLock<T>,
+    raw: imp::RawRwLock,
+    /// The writer's hold start; readers keep theirs in their guards.
+    hold: HoldStart,
     class: Option<&'static LockClass>,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: readers on several threads share `&T` (so `T: Sync`), a writer gets `&mut T` (so
+// `T: Send`), like `std::sync::RwLock`; moving the lock moves the `T`.
+unsafe impl<T: Send + Sync> Sync for RwLock<T> {}
+// SAFETY: moving the lock moves the `T`.
+unsafe impl<T: Send> Send for RwLock<T> {}
+
+impl<T: Default> Default for RwLock<T> {
+    fn default() -> Self {
+        RwLock::new(T::default())
+    }
 }
 
 impl<T> RwLock<T> {
     /// An unclassed rwlock: never recorded.
     pub fn new(v: T) -> Self {
         RwLock {
-            inner: imp::RwLock::new(v),
+            raw: imp::RawRwLock::new(),
+            hold: HoldStart::new(),
             class: None,
+            data: UnsafeCell::new(v),
         }
     }
 
     /// An rwlock of lock class `class`.
     pub fn with_class(v: T, class: &'static LockClass) -> Self {
         RwLock {
-            inner: imp::RwLock::new(v),
             class: Some(class),
+            ..RwLock::new(v)
         }
     }
 
@@ -702,56 +898,122 @@ impl<T> RwLock<T> {
 
     /// The data, through exclusive access to the lock (no locking needed).
     pub fn get_mut(&mut self) -> &mut T {
-        #[cfg(loom)]
-        return self.inner.get_mut().unwrap();
-        #[cfg(not(loom))]
-        self.inner.get_mut()
+        self.data.get_mut()
     }
 
     /// Consumes the lock, returning the data.
     pub fn into_inner(self) -> T {
-        #[cfg(loom)]
-        return self.inner.into_inner().unwrap();
-        #[cfg(not(loom))]
-        self.inner.into_inner()
+        self.data.into_inner()
     }
 
     /// Blocks until a shared hold is acquired.
     #[inline]
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
-        let (inner, _stamp) = acquire(
-            self.class,
-            Kind::Read,
-            || imp::try_read(&self.inner),
-            || imp::read(&self.inner),
-        );
-        RwLockReadGuard { _stamp, inner }
+        let (_held, since) = if is_enabled() {
+            self.read_recorded()
+        } else {
+            (self.raw.read(), 0)
+        };
+        RwLockReadGuard {
+            lock: self,
+            since,
+            _held,
+        }
     }
 
     /// Blocks until an exclusive hold is acquired.
     #[inline]
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
-        let (inner, _stamp) = acquire(
-            self.class,
-            Kind::Write,
-            || imp::try_write(&self.inner),
-            || imp::write(&self.inner),
-        );
-        RwLockWriteGuard { _stamp, inner }
+        let _held = if is_enabled() {
+            self.write_recorded()
+        } else {
+            self.raw.write()
+        };
+        RwLockWriteGuard { lock: self, _held }
     }
 
     /// A shared hold if no writer holds the lock.
     #[inline]
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Read, || imp::try_read(&self.inner))?;
-        Some(RwLockReadGuard { _stamp, inner })
+        let _held = self.raw.try_read()?;
+        let since = if is_enabled() {
+            self.try_read_recorded()
+        } else {
+            0
+        };
+        Some(RwLockReadGuard {
+            lock: self,
+            since,
+            _held,
+        })
     }
 
     /// An exclusive hold if the lock is free.
     #[inline]
     pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, T>> {
-        let (inner, _stamp) = try_acquire(self.class, Kind::Write, || imp::try_write(&self.inner))?;
-        Some(RwLockWriteGuard { _stamp, inner })
+        let _held = self.raw.try_write()?;
+        if is_enabled() {
+            // SAFETY: we have just acquired the lock exclusively.
+            unsafe { self.try_write_recorded() };
+        }
+        Some(RwLockWriteGuard { lock: self, _held })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_recorded(&self) -> (imp::ReadHeld<'_>, u64) {
+        acquire_recorded(
+            &self.class,
+            Kind::Read,
+            || self.raw.try_read(),
+            || self.raw.read(),
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn try_read_recorded(&self) -> u64 {
+        try_recorded(&self.class, Kind::Read)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_release_recorded(&self, since: u64) {
+        record_shared_release(&self.class, since);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_recorded(&self) -> imp::WriteHeld<'_> {
+        // SAFETY: `hold` is this lock's writer stamp; the closures acquire it exclusively.
+        unsafe {
+            acquire_exclusive_recorded(
+                &self.class,
+                &self.hold,
+                || self.raw.try_write(),
+                || self.raw.write(),
+            )
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller has just acquired the lock exclusively.
+    #[cold]
+    #[inline(never)]
+    unsafe fn try_write_recorded(&self) {
+        // SAFETY: the caller holds the lock exclusively (our contract).
+        unsafe { try_exclusive_recorded(&self.class, &self.hold) }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the lock exclusively.
+    #[cold]
+    #[inline(never)]
+    unsafe fn write_release_recorded(&self) {
+        // SAFETY: the caller holds the lock exclusively (our contract).
+        unsafe { self.hold.record_release(&self.class) }
     }
 }
 
@@ -760,6 +1022,116 @@ impl<T> std::fmt::Debug for RwLock<T> {
         f.debug_struct("RwLock")
             .field("class", &self.class)
             .finish()
+    }
+}
+
+/// Holds a [`Mutex`]; dropping it records the hold time (if stamped) and unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct MutexGuard<'a, T> {
+    lock: &'a Mutex<T>,
+    /// Dropped after `drop` has recorded the hold (under loom, this unlocks).
+    _held: imp::MutexHeld<'a>,
+}
+
+/// Holds an [`RwLock`] shared; dropping it records the hold time (if stamped) and unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct RwLockReadGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    /// The hold start, 0 if not recorded.
+    since: u64,
+    _held: imp::ReadHeld<'a>,
+}
+
+/// Holds an [`RwLock`] exclusively; dropping it records the hold time (if stamped) and
+/// unlocks.
+#[must_use = "dropping the guard unlocks at once"]
+pub struct RwLockWriteGuard<'a, T> {
+    lock: &'a RwLock<T>,
+    _held: imp::WriteHeld<'a>,
+}
+
+// SAFETY: sharing a guard across threads shares only `&T` (through `Deref`), so `T: Sync`
+// suffices, as for parking_lot's guards (the `Held` marker makes them `!Send` and `!Sync`).
+unsafe impl<T: Sync> Sync for MutexGuard<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for RwLockReadGuard<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for RwLockWriteGuard<'_, T> {}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the mutex, so no other thread accesses the data.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the mutex, and `&mut self` excludes other borrows through it.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // The hold ends here, before the unlock.
+        // SAFETY: this guard holds the mutex; its borrows of the data end here.
+        unsafe {
+            if self.lock.hold.is_stamped() {
+                self.lock.release_recorded();
+            }
+            self.lock.raw.unlock();
+        }
+    }
+}
+
+impl<T> Deref for RwLockReadGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock shared, so no thread writes the data.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for RwLockReadGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        if COMPILED_IN && self.since != 0 {
+            self.lock.read_release_recorded(self.since);
+        }
+        // SAFETY: this guard holds a shared hold and its borrows of the data end here.
+        unsafe { self.lock.raw.unlock_shared() };
+    }
+}
+
+impl<T> Deref for RwLockWriteGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock exclusively.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for RwLockWriteGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the guard holds the lock exclusively, and `&mut self` excludes other
+        // borrows through it.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for RwLockWriteGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this guard holds the lock exclusively; its borrows of the data end here.
+        unsafe {
+            if self.lock.hold.is_stamped() {
+                self.lock.write_release_recorded();
+            }
+            self.lock.raw.unlock_exclusive();
+        }
     }
 }
 
@@ -774,6 +1146,7 @@ pub(crate) fn test_serial() -> std::sync::MutexGuard<'static, ()> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    #[cfg(feature = "lockstat")]
     use std::sync::Arc;
 
     #[test]
@@ -869,6 +1242,37 @@ mod tests {
         assert_eq!(l.into_inner(), 4);
     }
 
+    /// A guard taken while enabled records its hold when dropped after `disable`, and
+    /// clears its lock's stamp: later holds, taken while off, record nothing.
+    #[test]
+    #[cfg(feature = "lockstat")]
+    fn hold_taken_while_enabled_records_after_disable() {
+        static C: LockClass = LockClass::new("test_disable_mid_hold");
+        let _s = test_serial();
+        let m = Mutex::with_class(0u32, &C);
+        let l = RwLock::with_class(0u32, &C);
+        let s = crate::spinlock::SpinLock::with_class(0u32, &C);
+        enable();
+        let (gm, gr, gs) = (m.lock(), l.read(), s.try_lock().expect("free"));
+        disable();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drop((gm, gr, gs));
+        let st = C.stats();
+        assert_eq!((st.write.acquisitions, st.read.acquisitions), (2, 1));
+        assert!(st.write.hold.min >= 2_000_000, "{st:?}");
+        assert!(st.read.hold.min >= 2_000_000, "{st:?}");
+        for _ in 0..3 {
+            *m.lock() += 1;
+            *l.write() += 1;
+            *s.lock() += 1;
+            drop((m.try_lock(), l.try_read()));
+            drop(l.try_write());
+        }
+        assert_eq!(C.stats(), st);
+        assert_eq!((*m.lock(), *l.read(), *s.lock()), (3, 3, 3));
+        C.reset();
+    }
+
     #[test]
     fn report_sorts_by_contentions() {
         let a = ClassStats {
@@ -892,5 +1296,58 @@ mod tests {
         assert!(pb < pa, "{r}");
         // Microseconds with two decimals, as Linux prints them.
         assert!(r.contains(" 1.50 ") && r.contains(" 4.00 "), "{r}");
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::{AtomicUsize, Ordering};
+    use loom::cell::UnsafeCell as LoomUnsafeCell;
+    use loom::sync::Arc;
+
+    /// Two threads increment a loom-tracked cell under the mutex (one by `try_lock` when it
+    /// can): loom reports a data race if a guard's drop failed to unlock after the hold or
+    /// the next holder were not ordered after it.
+    #[test]
+    fn loom_mutex_mutual_exclusion() {
+        loom::model(|| {
+            let m = Arc::new(Mutex::new(LoomUnsafeCell::new(0usize)));
+            let m2 = Arc::clone(&m);
+            let t = loom::thread::spawn(move || {
+                let g = m2.lock();
+                // SAFETY: the guard gives exclusive access to the cell.
+                g.with_mut(|p| unsafe { *p += 1 });
+            });
+            let g = m.try_lock().unwrap_or_else(|| m.lock());
+            // SAFETY: as above.
+            g.with_mut(|p| unsafe { *p += 1 });
+            drop(g);
+            t.join().unwrap();
+            // SAFETY: both holds are over; we hold the mutex.
+            assert_eq!(m.lock().with(|p| unsafe { *p }), 2);
+        });
+    }
+
+    /// A writer stores two `Relaxed` words under the write lock; a reader loads them under
+    /// the read lock and must see both or neither (the lock excludes and orders them).
+    #[test]
+    fn loom_rwlock_reader_sees_whole_write() {
+        loom::model(|| {
+            let l = Arc::new(RwLock::new((AtomicUsize::new(0), AtomicUsize::new(0))));
+            let l2 = Arc::clone(&l);
+            let t = loom::thread::spawn(move || {
+                let g = l2.write();
+                g.0.store(1, Ordering::Relaxed);
+                g.1.store(1, Ordering::Relaxed);
+            });
+            if let Some(g) = l.try_read() {
+                assert_eq!(g.1.load(Ordering::Relaxed), g.0.load(Ordering::Relaxed));
+            }
+            let g = l.read();
+            assert_eq!(g.1.load(Ordering::Relaxed), g.0.load(Ordering::Relaxed));
+            drop(g);
+            t.join().unwrap();
+        });
     }
 }
