@@ -5,7 +5,7 @@
 //! and forwards guest system calls to the `Process` methods, which have Linux's names,
 //! arguments, semantics and errno values.
 //!
-//! ```no_run
+//! ```
 //! use scalevfs::{Process, Vfs, VfsOptions};
 //! let vfs = Vfs::new(VfsOptions::default());
 //! let p = Process::new(&vfs, scalevfs::Credentials::root());
@@ -14,7 +14,9 @@
 //! p.close(fd).unwrap();
 //! ```
 
+pub mod fdtable;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
+pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};

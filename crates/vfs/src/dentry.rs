@@ -679,7 +679,7 @@ impl Dcache {
         let batch: Vec<usize> = {
             let mut sh = self.lru.shards[s].lock();
             let len = sh.slots.len();
-            let mut v = Vec::with_capacity(n);
+            let mut v = Vec::with_capacity(n.min(len));
             let mut scanned = 0;
             while v.len() < n && scanned < len {
                 let i = sh.hand % len;
