@@ -17,15 +17,16 @@ struct Cli {
 enum Command {
     /// Run the benchmark suite: each workload under the legacy and scalable designs (and the
     /// host kernel), reporting median throughput and ratios.
-    Bench,
+    Bench(scalevfs_bench::cli::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Bench => {
-            eprintln!("scalevfs bench: not built yet");
-            std::process::exit(1);
-        }
+    let result = match &cli.command {
+        Command::Bench(args) => scalevfs_bench::cli::run(args),
+    };
+    if let Err(e) = result {
+        eprintln!("scalevfs bench: {e}");
+        std::process::exit(1);
     }
 }

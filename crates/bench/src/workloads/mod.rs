@@ -2,6 +2,7 @@
 
 use crate::Workload;
 
+pub mod counter;
 pub mod dlist;
 pub mod hashed;
 pub mod lockref;
@@ -14,5 +15,6 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(seqlock::workloads());
     v.extend(hashed::workloads());
     v.extend(dlist::workloads());
+    v.extend(counter::workloads());
     v
 }
