@@ -259,13 +259,7 @@ fn dput(mut d: *mut Dentry) {
         let Some(mut g) = dd.count.put_or_lock() else {
             return;
         };
-        debug_assert!(!g.is_dead() && g.count() >= 1);
-        if g.count() > 1 {
-            // Only the legacy/locked path can get here (LockRef decrements locklessly).
-            let c = g.count() - 1;
-            g.set_count(c);
-            return;
-        }
+        debug_assert!(!g.is_dead() && g.count() == 1);
         g.set_count(0);
         let flags = dd.flags.load(Ordering::Relaxed);
         if flags & HASHED != 0 {

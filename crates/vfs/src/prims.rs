@@ -10,86 +10,69 @@
 //! * [`RenameLock`]: the rename sequence read/write lock (seed 004).
 //! * [`InodeList`]: a superblock's inode list (seed 001): `DList` or the legacy `LockedList`.
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
+use scalevfs_primitives::lockref::{LegacyRef, LockRef};
 use scalevfs_primitives::Locking;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Count value a dead `DRef` reports.
-const DEAD: i64 = -128;
+/// The lock of a [`DRef`], held: the count may be read and changed, and the fields the owner
+/// documents as "under d_lock" may be changed. Both designs share it.
+pub use scalevfs_primitives::lockref::LockRefGuard as DRefGuard;
 
 /// A dentry reference count with its lock (see the module docs).
-pub struct DRef {
-    m: Mutex<i64>,
-    locking: Locking,
+pub enum DRef {
+    Scalable(LockRef),
+    Legacy(LegacyRef),
 }
 
-/// The lock of a [`DRef`], held: the count may be read and changed, and the fields the owner
-/// documents as "under d_lock" may be changed.
-pub struct DRefGuard<'a> {
-    g: MutexGuard<'a, i64>,
+macro_rules! dispatch {
+    ($self:ident, $r:ident => $e:expr) => {
+        match $self {
+            DRef::Scalable($r) => $e,
+            DRef::Legacy($r) => $e,
+        }
+    };
 }
 
 impl DRef {
     pub fn new(locking: Locking, count: u32) -> DRef {
-        DRef {
-            m: Mutex::new(count as i64),
-            locking,
+        match locking {
+            Locking::Scalable => DRef::Scalable(LockRef::new(count)),
+            Locking::Legacy => DRef::Legacy(LegacyRef::new(count)),
         }
     }
-    pub fn locking(&self) -> Locking {
-        self.locking
-    }
-    /// Current count (racy snapshot; dead reports a negative value as 0).
+    /// Current count (racy snapshot; a dead count reports 0).
+    #[inline]
     pub fn count(&self) -> u32 {
-        (*self.m.lock()).max(0) as u32
+        dispatch!(self, r => r.count()).max(0) as u32
     }
+    #[inline]
     pub fn is_dead(&self) -> bool {
-        *self.m.lock() < 0
+        dispatch!(self, r => r.is_dead())
     }
     /// Takes a reference unless the object is dead.
+    #[inline]
     pub fn get_not_dead(&self) -> bool {
-        let mut g = self.m.lock();
-        if *g < 0 {
-            return false;
-        }
-        *g += 1;
-        true
+        dispatch!(self, r => r.get_not_dead())
     }
     /// Takes a reference; the caller already holds one.
+    #[inline]
     pub fn get(&self) {
-        *self.m.lock() += 1;
+        dispatch!(self, r => r.get())
     }
     /// Drops a reference without the lock if the count stays above zero (`None`); otherwise
     /// returns the lock held and the count not yet decremented (`Some`).
+    #[inline]
     pub fn put_or_lock(&self) -> Option<DRefGuard<'_>> {
-        let mut g = self.m.lock();
-        if *g > 1 {
-            *g -= 1;
-            None
-        } else {
-            Some(DRefGuard { g })
-        }
+        dispatch!(self, r => r.put_or_lock())
     }
+    #[inline]
     pub fn lock(&self) -> DRefGuard<'_> {
-        DRefGuard { g: self.m.lock() }
+        dispatch!(self, r => r.lock())
     }
-}
-
-impl DRefGuard<'_> {
-    pub fn count(&self) -> u32 {
-        (*self.g).max(0) as u32
-    }
-    pub fn is_dead(&self) -> bool {
-        *self.g < 0
-    }
-    pub fn set_count(&mut self, n: u32) {
-        *self.g = n as i64;
-    }
-    pub fn inc(&mut self) {
-        *self.g += 1;
-    }
-    pub fn mark_dead(&mut self) {
-        *self.g = DEAD;
+    #[inline]
+    pub fn try_lock(&self) -> Option<DRefGuard<'_>> {
+        dispatch!(self, r => r.try_lock())
     }
 }
 
