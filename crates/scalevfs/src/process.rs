@@ -572,7 +572,11 @@ impl Process {
                 self.fds.set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
                 Ok(0)
             }
-            libc::F_GETFL => Ok(f.flags() | scalevfs_vfs::core::O_LARGEFILE_KERNEL),
+            libc::F_GETFL => Ok(if f.is_path() {
+                f.flags()
+            } else {
+                f.flags() | scalevfs_vfs::core::O_LARGEFILE_KERNEL
+            }),
             libc::F_SETFL => {
                 if f.is_path() {
                     return Err(Errno::EBADF);

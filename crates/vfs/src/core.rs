@@ -693,6 +693,7 @@ impl VfsCore {
     }
 
     fn read_at(&self, f: &OpenFile, inode: &Inode, buf: &mut [u8], off: i64) -> SysResult<usize> {
+        check_rw_area(off, buf.len())?;
         let n = inode.fs().read(inode, off as u64, buf)?;
         if f.flags() & libc::O_NOATIME == 0 {
             inode.touch_atime();
@@ -751,6 +752,7 @@ impl VfsCore {
         }
         let _w = inode.rwsem.write();
         let off = if append { inode.size() as i64 } else { off };
+        check_rw_area(off, buf.len())?;
         if buf.is_empty() {
             return Ok((0, off));
         }
@@ -886,6 +888,14 @@ impl VfsCore {
         let inode = f.inode();
         inode.fs().fsync(inode)
     }
+}
+
+/// `rw_verify_area`: a position plus count past `i64::MAX` is `EINVAL`.
+fn check_rw_area(off: i64, len: usize) -> SysResult<()> {
+    if off < 0 || (off as i128 + len as i128) > i64::MAX as i128 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 /// Is `a` an ancestor of (or equal to) `d`? Call with the rename mutex held.
