@@ -1,0 +1,238 @@
+//! Random operation sequences over a small namespace, for proptest.
+//!
+//! A handful of names in two directories, four fd slots, and the common calls with small
+//! arguments: small enough that sequences collide (create then rename over, unlink an
+//! open file, rmdir a non-empty directory, ...), which is where implementations differ.
+//! Every generated script ends by listing the directories and lstat-ing every name, so a
+//! divergence in state shows up even when no return value differed. Shrinking removes
+//! steps and simplifies arguments (proptest's `Vec` and `select` shrinking).
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+use crate::op::{Fd, Op, Slot};
+use crate::script::Script;
+
+/// Paths the generator uses (relative, so they also work after a chdir into `d`, where
+/// most of them do not exist). Modes include 0777/1777 so that an unprivileged phase
+/// (after `SetCreds`) meets both writable and read-only objects.
+pub const NAMES: &[&str] = &[
+    "a", "b", "d", "e", "d/a", "d/b", "d/e", "e/x", "l", "d/l", "a/", "d/..", ".",
+];
+const DIRS_TO_LIST: &[&str] = &["/", "/d", "/e", "/d/e"];
+const SLOTS: u16 = 4;
+/// Slot used by the epilogue and by `ls` steps, distinct from the generated ones.
+const LS_SLOT: u16 = 10;
+
+fn path() -> impl Strategy<Value = Vec<u8>> {
+    prop::sample::select(NAMES).prop_map(|s| s.as_bytes().to_vec())
+}
+
+fn slot() -> impl Strategy<Value = Slot> {
+    (0..SLOTS).prop_map(Slot)
+}
+
+fn fd() -> impl Strategy<Value = Fd> {
+    slot().prop_map(Fd::Slot)
+}
+
+fn data() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop::sample::select(b"xyz".as_slice()), 0..6)
+}
+
+fn open_flags() -> impl Strategy<Value = i32> {
+    use libc::*;
+    prop::sample::select(vec![
+        O_RDONLY,
+        O_WRONLY,
+        O_RDWR,
+        O_CREAT | O_RDWR,
+        O_CREAT | O_EXCL | O_WRONLY,
+        O_TRUNC | O_RDWR,
+        O_APPEND | O_WRONLY | O_CREAT,
+        O_DIRECTORY | O_RDONLY,
+        O_NOFOLLOW | O_RDONLY,
+        O_PATH,
+    ])
+}
+
+fn mode() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![0o644u32, 0o755, 0o600, 0o000, 0o4755, 0o1777, 0o777])
+}
+
+/// One random step.
+pub fn op() -> impl Strategy<Value = Op> {
+    use libc::*;
+    let cwd = || Just(Fd::Cwd);
+    prop_oneof![
+        4 => (cwd(), path(), open_flags(), mode(), slot())
+            .prop_map(|(dir, path, flags, mode, to)| Op::Open { dir, path, flags, mode, to }),
+        2 => fd().prop_map(Op::Close),
+        3 => (fd(), data()).prop_map(|(fd, data)| Op::Write { fd, data }),
+        2 => (fd(), data(), 0i64..10).prop_map(|(fd, data, off)| Op::Pwrite { fd, data, off }),
+        2 => (fd(), 0usize..8).prop_map(|(fd, len)| Op::Read { fd, len }),
+        1 => (fd(), 0usize..8, 0i64..10).prop_map(|(fd, len, off)| Op::Pread { fd, len, off }),
+        1 => (fd(), -3i64..6, prop::sample::select(vec![SEEK_SET, SEEK_CUR, SEEK_END]))
+            .prop_map(|(fd, off, whence)| Op::Lseek { fd, off, whence }),
+        1 => (fd(), 0i64..6).prop_map(|(fd, len)| Op::Ftruncate { fd, len }),
+        1 => fd().prop_map(Op::Fstat),
+        2 => (path(), prop::sample::select(vec![0, AT_SYMLINK_NOFOLLOW]))
+            .prop_map(|(path, flags)| Op::Stat { dir: Fd::Cwd, path, flags }),
+        3 => (path(), mode()).prop_map(|(path, mode)| Op::Mkdir { dir: Fd::Cwd, path, mode }),
+        2 => (path(), prop::sample::select(vec![0, AT_REMOVEDIR]))
+            .prop_map(|(path, flags)| Op::Unlink { dir: Fd::Cwd, path, flags }),
+        3 => (path(), path(), prop::sample::select(vec![0u32, 0, RENAME_NOREPLACE, RENAME_EXCHANGE]))
+            .prop_map(|(old, new, flags)| Op::Rename {
+                olddir: Fd::Cwd, old, newdir: Fd::Cwd, new, flags
+            }),
+        1 => (path(), path()).prop_map(|(old, new)| Op::Link {
+            olddir: Fd::Cwd, old, newdir: Fd::Cwd, new, flags: 0
+        }),
+        1 => (path(), path()).prop_map(|(target, path)| Op::Symlink { target, dir: Fd::Cwd, path }),
+        1 => path().prop_map(|path| Op::Readlink { dir: Fd::Cwd, path, size: 64 }),
+        1 => (path(), 0i64..6).prop_map(|(path, len)| Op::Truncate { path, len }),
+        1 => (path(), mode()).prop_map(|(path, mode)| Op::Chmod {
+            dir: Fd::Cwd, path, mode, flags: 0
+        }),
+        1 => prop::sample::select(vec!["/", "d", "e", "..", "l"])
+            .prop_map(|p| Op::Chdir(p.as_bytes().to_vec())),
+        1 => Just(Op::Getcwd { size: 4096 }),
+        1 => (fd(), slot()).prop_map(|(fd, to)| Op::Dup { fd, to }),
+        1 => path().prop_map(Op::Contents),
+        1 => fd().prop_map(Op::Getdents),
+        // Drop to an unprivileged user for the rest of the sequence (again: a no-op).
+        1 => Just(Op::SetCreds { uid: crate::script::U1, gid: crate::script::G1, groups: vec![] }),
+    ]
+}
+
+/// The fixed start of every random script, so that generated steps meet existing files,
+/// directories, a symlink and open fds rather than mostly ENOENT and EBADF: `a` (data, open
+/// read-write in slot 0), `d` (open in slot 1) with `d/b`, `e` (mode 0777), `l -> a`.
+fn prologue(s: &mut Script) {
+    use libc::*;
+    let cwd = Fd::Cwd;
+    let p = |x: &str| x.as_bytes().to_vec();
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("a"),
+        flags: O_CREAT | O_RDWR,
+        mode: 0o644,
+        to: Slot(0),
+    });
+    s.push(Op::Write {
+        fd: Fd::Slot(Slot(0)),
+        data: p("aa"),
+    });
+    s.push(Op::Mkdir {
+        dir: cwd,
+        path: p("d"),
+        mode: 0o755,
+    });
+    s.push(Op::Mkdir {
+        dir: cwd,
+        path: p("e"),
+        mode: 0o777,
+    });
+    s.push(Op::Chmod {
+        dir: cwd,
+        path: p("e"),
+        mode: 0o777,
+        flags: 0,
+    });
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("d/b"),
+        flags: O_CREAT | O_WRONLY,
+        mode: 0o666,
+        to: Slot(1),
+    });
+    s.push(Op::Close(Fd::Slot(Slot(1))));
+    s.push(Op::Symlink {
+        target: p("a"),
+        dir: cwd,
+        path: p("l"),
+    });
+    s.push(Op::Open {
+        dir: cwd,
+        path: p("d"),
+        flags: O_RDONLY | O_DIRECTORY,
+        mode: 0,
+        to: Slot(1),
+    });
+}
+
+/// Wrap generated steps into a script with the prologue and the observation epilogue.
+pub fn script_from(name: String, ops: Vec<Op>) -> Script {
+    let mut s = Script::new(name);
+    prologue(&mut s);
+    for op in ops {
+        s.push(op);
+    }
+    s.push(Op::Chdir(b"/".to_vec()));
+    for d in DIRS_TO_LIST {
+        let to = Slot(LS_SLOT);
+        s.push(Op::Open {
+            dir: Fd::Cwd,
+            path: d.as_bytes().to_vec(),
+            flags: libc::O_RDONLY | libc::O_DIRECTORY,
+            mode: 0,
+            to,
+        });
+        s.push(Op::Getdents(Fd::Slot(to)));
+        s.push(Op::Close(Fd::Slot(to)));
+    }
+    for n in NAMES {
+        s.push(Op::Stat {
+            dir: Fd::Cwd,
+            path: n.as_bytes().to_vec(),
+            flags: libc::AT_SYMLINK_NOFOLLOW,
+        });
+        s.push(Op::Contents(n.as_bytes().to_vec()));
+    }
+    s
+}
+
+/// Random scripts of 1 to `max_len` steps.
+pub fn script(max_len: usize) -> impl Strategy<Value = Script> {
+    prop::collection::vec(op(), 1..=max_len.max(1))
+        .prop_map(|ops| script_from("random/generated".into(), ops))
+}
+
+/// `n` random scripts from a fixed seed (reproducible, for the report binary).
+pub fn sample(n: usize, seed: u64) -> Vec<Script> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let strat = script(30);
+    (0..n)
+        .filter_map(|i| {
+            let tree = strat.new_tree(&mut runner).ok()?;
+            let mut s = tree.current();
+            s.name = format!("random/seed{seed}-{i}");
+            Some(s)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_reproducible_and_seed_dependent() {
+        let a = sample(20, 7);
+        let b = sample(20, 7);
+        let c = sample(20, 8);
+        assert_eq!(a.len(), 20);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        for s in &a {
+            // Every script ends with the observation epilogue (lstat + contents per name).
+            let tail = &s.steps[s.steps.len() - 2 * NAMES.len()..];
+            assert!(matches!(tail[0], Op::Stat { .. }), "{s}");
+            assert!(matches!(tail[1], Op::Contents(_)), "{s}");
+        }
+    }
+}
