@@ -321,16 +321,14 @@ impl Process {
         mode: u32,
         flags: i32,
     ) -> SysResult<()> {
-        if flags & !libc::AT_SYMLINK_NOFOLLOW != 0 {
+        // fchmodat2's flags (Linux 6.6).
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let p = self.resolve_at(dirfd, path.as_ref(), 0, true)?;
-        if flags & libc::AT_SYMLINK_NOFOLLOW != 0 {
-            // Linux's fchmodat has no flags argument; glibc refuses symlinks with EOPNOTSUPP.
-            let p2 = self.resolve_at(dirfd, path.as_ref(), libc::AT_SYMLINK_NOFOLLOW, true)?;
-            if p2.dentry.inode().is_some_and(|i| i.is_symlink()) {
-                return Err(Errno::EOPNOTSUPP);
-            }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+            // Symlink modes cannot be changed.
+            return Err(Errno::EOPNOTSUPP);
         }
         self.core().chmod(&self.ctx(), &p, mode)
     }
@@ -387,12 +385,16 @@ impl Process {
             }
         }
         let path = path.as_ref();
-        let p = if path.is_empty() {
-            // futimens: utimensat(fd, NULL, ...) reaches the kernel with an empty path.
+        let p = if path.is_empty() && flags & libc::AT_EMPTY_PATH == 0 {
+            // futimens: utimensat(fd, NULL, ...): the descriptor itself, not an O_PATH one.
             if dirfd == libc::AT_FDCWD {
                 return Err(Errno::ENOENT);
             }
-            self.fds.get(dirfd)?.path().clone()
+            let f = self.fds.get(dirfd)?;
+            if f.is_path() {
+                return Err(Errno::EBADF);
+            }
+            f.path().clone()
         } else {
             self.resolve_at(dirfd, path, flags, true)?
         };

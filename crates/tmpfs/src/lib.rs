@@ -32,6 +32,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const PAGE: usize = 4096;
 /// Linux's tmpfs directory entry size unit.
 const BOGO_DIRENT_SIZE: u64 = 20;
+/// The position a directory reaches at its end (Linux's `DIR_OFFSET_EOD`).
+pub const DIR_OFFSET_EOD: u64 = i32::MAX as u64;
 /// Largest file size (`MAX_LFS_FILESIZE`).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
@@ -52,7 +54,9 @@ pub struct Tmpfs {
     used_inodes: AtomicU64,
 }
 
-type Page = Box<[u8; PAGE]>;
+/// A page of a file: `None` is allocated by `fallocate` but never written; it reads as
+/// zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as shmem's unwritten pages do.
+type Page = Option<Box<[u8; PAGE]>>;
 
 enum Node {
     File(RwLock<BTreeMap<u64, Page>>),
@@ -76,8 +80,8 @@ impl DirMap {
             .map(|e| &e.1)
     }
     fn insert(&mut self, name: &[u8], inode: InodeRef) {
-        // Cookies 0 and 1 are "." and "..".
-        let c = self.next_cookie.max(2);
+        // Cookies 0 and 1 are "." and ".."; the end of the directory is DIR_OFFSET_EOD.
+        let c = self.next_cookie.clamp(2, DIR_OFFSET_EOD - 1);
         self.next_cookie = c + 1;
         self.by_name.insert(name.into(), c);
         self.by_cookie.insert(c, (name.into(), inode));
@@ -426,7 +430,7 @@ impl FileSystem for Tmpfs {
         parent_ino: u64,
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
-    ) -> SysResult<()> {
+    ) -> SysResult<bool> {
         let mut pos = pos.max(0) as u64;
         if pos == 0 {
             if !emit(DirEmit {
@@ -435,7 +439,7 @@ impl FileSystem for Tmpfs {
                 d_type: libc::DT_DIR,
                 name: b".",
             }) {
-                return Ok(());
+                return Ok(false);
             }
             pos = 1;
         }
@@ -446,7 +450,7 @@ impl FileSystem for Tmpfs {
                 d_type: libc::DT_DIR,
                 name: b"..",
             }) {
-                return Ok(());
+                return Ok(false);
             }
             pos = 2;
         }
@@ -458,10 +462,10 @@ impl FileSystem for Tmpfs {
                 d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
                 name,
             }) {
-                break;
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize> {
@@ -477,8 +481,10 @@ impl FileSystem for Tmpfs {
             let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
             let chunk = (PAGE - in_page).min(n - done);
             match p.get(&idx) {
-                Some(pg) => buf[done..done + chunk].copy_from_slice(&pg[in_page..in_page + chunk]),
-                None => buf[done..done + chunk].fill(0),
+                Some(Some(pg)) => {
+                    buf[done..done + chunk].copy_from_slice(&pg[in_page..in_page + chunk])
+                }
+                _ => buf[done..done + chunk].fill(0),
             }
             done += chunk;
         }
@@ -499,9 +505,10 @@ impl FileSystem for Tmpfs {
                     }
                     break;
                 }
-                p.insert(idx, Box::new([0u8; PAGE]));
+                p.insert(idx, None);
             }
-            let pg = p.get_mut(&idx).expect("just inserted");
+            let slot = p.get_mut(&idx).expect("just inserted");
+            let pg = slot.get_or_insert_with(|| Box::new([0u8; PAGE]));
             pg[in_page..in_page + chunk].copy_from_slice(&buf[done..done + chunk]);
             done += chunk;
         }
@@ -520,7 +527,7 @@ impl FileSystem for Tmpfs {
             let gone = p.split_off(&first_gone);
             self.unreserve_pages(gone.len() as u64);
             if size % PAGE as u64 != 0 {
-                if let Some(pg) = p.get_mut(&(size / PAGE as u64)) {
+                if let Some(Some(pg)) = p.get_mut(&(size / PAGE as u64)) {
                     pg[(size % PAGE as u64) as usize..].fill(0);
                 }
             }
@@ -536,7 +543,7 @@ impl FileSystem for Tmpfs {
         let missing = (first..=last).filter(|i| !p.contains_key(i)).count() as u64;
         self.reserve_pages(missing)?;
         for i in first..=last {
-            p.entry(i).or_insert_with(|| Box::new([0u8; PAGE]));
+            p.entry(i).or_insert(None);
         }
         if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > inode.size() {
             inode.set_size(end);
@@ -549,13 +556,13 @@ impl FileSystem for Tmpfs {
         let idx = off / PAGE as u64;
         let size = inode.size();
         if data {
-            match p.range(idx..).next() {
+            match p.range(idx..).find(|(_, pg)| pg.is_some()) {
                 Some((&i, _)) if i * (PAGE as u64) < size => Ok(off.max(i * PAGE as u64)),
                 _ => Err(Errno::ENXIO),
             }
         } else {
             let mut i = idx;
-            while p.contains_key(&i) {
+            while matches!(p.get(&i), Some(Some(_))) {
                 i += 1;
             }
             Ok(off.max(i * PAGE as u64).min(size))

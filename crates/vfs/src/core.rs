@@ -31,6 +31,9 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+/// Where a directory's position goes at its end (Linux's `DIR_OFFSET_EOD`).
+pub const DIR_OFFSET_EOD: i64 = i32::MAX as i64;
+
 /// `O_LARGEFILE` as the x86-64 kernel reports it in `F_GETFL`.
 pub const O_LARGEFILE_KERNEL: i32 = 0o100000;
 
@@ -190,7 +193,16 @@ impl VfsCore {
         let mut links = 0;
         let (mut dirp, mut last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
         loop {
-            if last.kind != LastKind::Norm || last.slash {
+            if last.kind != LastKind::Norm {
+                // ".", ".." or "/": resolved, then do_open's checks: EEXIST, else EISDIR.
+                let _ = self.lookup_last(ctx, dirp, &last, true, false, &mut links)?;
+                return Err(if flags & libc::O_EXCL != 0 {
+                    Errno::EEXIST
+                } else {
+                    Errno::EISDIR
+                });
+            }
+            if last.slash {
                 return Err(Errno::EISDIR);
             }
             let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
@@ -206,7 +218,11 @@ impl VfsCore {
                     if d.is_negative() {
                         perm::may_create(dir, ctx.cred)?;
                         let (gid, _) = self.new_owner(dir, ctx.cred, false);
-                        let m = libc::S_IFREG | (mode & 0o7777 & !umask);
+                        let m = self.strip_sgid(
+                            dir,
+                            ctx.cred,
+                            libc::S_IFREG | (mode & 0o7777 & !umask),
+                        );
                         let inode = dir.fs().create(dir, &last.name, m, ctx.cred.uid, gid)?;
                         self.dcache.instantiate(&d, &dirp.dentry, inode);
                         drop(_w);
@@ -247,6 +263,21 @@ impl VfsCore {
 
     /// The group and mode adjustment of a new inode in `dir` (setgid directories pass their
     /// group on, and their setgid bit to subdirectories).
+    /// `mode_strip_sgid`: a new group-executable setgid file in a setgid directory whose
+    /// group the creator is not in loses its setgid bit (unless root).
+    fn strip_sgid(&self, dir: &Inode, cred: &Cred, mode: u32) -> u32 {
+        let sg = libc::S_ISGID | libc::S_IXGRP;
+        if mode & sg == sg
+            && dir.mode() & libc::S_ISGID != 0
+            && !cred.in_group(dir.gid())
+            && !cred.is_root()
+        {
+            mode & !libc::S_ISGID
+        } else {
+            mode
+        }
+    }
+
     fn new_owner(&self, dir: &Inode, cred: &Cred, is_dir: bool) -> (u32, u32) {
         if dir.mode() & libc::S_ISGID != 0 {
             (dir.gid(), if is_dir { libc::S_ISGID } else { 0 })
@@ -300,6 +331,7 @@ impl VfsCore {
         start: &Path,
         path: &[u8],
         is_dir: bool,
+        check_create: bool,
         f: impl FnOnce(&Path, &Inode, &DentryRef, &[u8]) -> SysResult<R>,
     ) -> SysResult<R> {
         let (dirp, last) = self.lookup_parent(ctx, start, path)?;
@@ -315,7 +347,9 @@ impl VfsCore {
         if last.slash && !is_dir {
             return Err(Errno::ENOENT);
         }
-        perm::may_create(dir, ctx.cred)?;
+        if check_create {
+            perm::may_create(dir, ctx.cred)?;
+        }
         f(&dirp, dir, &d, &last.name)
     }
 
@@ -327,7 +361,7 @@ impl VfsCore {
         mode: u32,
         umask: u32,
     ) -> SysResult<()> {
-        self.with_create(ctx, start, path, true, |dirp, dir, d, name| {
+        self.with_create(ctx, start, path, true, true, |dirp, dir, d, name| {
             let (gid, extra) = self.new_owner(dir, ctx.cred, true);
             let m = libc::S_IFDIR | (mode & 0o1777 & !umask) | extra;
             let inode = dir.fs().create(dir, name, m, ctx.cred.uid, gid)?;
@@ -343,7 +377,7 @@ impl VfsCore {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        self.with_create(ctx, start, path, false, |dirp, dir, d, name| {
+        self.with_create(ctx, start, path, false, true, |dirp, dir, d, name| {
             let (gid, _) = self.new_owner(dir, ctx.cred, false);
             let inode = dir.fs().symlink(dir, name, target, ctx.cred.uid, gid)?;
             self.dcache.instantiate(d, &dirp.dentry, inode);
@@ -354,14 +388,16 @@ impl VfsCore {
     /// `linkat` after resolving the old path to `old`.
     pub fn link(&self, ctx: &Ctx<'_>, old: &Path, start: &Path, path: &[u8]) -> SysResult<()> {
         let inode_ref = old.dentry.inode_ref().ok_or(Errno::ENOENT)?;
-        self.with_create(ctx, start, path, false, |dirp, dir, d, name| {
+        self.with_create(ctx, start, path, false, false, |dirp, dir, d, name| {
+            // do_linkat's order: EXDEV, may_linkat, then vfs_link's may_create and EPERM.
             if dirp.mnt != old.mnt {
                 return Err(Errno::EXDEV);
             }
+            perm::may_link(&inode_ref, ctx.cred)?;
+            perm::may_create(dir, ctx.cred)?;
             if inode_ref.is_dir() {
                 return Err(Errno::EPERM);
             }
-            perm::may_link(&inode_ref, ctx.cred)?;
             let _i = inode_ref.rwsem.write();
             if inode_ref.nlink() == 0 {
                 return Err(Errno::ENOENT);
@@ -578,10 +614,9 @@ impl VfsCore {
     /// `utimensat` on a resolved path; `times == None` means both now.
     pub fn utimes(&self, ctx: &Ctx<'_>, p: &Path, times: Option<[Timespec; 2]>) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
-        let explicit = times.is_some_and(|t| {
-            t.iter()
-                .any(|x| x.nsec != libc::UTIME_NOW && x.nsec != libc::UTIME_OMIT)
-        });
+        // Only "set both to now" (NULL, or both UTIME_NOW) is allowed to a writer who is not
+        // the owner; anything else (explicit times, or UTIME_OMIT for one) needs ownership.
+        let explicit = times.is_some_and(|t| t.iter().any(|x| x.nsec != libc::UTIME_NOW));
         if !ctx.cred.owns(inode) {
             if explicit {
                 return Err(Errno::EPERM);
@@ -656,7 +691,7 @@ impl VfsCore {
             return Err(Errno::EINVAL);
         }
         permission(inode, ctx.cred, MAY_WRITE)?;
-        self.do_truncate(ctx, inode, len, false)
+        self.do_truncate(ctx, inode, len, true)
     }
 
     fn do_truncate(&self, ctx: &Ctx<'_>, inode: &Inode, len: i64, always_touch: bool) -> SysResult<()> {
@@ -776,8 +811,8 @@ impl VfsCore {
         let size = inode.size() as i64;
         let new = match whence {
             libc::SEEK_SET => off,
-            libc::SEEK_CUR => pos.checked_add(off).ok_or(Errno::EOVERFLOW)?,
-            libc::SEEK_END if !inode.is_dir() => size.checked_add(off).ok_or(Errno::EOVERFLOW)?,
+            libc::SEEK_CUR => pos.checked_add(off).ok_or(Errno::EINVAL)?,
+            libc::SEEK_END if !inode.is_dir() => size.checked_add(off).ok_or(Errno::EINVAL)?,
             libc::SEEK_DATA | libc::SEEK_HOLE if inode.is_reg() => {
                 if off < 0 || off >= size {
                     return Err(Errno::ENXIO);
@@ -817,7 +852,7 @@ impl VfsCore {
             .unwrap_or(inode.ino);
         let mut used = 0usize;
         let mut too_small = false;
-        inode.fs().readdir(inode, parent_ino, *pos, &mut |e| {
+        let at_end = inode.fs().readdir(inode, parent_ino, *pos, &mut |e| {
             let reclen = (19 + e.name.len() + 1 + 7) & !7;
             if used + reclen > buf.len() {
                 too_small = used == 0;
@@ -838,6 +873,10 @@ impl VfsCore {
         })?;
         if too_small {
             return Err(Errno::EINVAL);
+        }
+        if at_end {
+            // Linux's tmpfs (simple_offset) parks the position at DIR_OFFSET_EOD.
+            *pos = DIR_OFFSET_EOD;
         }
         inode.touch_atime();
         Ok(used)

@@ -59,14 +59,15 @@ pub trait FileSystem: Send + Sync + 'static {
         flags: u32,
     ) -> SysResult<()>;
     /// Emits entries from position `pos` (0 = start, including `.` and `..`) until `emit`
-    /// returns false. Entries that exist throughout a directory scan are emitted exactly once.
+    /// returns false; returns true if it reached the end of the directory. Entries that
+    /// exist throughout a directory scan are emitted exactly once.
     fn readdir(
         &self,
         dir: &Inode,
         parent_ino: u64,
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
-    ) -> SysResult<()>;
+    ) -> SysResult<bool>;
     fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize>;
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize>;
     /// Truncates or extends (with a hole) to `size`.

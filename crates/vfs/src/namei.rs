@@ -127,7 +127,9 @@ impl VfsCore {
         } else {
             (start.mnt, start.dentry.as_ptr())
         };
-        let must_dir = must_dir || path.ends_with(b"/");
+        let slash = path.ends_with(b"/");
+        let must_dir = must_dir || slash;
+        let follow = follow || slash;
         let n = comps(path).count();
         if n == 0 {
             return None;
@@ -164,7 +166,7 @@ impl VfsCore {
                     return Some(Err(Errno::ENOENT));
                 }
                 Some(ci) => {
-                    if ci.is_symlink() && (i + 1 < n || follow || must_dir) {
+                    if ci.is_symlink() && (i + 1 < n || follow) {
                         return None;
                     }
                 }
@@ -261,6 +263,9 @@ impl VfsCore {
         must_dir: bool,
         links: &mut u32,
     ) -> SysResult<Path> {
+        // A trailing slash means "follow, and it must be a directory" (link_path_walk sets
+        // LOOKUP_FOLLOW | LOOKUP_DIRECTORY); O_DIRECTORY alone does not follow.
+        let follow = follow || last.slash;
         let must_dir = must_dir || last.slash;
         let p = match last.kind {
             LastKind::Root | LastKind::Dot => parent,
@@ -274,7 +279,7 @@ impl VfsCore {
                     mnt: parent.mnt,
                     dentry: d,
                 });
-                if p.dentry.inode().is_some_and(|i| i.is_symlink()) && (follow || must_dir) {
+                if p.dentry.inode().is_some_and(|i| i.is_symlink()) && follow {
                     self.follow_link(ctx, parent, &p, links)?
                 } else {
                     p
