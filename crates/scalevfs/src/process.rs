@@ -43,6 +43,11 @@ pub struct Vfs {
 
 impl Vfs {
     pub fn new(options: VfsOptions) -> Arc<Vfs> {
+        Vfs::with_core_options(options, CoreOptions::default())
+    }
+
+    /// Like [`Vfs::new`] with dcache tuning (`core.locking` is taken from `options`).
+    pub fn with_core_options(options: VfsOptions, core: CoreOptions) -> Arc<Vfs> {
         let fs = Arc::new(Tmpfs::new(TmpfsOptions {
             size_limit: options.size_limit,
             inode_limit: options.inode_limit,
@@ -50,7 +55,7 @@ impl Vfs {
         let core = VfsCore::new(
             CoreOptions {
                 locking: options.locking,
-                ..CoreOptions::default()
+                ..core
             },
             fs,
         )
