@@ -1,1 +1,0 @@
-//! TODO(owner: see issue 2): seqlock

@@ -1,0 +1,400 @@
+use super::*;
+use std::sync::atomic::{AtomicBool as StdBool, AtomicUsize as StdUsize, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+/// A 4-word value whose words are always equal when consistent.
+fn consistent(v: [u64; 4]) -> bool {
+    v.iter().all(|&x| x == v[0])
+}
+
+#[test]
+fn counter_begin_retry() {
+    let c = SeqCounter::new();
+    let s = c.read_begin();
+    assert_eq!(s.value() & 1, 0);
+    assert!(!c.read_retry(s));
+    c.write_begin();
+    assert_eq!(c.raw() & 1, 1);
+    // A raw sample taken mid-write never validates.
+    let odd = c.read_begin_raw();
+    assert!(c.read_retry(odd));
+    assert!(
+        c.read_retry(s),
+        "a write in progress invalidates earlier reads"
+    );
+    c.write_end();
+    assert!(
+        c.read_retry(s),
+        "a completed write invalidates earlier reads"
+    );
+    let s2 = c.read_begin();
+    assert_eq!(s2.value(), s.value() + 2);
+    assert!(!c.read_retry(s2));
+}
+
+#[test]
+fn counter_wraps() {
+    let c = SeqCounter {
+        seq: crate::sync::AtomicU32::new(u32::MAX - 1),
+    };
+    let s = c.read_begin();
+    c.write_begin();
+    c.write_end();
+    assert_eq!(c.raw(), 0);
+    assert!(c.read_retry(s));
+    assert!(!c.read_retry(c.read_begin()));
+}
+
+#[test]
+fn seqlock_write_and_excl() {
+    let l = SeqLock::new();
+    let s = l.read_begin();
+    {
+        let _x = l.read_excl();
+        // The exclusive reader excludes writers but does not bump the sequence.
+        assert!(l.try_write().is_none());
+        assert!(!l.read_retry(s));
+    }
+    {
+        let _w = l.write();
+        assert_eq!(l.sequence() & 1, 1);
+        assert!(l.try_write().is_none());
+    }
+    assert!(l.read_retry(s));
+    assert_eq!(l.sequence(), 2);
+    let w = l.try_write().expect("free lock");
+    drop(w);
+    assert_eq!(l.sequence(), 4);
+}
+
+#[test]
+fn seqlock_read_or_lock_modes() {
+    let l = SeqLock::new();
+    let cell = SeqCell::new([7, 7]);
+    let mut modes = Vec::new();
+    let v = l.read_or_lock(|m| {
+        modes.push(m);
+        cell.load()
+    });
+    assert_eq!(v, [7, 7]);
+    assert_eq!(modes, [ReadMode::Optimistic]);
+
+    // A write during the optimistic pass forces exactly one locked pass.
+    let mut modes = Vec::new();
+    let v = l.read_or_lock(|m| {
+        modes.push(m);
+        if m == ReadMode::Optimistic {
+            let _w = l.write();
+            cell.store([8, 8]);
+        }
+        cell.load()
+    });
+    assert_eq!(v, [8, 8]);
+    assert_eq!(modes, [ReadMode::Optimistic, ReadMode::Locked]);
+}
+
+#[test]
+fn seqrwlock_basic() {
+    let l = SeqRwLock::new();
+    let s = l.read_begin();
+    {
+        let _a = l.read_lock();
+        let _b = l.read_lock();
+        // Shared readers do not bump the sequence.
+        assert!(!l.read_retry(s));
+    }
+    {
+        let _w = l.write_lock();
+        assert_eq!(l.sequence() & 1, 1);
+    }
+    assert!(l.read_retry(s));
+    assert_eq!(l.sequence(), 2);
+    let _a = l.read_lock();
+    let dbg = format!("{l:?}");
+    assert!(
+        dbg.contains("readers: 1") && dbg.contains("seq: 2"),
+        "{dbg}"
+    );
+}
+
+#[test]
+fn seqrwlock_read_or_lock_modes() {
+    let l = SeqRwLock::new();
+    let cell = SeqCell::new([1, 1, 1]);
+    let mut modes = Vec::new();
+    let v = l.read_or_lock(|m| {
+        modes.push(m);
+        if m == ReadMode::Optimistic {
+            let _w = l.write_lock();
+            cell.store([2, 2, 2]);
+        }
+        cell.load()
+    });
+    assert_eq!(v, [2, 2, 2]);
+    assert_eq!(modes, [ReadMode::Optimistic, ReadMode::Locked]);
+}
+
+#[test]
+fn seqrwlock_counters_wrap() {
+    // Start every counter just below the wrap point.
+    let l = SeqRwLock::new();
+    l.rin.store(0u32.wrapping_sub(2 * super::rw::RINC), SeqCst);
+    l.rout.store(0u32.wrapping_sub(2 * super::rw::RINC), SeqCst);
+    l.win.store(u32::MAX, SeqCst);
+    l.wout.store(u32::MAX, SeqCst);
+    for _ in 0..4 {
+        drop(l.read_lock());
+        drop(l.write_lock());
+        let _a = l.read_lock();
+        let _b = l.read_lock();
+    }
+    let _w = l.write_lock();
+}
+
+const WRITER_ITERS: u64 = 2_000;
+const READER_ITERS: usize = 2_000;
+
+/// Writers keep a 4-word value all-equal; optimistic readers must never accept a torn
+/// value, `read_or_lock` readers never return one.
+#[test]
+fn stress_seqlock_no_torn_reads() {
+    let lock = Arc::new(SeqLock::new());
+    let cell = Arc::new(SeqCell::new([0u64; 4]));
+    let mut hs = Vec::new();
+    for w in 0..4 {
+        let (lock, cell) = (lock.clone(), cell.clone());
+        hs.push(thread::spawn(move || {
+            for i in 0..WRITER_ITERS {
+                let _g = lock.write();
+                let v = i * 4 + w;
+                // Store word by word with a pause, to widen the tearing window.
+                let mut cur = cell.load();
+                for k in 0..4 {
+                    cur[k] = v;
+                    cell.store(cur);
+                    std::hint::spin_loop();
+                }
+            }
+        }));
+    }
+    for r in 0..12 {
+        let (lock, cell) = (lock.clone(), cell.clone());
+        hs.push(thread::spawn(move || {
+            for _ in 0..READER_ITERS {
+                if r % 2 == 0 {
+                    let v = loop {
+                        let s = lock.read_begin();
+                        let v = cell.load();
+                        if !lock.read_retry(s) {
+                            break v;
+                        }
+                    };
+                    assert!(consistent(v), "accepted torn value {v:?}");
+                } else {
+                    let v = lock.read_or_lock(|m| {
+                        let v = cell.load();
+                        if m == ReadMode::Locked {
+                            assert!(consistent(v), "torn value under lock {v:?}");
+                        }
+                        v
+                    });
+                    assert!(consistent(v), "read_or_lock returned torn {v:?}");
+                }
+            }
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert_eq!(lock.sequence(), 2 * 4 * WRITER_ITERS as u32);
+}
+
+/// Shared readers, optimistic readers and writers of a `SeqRwLock`: writers never overlap
+/// anyone, shared readers overlap only each other, nothing torn is ever accepted.
+#[test]
+fn stress_seqrwlock_exclusion() {
+    let lock = Arc::new(SeqRwLock::new());
+    let cell = Arc::new(SeqCell::new([0u64; 4]));
+    // Shared readers inside, writers inside.
+    let readers_in = Arc::new(StdUsize::new(0));
+    let writers_in = Arc::new(StdUsize::new(0));
+    let max_shared = Arc::new(StdUsize::new(0));
+    let mut hs = Vec::new();
+    for w in 0..4u64 {
+        let (lock, cell, rin, win) = (
+            lock.clone(),
+            cell.clone(),
+            readers_in.clone(),
+            writers_in.clone(),
+        );
+        hs.push(thread::spawn(move || {
+            for i in 0..WRITER_ITERS {
+                let _g = lock.write_lock();
+                assert_eq!(win.fetch_add(1, SeqCst), 0, "two writers inside");
+                assert_eq!(rin.load(SeqCst), 0, "writer overlaps a shared reader");
+                let v = i * 4 + w;
+                let mut cur = cell.load();
+                for k in 0..4 {
+                    cur[k] = v;
+                    cell.store(cur);
+                }
+                assert_eq!(rin.load(SeqCst), 0, "shared reader entered a write section");
+                win.fetch_sub(1, SeqCst);
+            }
+        }));
+    }
+    for r in 0..12 {
+        let (lock, cell, rin, win, max) = (
+            lock.clone(),
+            cell.clone(),
+            readers_in.clone(),
+            writers_in.clone(),
+            max_shared.clone(),
+        );
+        hs.push(thread::spawn(move || {
+            for _ in 0..READER_ITERS {
+                match r % 3 {
+                    0 => {
+                        let _g = lock.read_lock();
+                        let n = rin.fetch_add(1, SeqCst) + 1;
+                        max.fetch_max(n, SeqCst);
+                        assert_eq!(win.load(SeqCst), 0, "shared reader overlaps a writer");
+                        let v = cell.load();
+                        assert!(consistent(v), "torn value under read_lock {v:?}");
+                        rin.fetch_sub(1, SeqCst);
+                    }
+                    1 => {
+                        let v = loop {
+                            let s = lock.read_begin();
+                            let v = cell.load();
+                            if !lock.read_retry(s) {
+                                break v;
+                            }
+                        };
+                        assert!(consistent(v), "accepted torn value {v:?}");
+                    }
+                    _ => {
+                        let v = lock.read_or_lock(|m| {
+                            let v = cell.load();
+                            if m == ReadMode::Locked {
+                                assert_eq!(win.load(SeqCst), 0);
+                                assert!(consistent(v));
+                            }
+                            v
+                        });
+                        assert!(consistent(v), "read_or_lock returned torn {v:?}");
+                    }
+                }
+            }
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert_eq!(lock.sequence(), 2 * 4 * WRITER_ITERS as u32);
+}
+
+/// Shared readers really share: two threads hold `read_lock` at the same time.
+#[test]
+fn shared_readers_overlap() {
+    let lock = Arc::new(SeqRwLock::new());
+    let barrier = Arc::new(Barrier::new(2));
+    let hs: Vec<_> = (0..2)
+        .map(|_| {
+            let (lock, barrier) = (lock.clone(), barrier.clone());
+            thread::spawn(move || {
+                let _g = lock.read_lock();
+                // Both must be inside for either to pass: deadlocks if readers exclude.
+                barrier.wait();
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+/// A continuous stream of shared readers cannot starve a writer: once the writer is
+/// announced, at most one more pass per reader thread completes before it gets in.
+#[test]
+fn writer_not_starved_by_reader_stream() {
+    const READERS: usize = 16;
+    let lock = Arc::new(SeqRwLock::new());
+    let passes = Arc::new(StdUsize::new(0));
+    let stop = Arc::new(StdBool::new(false));
+    let hs: Vec<_> = (0..READERS)
+        .map(|_| {
+            let (lock, passes, stop) = (lock.clone(), passes.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(SeqCst) {
+                    let _g = lock.read_lock();
+                    // Counted inside the section: only readers already in can count.
+                    passes.fetch_add(1, SeqCst);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        // Let the stream run.
+        let p0 = passes.load(SeqCst);
+        while passes.load(SeqCst) < p0 + 2 * READERS {
+            thread::yield_now();
+        }
+        let rticket = lock.write_enter();
+        let before = passes.load(SeqCst);
+        lock.write_wait_readers(rticket);
+        let after = passes.load(SeqCst);
+        let _g = SeqWriteGuard { lock: &lock };
+        assert!(
+            after - before <= READERS,
+            "{} reader passes completed while a writer waited",
+            after - before
+        );
+    }
+    stop.store(true, SeqCst);
+    for h in hs {
+        h.join().unwrap();
+    }
+}
+
+/// A continuous stream of writers cannot starve a shared reader: once it has registered,
+/// at most one write section (the one in progress) completes before it gets in.
+#[test]
+fn reader_not_starved_by_writer_stream() {
+    const WRITERS: usize = 8;
+    let lock = Arc::new(SeqRwLock::new());
+    let passes = Arc::new(StdUsize::new(0));
+    let stop = Arc::new(StdBool::new(false));
+    let hs: Vec<_> = (0..WRITERS)
+        .map(|_| {
+            let (lock, passes, stop) = (lock.clone(), passes.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(SeqCst) {
+                    let _g = lock.write_lock();
+                    passes.fetch_add(1, SeqCst);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        let p0 = passes.load(SeqCst);
+        while passes.load(SeqCst) < p0 + 2 * WRITERS {
+            thread::yield_now();
+        }
+        let w = lock.read_enter();
+        let before = passes.load(SeqCst);
+        lock.read_wait(w);
+        let after = passes.load(SeqCst);
+        drop(SeqReadGuard { lock: &lock });
+        assert!(
+            after - before <= 1,
+            "{} write sections completed while a reader waited",
+            after - before
+        );
+    }
+    stop.store(true, SeqCst);
+    for h in hs {
+        h.join().unwrap();
+    }
+}
