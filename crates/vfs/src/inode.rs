@@ -253,7 +253,7 @@ impl SuperBlock {
             dev,
             fs,
             locking,
-            inodes: InodeList::new(locking),
+            inodes: InodeList::with_locking(locking),
             icache: RcuHash::new(12),
             rename_mutex: parking_lot::Mutex::new(()),
         }
@@ -314,22 +314,29 @@ impl SuperBlock {
         self.inodes.len()
     }
 
-    /// Calls `f` on every live inode, holding a reference to it (evict_inodes' walk).
+    /// Calls `f` on every live inode, holding a reference to it: the walk of `evict_inodes`
+    /// and `drop_pagecache_sb`. It takes a reference under the shard lock (skipping inodes
+    /// already being evicted, whose count reached zero), drops the lock to run `f`, and
+    /// drops the previous inode's reference there too (`iput(toput_inode)`): the last
+    /// reference evicts, which takes a shard lock.
     pub fn for_each_inode(&self, mut f: impl FnMut(&InodeRef)) {
-        let mut refs = Vec::new();
-        {
-            let _g = crossbeam_epoch::pin();
-            self.inodes.for_each(|raw| {
-                // SAFETY: pinned; an inode leaves the list before its memory is retired.
-                if let Some(r) = unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) } {
-                    refs.push(r);
-                }
+        let mut cur = self.inodes.cursor();
+        let mut prev: Option<InodeRef> = None;
+        while let Some(raw) = cur.next() {
+            // SAFETY: we hold the shard lock, and an inode leaves the list (under that lock)
+            // before its memory is retired, so `raw` is allocated.
+            let Some(r) = (unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) }) else {
+                continue;
+            };
+            let old = prev.replace(r);
+            let cur_ref = prev.as_ref().expect("just set");
+            cur.unlocked(|| {
+                f(cur_ref);
+                drop(old);
             });
         }
-        // References are dropped outside the list lock: the last one evicts, which takes it.
-        for r in &refs {
-            f(r);
-        }
+        drop(cur);
+        drop(prev);
     }
 }
 
