@@ -7,6 +7,7 @@ pub mod dlist;
 pub mod hashed;
 pub mod lockref;
 pub mod seqlock;
+pub mod vfs;
 
 /// Every workload, in report order.
 pub fn all() -> Vec<Box<dyn Workload>> {
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(seqlock::workloads());
     v.extend(hashed::workloads());
     v.extend(dlist::workloads());
+    v.extend(vfs::workloads());
     v.extend(counter::workloads());
     v
 }
