@@ -135,6 +135,23 @@ pub struct Process {
     vfs: Arc<Vfs>,
 }
 
+/// Where a path resolution starts (see `Process::start`).
+enum Start<'a> {
+    Borrowed(&'a Path),
+    Owned(Path),
+    File(FileRef),
+}
+
+impl Start<'_> {
+    fn path(&self) -> &Path {
+        match self {
+            Start::Borrowed(p) => p,
+            Start::Owned(p) => p,
+            Start::File(f) => f.path(),
+        }
+    }
+}
+
 fn next_pid() -> i32 {
     static NEXT: AtomicI32 = AtomicI32::new(100);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -205,27 +222,30 @@ impl Process {
         }
     }
     /// The starting point for `path` relative to `dirfd` (absolute paths ignore `dirfd`).
-    fn start(&self, dirfd: i32, path: &[u8]) -> SysResult<Path> {
+    ///
+    /// Borrowed where possible: an absolute path starts at the process root without taking a
+    /// reference (a `dget` of `/` on every call would make the root dentry's count the
+    /// hottest cache line of the system), and a `dirfd` start borrows the file's path.
+    fn start(&self, dirfd: i32, path: &[u8]) -> SysResult<Start<'_>> {
         if path.first() == Some(&b'/') {
-            return Ok(self.root.clone());
+            return Ok(Start::Borrowed(&self.root));
         }
         if dirfd == libc::AT_FDCWD {
-            return Ok(self.cwd.read().clone());
+            return Ok(Start::Owned(self.cwd.read().clone()));
         }
-        let f = self.fds.get(dirfd)?;
-        Ok(f.path().clone())
+        Ok(Start::File(self.fds.get(dirfd)?))
     }
     /// Resolves `(dirfd, path)` with `AT_SYMLINK_NOFOLLOW` / `AT_EMPTY_PATH` semantics.
     fn resolve_at(&self, dirfd: i32, path: &[u8], flags: i32, follow_default: bool) -> SysResult<Path> {
         if path.is_empty() {
             if flags & libc::AT_EMPTY_PATH != 0 {
-                return self.start(dirfd, path);
+                return Ok(self.start(dirfd, path)?.path().clone());
             }
             return Err(Errno::ENOENT);
         }
         let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
         let start = self.start(dirfd, path)?;
-        self.core().lookup(&self.ctx(), &start, path, follow, false)
+        self.core().lookup(&self.ctx(), start.path(), path, follow, false)
     }
 
     // --- open, close, read, write ---
@@ -244,7 +264,7 @@ impl Process {
         let umask = self.umask.load(Ordering::Relaxed);
         let f = self
             .core()
-            .open(&self.ctx(), &start, path, flags, mode, umask)?;
+            .open(&self.ctx(), start.path(), path, flags, mode, umask)?;
         self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
     }
     /// `open(path, flags, mode)` relative to the cwd.
@@ -431,7 +451,7 @@ impl Process {
         let path = path.as_ref();
         let start = self.start(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
-        self.core().mkdir(&self.ctx(), &start, path, mode, umask)
+        self.core().mkdir(&self.ctx(), start.path(), path, mode, umask)
     }
     pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {
@@ -440,7 +460,7 @@ impl Process {
         let path = path.as_ref();
         let start = self.start(dirfd, path)?;
         self.core()
-            .unlink(&self.ctx(), &start, path, flags & libc::AT_REMOVEDIR != 0)
+            .unlink(&self.ctx(), start.path(), path, flags & libc::AT_REMOVEDIR != 0)
     }
     pub fn renameat2(
         &self,
@@ -453,7 +473,7 @@ impl Process {
         let (op, np) = (oldpath.as_ref(), newpath.as_ref());
         let os = self.start(olddirfd, op)?;
         let ns = self.start(newdirfd, np)?;
-        self.core().rename(&self.ctx(), &os, op, &ns, np, flags)
+        self.core().rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
     }
     pub fn linkat(
         &self,
@@ -468,16 +488,16 @@ impl Process {
         }
         let (op, np) = (oldpath.as_ref(), newpath.as_ref());
         let old = if op.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
-            self.start(olddirfd, op)?
+            self.start(olddirfd, op)?.path().clone()
         } else {
             if op.is_empty() {
                 return Err(Errno::ENOENT);
             }
             let os = self.start(olddirfd, op)?;
-            self.core().lookup(&self.ctx(), &os, op, flags & libc::AT_SYMLINK_FOLLOW != 0, false)?
+            self.core().lookup(&self.ctx(), os.path(), op, flags & libc::AT_SYMLINK_FOLLOW != 0, false)?
         };
         let ns = self.start(newdirfd, np)?;
-        self.core().link(&self.ctx(), &old, &ns, np)
+        self.core().link(&self.ctx(), &old, ns.path(), np)
     }
     pub fn symlinkat(
         &self,
@@ -487,7 +507,7 @@ impl Process {
     ) -> SysResult<()> {
         let lp = linkpath.as_ref();
         let start = self.start(newdirfd, lp)?;
-        self.core().symlink(&self.ctx(), target.as_ref(), &start, lp)
+        self.core().symlink(&self.ctx(), target.as_ref(), start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
     pub fn readlinkat(
@@ -502,7 +522,7 @@ impl Process {
         let path = path.as_ref();
         let p = if path.is_empty() {
             // Linux: an empty path names dirfd itself (an O_PATH|O_NOFOLLOW symlink).
-            let p = self.start(dirfd, path)?;
+            let p = self.start(dirfd, path)?.path().clone();
             if !p.dentry.inode().is_some_and(|i| i.is_symlink()) {
                 return Err(Errno::ENOENT);
             }

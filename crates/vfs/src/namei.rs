@@ -21,8 +21,8 @@
 //! and climbs out of mounts, trailing slashes require a directory.
 
 use crate::core::VfsCore;
-use crate::dentry::DentryRef;
-use crate::mount::Path;
+use crate::dentry::{Dentry, DentryRef};
+use crate::mount::{MntRef, Path};
 use crate::perm::{permission, Cred, MAY_EXEC};
 use crate::{Errno, SysResult};
 
@@ -107,8 +107,93 @@ impl VfsCore {
         path: &[u8],
     ) -> SysResult<(Path, Last)> {
         check_path(path)?;
+        if let Some(r) = self.rcu_lookup_parent(ctx, start, path) {
+            return r;
+        }
         let mut links = 0;
         self.link_path_walk(ctx, start.clone(), path, &mut links)
+    }
+
+    /// rcu-walk for `lookup_parent`: the same walk stopping at the directory that holds the
+    /// last component, which gets the only reference. `None`: fall back.
+    fn rcu_lookup_parent(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+    ) -> Option<SysResult<(Path, Last)>> {
+        let n = comps(path).count();
+        let last = comps(path).last()?;
+        if kind_of(last) != LastKind::Norm {
+            return None;
+        }
+        let g = crossbeam_epoch::pin();
+        let seq = self.dcache.rename_lock.read_begin();
+        let (mut mnt, mut d) = if path[0] == b'/' {
+            (ctx.root.mnt, ctx.root.dentry.as_ptr())
+        } else {
+            (start.mnt, start.dentry.as_ptr())
+        };
+        for c in comps(path).take(n - 1) {
+            (mnt, d) = self.rcu_step(ctx, mnt, d, c, &g)?;
+        }
+        // SAFETY: as in `rcu_step`.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+            return None;
+        }
+        // SAFETY: found while pinned; `try_get` refuses a dead dentry.
+        let r = unsafe { DentryRef::try_get(d) }?;
+        if self.dcache.rename_lock.read_retry(seq) {
+            return None;
+        }
+        Some(Ok((
+            Path { mnt, dentry: r },
+            Last {
+                name: last.to_vec(),
+                kind: LastKind::Norm,
+                slash: path.ends_with(b"/"),
+            },
+        )))
+    }
+
+    /// One intermediate component of an rcu-walk: `d` must be a searchable directory, the
+    /// child must be cached, positive, not a symlink; mounts are crossed.
+    fn rcu_step(
+        &self,
+        ctx: &Ctx<'_>,
+        mnt: MntRef,
+        d: *const Dentry,
+        c: &[u8],
+        g: &crossbeam_epoch::Guard,
+    ) -> Option<(MntRef, *const Dentry)> {
+        // SAFETY: `d` is the start (referenced by the caller) or was found in the dcache or
+        // mount table while pinned: it stays allocated until the walk unpins.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+            return None;
+        }
+        if c == b"." {
+            return Some((mnt, d));
+        }
+        if c == b".." || c.len() > NAME_MAX {
+            return None;
+        }
+        let (mut mnt, mut child) = (mnt, self.dcache.lookup_rcu(dd, c, g)?);
+        // SAFETY: found in the dcache while pinned.
+        while unsafe { (*child).is_mounted() } {
+            let m = self.mounts.lookup(mnt, child, g)?;
+            mnt = m;
+            child = m.root.as_ptr();
+        }
+        // SAFETY: as above.
+        let ci = unsafe { (*child).inode() }?;
+        if ci.is_symlink() {
+            return None;
+        }
+        Some((mnt, child))
     }
 
     /// The lock-free walk (module docs). `None`: fall back to ref-walk.
@@ -131,24 +216,23 @@ impl VfsCore {
         let must_dir = must_dir || slash;
         let follow = follow || slash;
         let n = comps(path).count();
-        if n == 0 {
+        let last = comps(path).last()?;
+        for c in comps(path).take(n - 1) {
+            (mnt, d) = self.rcu_step(ctx, mnt, d, c, &g)?;
+        }
+        // The final component: as `rcu_step`, but a negative dentry is an answer (ENOENT,
+        // valid if no rename ran: see the module docs) and a symlink is fine unfollowed.
+        // SAFETY: as in `rcu_step`.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
             return None;
         }
-        for (i, c) in comps(path).enumerate() {
-            // SAFETY: `d` is the start (referenced by the caller) or was found in the dcache
-            // or mount table while pinned: it stays allocated until we unpin.
-            let dd = unsafe { &*d };
-            let inode = dd.inode()?;
-            if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+        if last != b"." {
+            if last == b".." || last.len() > NAME_MAX {
                 return None;
             }
-            if c == b"." {
-                continue;
-            }
-            if c == b".." || c.len() > crate::namei::NAME_MAX {
-                return None;
-            }
-            let mut child = self.dcache.lookup_rcu(dd, c, &g)?;
+            let mut child = self.dcache.lookup_rcu(dd, last, &g)?;
             // SAFETY: found in the dcache while pinned.
             while unsafe { (*child).is_mounted() } {
                 let m = self.mounts.lookup(mnt, child, &g)?;
@@ -156,26 +240,20 @@ impl VfsCore {
                 child = m.root.as_ptr();
             }
             // SAFETY: as above.
-            let cd = unsafe { &*child };
-            match cd.inode() {
+            match unsafe { (*child).inode() } {
                 None => {
-                    // Negative: ENOENT, valid if no rename ran (module docs).
                     if self.dcache.rename_lock.read_retry(seq) {
                         return None;
                     }
                     return Some(Err(Errno::ENOENT));
                 }
-                Some(ci) => {
-                    if ci.is_symlink() && (i + 1 < n || follow) {
-                        return None;
-                    }
-                }
+                Some(ci) if ci.is_symlink() && follow => return None,
+                Some(_) => {}
             }
             d = child;
         }
         // SAFETY: as above.
-        let dd = unsafe { &*d };
-        if must_dir && !dd.inode()?.is_dir() {
+        if must_dir && !unsafe { &*d }.inode()?.is_dir() {
             return None;
         }
         // SAFETY: found while pinned; `try_get` refuses a dead dentry.
