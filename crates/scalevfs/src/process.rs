@@ -86,7 +86,11 @@ impl Vfs {
 
     /// Live inodes over every mounted file system.
     pub fn inode_count(&self) -> usize {
-        self.core.superblocks().iter().map(|s| s.inode_count()).sum()
+        self.core
+            .superblocks()
+            .iter()
+            .map(|s| s.inode_count())
+            .sum()
     }
 
     /// Frees unused cached dentries and lets deferred frees run (`drop_caches`).
@@ -236,7 +240,13 @@ impl Process {
         Ok(Start::File(self.fds.get(dirfd)?))
     }
     /// Resolves `(dirfd, path)` with `AT_SYMLINK_NOFOLLOW` / `AT_EMPTY_PATH` semantics.
-    fn resolve_at(&self, dirfd: i32, path: &[u8], flags: i32, follow_default: bool) -> SysResult<Path> {
+    fn resolve_at(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        follow_default: bool,
+    ) -> SysResult<Path> {
         if path.is_empty() {
             if flags & libc::AT_EMPTY_PATH != 0 {
                 return Ok(self.start(dirfd, path)?.path().clone());
@@ -245,7 +255,8 @@ impl Process {
         }
         let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
         let start = self.start(dirfd, path)?;
-        self.core().lookup(&self.ctx(), start.path(), path, follow, false)
+        self.core()
+            .lookup(&self.ctx(), start.path(), path, follow, false)
     }
 
     // --- open, close, read, write ---
@@ -451,7 +462,8 @@ impl Process {
         let path = path.as_ref();
         let start = self.start(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
-        self.core().mkdir(&self.ctx(), start.path(), path, mode, umask)
+        self.core()
+            .mkdir(&self.ctx(), start.path(), path, mode, umask)
     }
     pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {
@@ -459,8 +471,12 @@ impl Process {
         }
         let path = path.as_ref();
         let start = self.start(dirfd, path)?;
-        self.core()
-            .unlink(&self.ctx(), start.path(), path, flags & libc::AT_REMOVEDIR != 0)
+        self.core().unlink(
+            &self.ctx(),
+            start.path(),
+            path,
+            flags & libc::AT_REMOVEDIR != 0,
+        )
     }
     pub fn renameat2(
         &self,
@@ -473,7 +489,8 @@ impl Process {
         let (op, np) = (oldpath.as_ref(), newpath.as_ref());
         let os = self.start(olddirfd, op)?;
         let ns = self.start(newdirfd, np)?;
-        self.core().rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
+        self.core()
+            .rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
     }
     pub fn linkat(
         &self,
@@ -494,7 +511,13 @@ impl Process {
                 return Err(Errno::ENOENT);
             }
             let os = self.start(olddirfd, op)?;
-            self.core().lookup(&self.ctx(), os.path(), op, flags & libc::AT_SYMLINK_FOLLOW != 0, false)?
+            self.core().lookup(
+                &self.ctx(),
+                os.path(),
+                op,
+                flags & libc::AT_SYMLINK_FOLLOW != 0,
+                false,
+            )?
         };
         let ns = self.start(newdirfd, np)?;
         self.core().link(&self.ctx(), &old, ns.path(), np)
@@ -507,7 +530,8 @@ impl Process {
     ) -> SysResult<()> {
         let lp = linkpath.as_ref();
         let start = self.start(newdirfd, lp)?;
-        self.core().symlink(&self.ctx(), target.as_ref(), start.path(), lp)
+        self.core()
+            .symlink(&self.ctx(), target.as_ref(), start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
     pub fn readlinkat(
@@ -594,9 +618,14 @@ impl Process {
                 }
                 self.fds.alloc(min as u32, f, cmd == libc::F_DUPFD_CLOEXEC)
             }
-            libc::F_GETFD => Ok(if self.fds.cloexec(fd)? { libc::FD_CLOEXEC } else { 0 }),
+            libc::F_GETFD => Ok(if self.fds.cloexec(fd)? {
+                libc::FD_CLOEXEC
+            } else {
+                0
+            }),
             libc::F_SETFD => {
-                self.fds.set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
+                self.fds
+                    .set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
                 Ok(0)
             }
             libc::F_GETFL => Ok(if f.is_path() {

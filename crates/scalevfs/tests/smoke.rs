@@ -20,7 +20,12 @@ fn smoke() {
     p.rename("/d", "/e").unwrap();
     assert_eq!(p.cwd().unwrap(), b"/e");
     assert_eq!(p.read_file("f").unwrap(), b"hello");
-    let names: Vec<_> = p.readdir("/e").unwrap().into_iter().map(|e| e.name).collect();
+    let names: Vec<_> = p
+        .readdir("/e")
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(names, vec![b".".to_vec(), b"..".to_vec(), b"f".to_vec()]);
     p.unlink("/e/f").unwrap();
     p.chdir("/").unwrap();

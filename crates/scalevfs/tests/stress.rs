@@ -89,7 +89,11 @@ fn no_leaked_inodes_after_unlink_and_close() {
         let mut walked = 0;
         sb.for_each_inode(|_| walked += 1);
         assert_eq!(walked, 1);
-        assert_eq!(v.core().dcache.nr_dentry(), 1, "only the root dentry is left");
+        assert_eq!(
+            v.core().dcache.nr_dentry(),
+            1,
+            "only the root dentry is left"
+        );
     }
 }
 
@@ -114,7 +118,11 @@ fn private_worker(p: &Process, t: usize, iters: usize) -> BTreeSet<String> {
                     p.close(fd).unwrap();
                 }
             }
-            1 => assert_eq!(p.unlink(&pa).is_ok(), model.remove(&a).is_some(), "unlink {pa}"),
+            1 => assert_eq!(
+                p.unlink(&pa).is_ok(),
+                model.remove(&a).is_some(),
+                "unlink {pa}"
+            ),
             2 => {
                 let r = p.rename(&pa, &pb);
                 assert_eq!(r.is_ok(), model.contains_key(&a), "rename {pa} {pb}");
@@ -146,7 +154,10 @@ fn private_worker(p: &Process, t: usize, iters: usize) -> BTreeSet<String> {
                 let r = p.stat(&pa);
                 assert_eq!(r.is_ok(), model.contains_key(&a));
                 if let Ok(st) = r {
-                    let links = model.values().filter(|&&i| Some(&i) == model.get(&a)).count();
+                    let links = model
+                        .values()
+                        .filter(|&&i| Some(&i) == model.get(&a))
+                        .count();
                     assert_eq!(st.nlink, links as u64, "nlink of {pa}");
                 }
             }
@@ -378,7 +389,8 @@ fn fd_table_concurrent() {
             let p = &p;
             s.spawn(move || {
                 for _ in 0..300 {
-                    let fds: Vec<i32> = (0..8).map(|_| p.open("/f", O_RDONLY, 0).unwrap()).collect();
+                    let fds: Vec<i32> =
+                        (0..8).map(|_| p.open("/f", O_RDONLY, 0).unwrap()).collect();
                     for &fd in &fds {
                         assert_eq!(p.pread64(fd, &mut [0u8; 3], 0), Ok(3));
                     }

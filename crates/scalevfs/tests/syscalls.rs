@@ -65,7 +65,9 @@ fn create_mode_umask_and_trunc() {
     b.open("s", O_CREAT | O_WRONLY, 0o7777).unwrap();
     b.stat("s", 0).unwrap();
     let fd = b.open("t", O_CREAT | RW, 0o644).unwrap();
-    let Ok(common::Out::Int(i)) = Ok::<_, i32>(fd) else { unreachable!() };
+    let Ok(common::Out::Int(i)) = Ok::<_, i32>(fd) else {
+        unreachable!()
+    };
     let i = i as usize;
     b.write(i, b"hello world").unwrap();
     b.fstat(i).unwrap();
@@ -240,7 +242,8 @@ fn stat_flags_and_symlinks() {
     b.open("c/t", O_CREAT | RW, 0o644).unwrap();
     b.symlink("t", "c/s0").unwrap();
     for k in 1..45 {
-        b.symlink(&format!("s{}", k - 1), &format!("c/s{k}")).unwrap();
+        b.symlink(&format!("s{}", k - 1), &format!("c/s{k}"))
+            .unwrap();
     }
     b.stat("c/s39", 0).unwrap();
     b.stat("c/s40", 0).unwrap_err();
@@ -350,7 +353,8 @@ fn rename_cases() {
     b.stat("top", 0).unwrap();
     b.rename("n2", "d2/b", RENAME_EXCHANGE).unwrap();
     b.stat("d2", 0).unwrap();
-    b.rename("n2", "x", RENAME_EXCHANGE | RENAME_NOREPLACE).unwrap_err();
+    b.rename("n2", "x", RENAME_EXCHANGE | RENAME_NOREPLACE)
+        .unwrap_err();
     b.rename("n2", "x", 64).unwrap_err();
     b.mkdir("p", 0o755).unwrap();
     b.mkdir("p/q", 0o755).unwrap();
@@ -401,7 +405,12 @@ fn getdents_lists_entries() {
     let mut b = Both::new();
     b.mkdir("d", 0o755).unwrap();
     for k in 0..150 {
-        b.open(&format!("d/file-with-a-longish-name-{k}"), O_CREAT | RW, 0o644).unwrap();
+        b.open(
+            &format!("d/file-with-a-longish-name-{k}"),
+            O_CREAT | RW,
+            0o644,
+        )
+        .unwrap();
     }
     b.mkdir("d/sub", 0o755).unwrap();
     b.symlink("x", "d/sym").unwrap();
@@ -444,9 +453,12 @@ fn chmod_chown_utimens_access_as_root() {
     let t = |s, n| Timespec { sec: s, nsec: n };
     b.utimens("f", None, 0).unwrap();
     b.utimens("f", Some([t(1, 2), t(3, 4)]), 0).unwrap();
-    b.utimens("f", Some([t(0, UTIME_OMIT), t(0, UTIME_NOW)]), 0).unwrap();
-    b.utimens("missing", Some([t(0, UTIME_OMIT), t(0, UTIME_OMIT)]), 0).unwrap();
-    b.utimens("f", Some([t(0, 1_000_000_000), t(0, 0)]), 0).unwrap_err();
+    b.utimens("f", Some([t(0, UTIME_OMIT), t(0, UTIME_NOW)]), 0)
+        .unwrap();
+    b.utimens("missing", Some([t(0, UTIME_OMIT), t(0, UTIME_OMIT)]), 0)
+        .unwrap();
+    b.utimens("f", Some([t(0, 1_000_000_000), t(0, 0)]), 0)
+        .unwrap_err();
     b.utimens("missing", None, 0).unwrap_err();
     b.utimens("f", None, 0x1).unwrap_err();
     b.utimens("l", None, AT_SYMLINK_NOFOLLOW).unwrap();
@@ -584,7 +596,8 @@ fn fd_numbers_dup_and_fcntl() {
     assert_eq!((a, b), (0, 1));
     assert_eq!(p.fcntl(b, F_GETFD, FcntlArg::None), Ok(FD_CLOEXEC));
     assert_eq!(p.fcntl(a, F_GETFD, FcntlArg::None), Ok(0));
-    p.fcntl(a, F_SETFD, FcntlArg::Int(FD_CLOEXEC as i64)).unwrap();
+    p.fcntl(a, F_SETFD, FcntlArg::Int(FD_CLOEXEC as i64))
+        .unwrap();
     assert_eq!(p.fcntl(a, F_GETFD, FcntlArg::None), Ok(FD_CLOEXEC));
     p.close(a).unwrap();
     assert_eq!(p.dup(b), Ok(0));
@@ -712,7 +725,10 @@ fn readv_writev() {
     let p = Process::new(&vfs, Credentials::root());
     let fd = p.open("/f", O_CREAT | RW, 0o644).unwrap();
     assert_eq!(
-        p.writev(fd, &[IoSlice::new(b"ab"), IoSlice::new(b""), IoSlice::new(b"cde")]),
+        p.writev(
+            fd,
+            &[IoSlice::new(b"ab"), IoSlice::new(b""), IoSlice::new(b"cde")]
+        ),
         Ok(5)
     );
     p.lseek(fd, 0, SEEK_SET).unwrap();
@@ -821,7 +837,10 @@ fn times_change_like_linux() {
     let mut b = [0u8; 1];
     p.read(fd, &mut b).unwrap();
     let s = p.fstat(fd).unwrap();
-    assert!(s.atime > old, "read updates atime (relatime: atime <= mtime)");
+    assert!(
+        s.atime > old,
+        "read updates atime (relatime: atime <= mtime)"
+    );
     assert_eq!(s.mtime, old);
     p.write(fd, b"y").unwrap();
     let s2 = p.fstat(fd).unwrap();
@@ -846,7 +865,13 @@ fn times_change_like_linux() {
     p.utimensat(
         AT_FDCWD,
         "/n",
-        Some([Timespec { sec: 5, nsec: UTIME_OMIT }, Timespec { sec: 7, nsec: 8 }]),
+        Some([
+            Timespec {
+                sec: 5,
+                nsec: UTIME_OMIT,
+            },
+            Timespec { sec: 7, nsec: 8 },
+        ]),
         0,
     )
     .unwrap();

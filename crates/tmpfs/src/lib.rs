@@ -498,16 +498,18 @@ impl FileSystem for Tmpfs {
             let at = off + done as u64;
             let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
             let chunk = (PAGE - in_page).min(buf.len() - done);
-            if !p.contains_key(&idx) {
-                if let Err(e) = self.reserve_pages(1) {
-                    if done == 0 {
-                        return Err(e);
+            let slot = match p.entry(idx) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    if let Err(err) = self.reserve_pages(1) {
+                        if done == 0 {
+                            return Err(err);
+                        }
+                        break;
                     }
-                    break;
+                    e.insert(None)
                 }
-                p.insert(idx, None);
-            }
-            let slot = p.get_mut(&idx).expect("just inserted");
+            };
             let pg = slot.get_or_insert_with(|| Box::new([0u8; PAGE]));
             pg[in_page..in_page + chunk].copy_from_slice(&buf[done..done + chunk]);
             done += chunk;
@@ -526,7 +528,7 @@ impl FileSystem for Tmpfs {
             let first_gone = size.div_ceil(PAGE as u64);
             let gone = p.split_off(&first_gone);
             self.unreserve_pages(gone.len() as u64);
-            if size % PAGE as u64 != 0 {
+            if !size.is_multiple_of(PAGE as u64) {
                 if let Some(Some(pg)) = p.get_mut(&(size / PAGE as u64)) {
                     pg[(size % PAGE as u64) as usize..].fill(0);
                 }

@@ -155,9 +155,7 @@ impl VfsCore {
         let up = |m: usize, _d: *const crate::dentry::Dentry| {
             // SAFETY: mounts live as long as the VFS.
             let m = unsafe { &*(m as *const Mount) };
-            m.parent
-                .as_ref()
-                .map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
+            m.parent.as_ref().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
         };
         self.dcache
             .d_path(p.mnt.addr(), &p.dentry, root.mnt.addr(), &root.dentry, &up)
@@ -370,7 +368,13 @@ impl VfsCore {
         })
     }
 
-    pub fn symlink(&self, ctx: &Ctx<'_>, target: &[u8], start: &Path, path: &[u8]) -> SysResult<()> {
+    pub fn symlink(
+        &self,
+        ctx: &Ctx<'_>,
+        target: &[u8],
+        start: &Path,
+        path: &[u8],
+    ) -> SysResult<()> {
         if target.len() >= crate::namei::PATH_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
@@ -459,8 +463,7 @@ impl VfsCore {
     ) -> SysResult<()> {
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
         let noreplace = flags & libc::RENAME_NOREPLACE != 0;
-        if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0
-            || (exchange && noreplace)
+        if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace)
         {
             return Err(Errno::EINVAL);
         }
@@ -473,7 +476,11 @@ impl VfsCore {
             return Err(Errno::EBUSY);
         }
         if nlast.kind != LastKind::Norm {
-            return Err(if noreplace { Errno::EEXIST } else { Errno::EBUSY });
+            return Err(if noreplace {
+                Errno::EEXIST
+            } else {
+                Errno::EBUSY
+            });
         }
         let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
         let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
@@ -504,7 +511,9 @@ impl VfsCore {
         if !src.is_dir() && (olast.slash || nlast.slash) && !exchange {
             return Err(Errno::ENOTDIR);
         }
-        if exchange && (olast.slash && !src.is_dir() || nlast.slash && !tgt.is_some_and(|t| t.is_dir())) {
+        if exchange
+            && (olast.slash && !src.is_dir() || nlast.slash && !tgt.is_some_and(|t| t.is_dir()))
+        {
             return Err(Errno::ENOTDIR);
         }
         // Loops: the source may not be an ancestor of the new parent, nor the target one of
@@ -514,7 +523,11 @@ impl VfsCore {
                 return Err(Errno::EINVAL);
             }
             if tgt.is_some() && is_ancestor(&nd, &odp.dentry) {
-                return Err(if exchange { Errno::EINVAL } else { Errno::ENOTEMPTY });
+                return Err(if exchange {
+                    Errno::EINVAL
+                } else {
+                    Errno::ENOTEMPTY
+                });
             }
         }
         if let Some(t) = tgt {
@@ -694,7 +707,13 @@ impl VfsCore {
         self.do_truncate(ctx, inode, len, true)
     }
 
-    fn do_truncate(&self, ctx: &Ctx<'_>, inode: &Inode, len: i64, always_touch: bool) -> SysResult<()> {
+    fn do_truncate(
+        &self,
+        ctx: &Ctx<'_>,
+        inode: &Inode,
+        len: i64,
+        always_touch: bool,
+    ) -> SysResult<()> {
         if len < 0 {
             return Err(Errno::EINVAL);
         }
@@ -974,7 +993,10 @@ pub fn decode_dirents(buf: &[u8]) -> Vec<DirEntry> {
         }
         let d_type = buf[i + 18];
         let name_area = &buf[i + 19..i + reclen];
-        let len = name_area.iter().position(|&b| b == 0).unwrap_or(name_area.len());
+        let len = name_area
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(name_area.len());
         v.push(DirEntry {
             ino,
             off,

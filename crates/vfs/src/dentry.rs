@@ -295,7 +295,8 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
         dc.unhash_locked(d);
     }
     if flags & ON_LRU != 0 {
-        dc.lru.remove(d.lru.load(Ordering::Relaxed), d as *const _ as usize);
+        dc.lru
+            .remove(d.lru.load(Ordering::Relaxed), d as *const _ as usize);
     }
     d.flags
         .fetch_and(!(HASHED | ON_LRU | REFERENCED), Ordering::Relaxed);
@@ -451,7 +452,9 @@ impl Dcache {
             lru: Lru::new(shards, max_unused),
             rename_lock: RenameLock::new(locking),
             locking,
-            nr_dentry: (0..shards).map(|_| CachePadded::new(AtomicIsize::new(0))).collect(),
+            nr_dentry: (0..shards)
+                .map(|_| CachePadded::new(AtomicIsize::new(0)))
+                .collect(),
         }
     }
 
@@ -533,14 +536,16 @@ impl Dcache {
         b.flags.store(HASHED, Ordering::Relaxed);
         let raw = Box::into_raw(b);
         loop {
-            match self.hash.insert_unique(h, (pid, name.into()), raw as usize, |k| {
-                k.0 == pid && &*k.1 == name
-            }) {
+            match self
+                .hash
+                .insert_unique(h, (pid, name.into()), raw as usize, |k| {
+                    k.0 == pid && &*k.1 == name
+                }) {
                 Ok(()) => {
                     return DentryRef {
                         // SAFETY: from Box::into_raw.
                         ptr: unsafe { ptr::NonNull::new_unchecked(raw) },
-                    }
+                    };
                 }
                 Err(existing) => {
                     let _g = crossbeam_epoch::pin();
@@ -648,12 +653,11 @@ impl Dcache {
             // Drop whatever negative dentry still sits at the new name (the caller dropped a
             // cached target; a racing lookup cannot add one: it needs the parent's rwsem).
             loop {
-                match self.hash.insert_unique(
-                    hash_name(pid, name),
-                    (pid, name.into()),
-                    me,
-                    |k| k.0 == pid && &*k.1 == name,
-                ) {
+                match self
+                    .hash
+                    .insert_unique(hash_name(pid, name), (pid, name.into()), me, |k| {
+                        k.0 == pid && &*k.1 == name
+                    }) {
                     Ok(()) => break,
                     Err(other) => {
                         // SAFETY: found under the bucket lock while pinned; its d_lock is

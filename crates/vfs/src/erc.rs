@@ -103,7 +103,7 @@ impl<T: Release> Erc<T> {
                     return Some(Erc {
                         // SAFETY: non-null, it came from `as_raw`.
                         ptr: unsafe { NonNull::new_unchecked(p as *mut _) },
-                    })
+                    });
                 }
                 Err(v) => n = v,
             }

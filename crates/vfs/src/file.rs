@@ -44,7 +44,14 @@ impl OpenFile {
         debug_assert!(path.dentry.inode().is_some());
         Erc::new(OpenFile {
             path: UnsafeCell::new(ManuallyDrop::new(path)),
-            flags: AtomicI32::new(flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOCTTY)),
+            flags: AtomicI32::new(
+                flags
+                    & !(libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_TRUNC
+                        | libc::O_CLOEXEC
+                        | libc::O_NOCTTY),
+            ),
             pos: Mutex::new(0),
         })
     }
@@ -53,10 +60,7 @@ impl OpenFile {
         unsafe { &*self.path.get() }
     }
     pub fn inode(&self) -> &Inode {
-        self.path()
-            .dentry
-            .inode()
-            .expect("open files are positive")
+        self.path().dentry.inode().expect("open files are positive")
     }
     pub fn flags(&self) -> i32 {
         self.flags.load(Ordering::Relaxed)
@@ -73,10 +77,18 @@ impl OpenFile {
         self.flags() & libc::O_PATH != 0
     }
     pub fn readable(&self) -> bool {
-        !self.is_path() && matches!(self.flags() & libc::O_ACCMODE, libc::O_RDONLY | libc::O_RDWR)
+        !self.is_path()
+            && matches!(
+                self.flags() & libc::O_ACCMODE,
+                libc::O_RDONLY | libc::O_RDWR
+            )
     }
     pub fn writable(&self) -> bool {
-        !self.is_path() && matches!(self.flags() & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR)
+        !self.is_path()
+            && matches!(
+                self.flags() & libc::O_ACCMODE,
+                libc::O_WRONLY | libc::O_RDWR
+            )
     }
 }
 

@@ -34,8 +34,14 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Looks `name` up in `dir`.
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>>;
     /// Creates a regular file, directory or special file (`mode` includes the type).
-    fn create(&self, dir: &Inode, name: &[u8], mode: u32, uid: u32, gid: u32)
-        -> SysResult<InodeRef>;
+    fn create(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef>;
     fn symlink(
         &self,
         dir: &Inode,

@@ -284,7 +284,11 @@ impl SuperBlock {
         let node = self.inodes.add(raw);
         let _ = r.sb_node.set(node);
         let ino = n.ino;
-        if self.icache.insert_unique(ino, ino, raw, |k| *k == ino).is_err() {
+        if self
+            .icache
+            .insert_unique(ino, ino, raw, |k| *k == ino)
+            .is_err()
+        {
             // A file system reusing a live inode number is a bug in that file system.
             debug_assert!(false, "duplicate inode number {ino}");
         }

@@ -65,6 +65,8 @@ impl PartialEq for Path {
 
 /// The mount table (see the module docs).
 pub struct MountTable {
+    /// Boxed: `MntRef`s point at the mounts, so they must not move when the vector grows.
+    #[allow(clippy::vec_box)]
     all: parking_lot::Mutex<Vec<Box<Mount>>>,
     map: Atomic<HashMap<(usize, usize), usize>>,
 }

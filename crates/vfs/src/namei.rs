@@ -442,7 +442,12 @@ impl VfsCore {
 
     /// Looks `name` up in the directory `parent`: the dcache, else the file system (caching
     /// the answer, negative or positive). `locked`: the caller holds the directory's `rwsem`.
-    pub(crate) fn lookup_one(&self, parent: &Path, name: &[u8], locked: bool) -> SysResult<DentryRef> {
+    pub(crate) fn lookup_one(
+        &self,
+        parent: &Path,
+        name: &[u8],
+        locked: bool,
+    ) -> SysResult<DentryRef> {
         if name.len() <= NAME_MAX {
             if let Some(d) = self.dcache.lookup(&parent.dentry, name) {
                 return Ok(d);

@@ -38,7 +38,7 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
 
 /// One side: scalevfs (a `Vfs` and a process) or the host (a directory on /dev/shm).
 enum Env {
-    Ours { _vfs: Arc<Vfs>, p: Process },
+    Ours { _vfs: Arc<Vfs>, p: Box<Process> },
     Host { dir: std::path::PathBuf },
 }
 
@@ -53,7 +53,10 @@ impl Env {
                 let p = Process::new(&vfs, Credentials::root());
                 p.set_fd_limit(1 << 16).map_err(|e| e.to_string())?;
                 p.mkdir("/bench", 0o755).map_err(|e| e.to_string())?;
-                Ok(Env::Ours { _vfs: vfs, p })
+                Ok(Env::Ours {
+                    _vfs: vfs,
+                    p: Box::new(p),
+                })
             }
             None => {
                 static N: AtomicU64 = AtomicU64::new(0);
@@ -96,7 +99,10 @@ impl Env {
     }
 
     fn write_file(&self, rel: &str, data: &[u8]) -> Result<(), String> {
-        let fd = self.open(&self.path(rel), libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC);
+        let fd = self.open(
+            &self.path(rel),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+        );
         if fd < 0 {
             return Err(format!("create {rel} failed"));
         }
@@ -276,7 +282,7 @@ struct DPath;
 const RENAME_EVERY: u64 = 256;
 
 enum Reader {
-    Ours(Process),
+    Ours(Box<Process>),
     Host { fd: i32, link: CString },
 }
 
@@ -309,12 +315,15 @@ impl Workload for DPath {
                 Env::Ours { p, .. } => {
                     let q = p.fork();
                     q.chdir(deep.as_bytes()).map_err(|e| e.to_string())?;
-                    Reader::Ours(q)
+                    Reader::Ours(Box::new(q))
                 }
                 Env::Host { .. } => {
                     // SAFETY: valid C string.
                     let fd = unsafe {
-                        libc::open(deep.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+                        libc::open(
+                            deep.as_ptr(),
+                            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                        )
                     };
                     if fd < 0 {
                         return Err(std::io::Error::last_os_error().to_string());
@@ -366,9 +375,11 @@ impl Instance for DPathInst {
                     }
                 }
                 n += 1;
-                if thread == 0 && n % RENAME_EVERY == 0 {
+                if thread == 0 && n.is_multiple_of(RENAME_EVERY) {
                     let f = self.flips.fetch_add(1, Ordering::Relaxed) as usize;
-                    let ok = self.env.rename(&self.names[f % 2], &self.names[(f + 1) % 2]);
+                    let ok = self
+                        .env
+                        .rename(&self.names[f % 2], &self.names[(f + 1) % 2]);
                     debug_assert!(ok);
                 }
             }

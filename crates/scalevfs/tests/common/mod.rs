@@ -118,8 +118,12 @@ impl Ours {
         root.mkdir("/base", 0o777).unwrap();
         root.fchmodat(libc::AT_FDCWD, "/base", 0o777, 0).unwrap();
         let user = Process::new(&vfs, user);
-        let base_root = root.open("/base", libc::O_PATH | libc::O_DIRECTORY, 0).unwrap();
-        let base_user = user.open("/base", libc::O_PATH | libc::O_DIRECTORY, 0).unwrap();
+        let base_root = root
+            .open("/base", libc::O_PATH | libc::O_DIRECTORY, 0)
+            .unwrap();
+        let base_user = user
+            .open("/base", libc::O_PATH | libc::O_DIRECTORY, 0)
+            .unwrap();
         Ours {
             vfs,
             root,
@@ -208,9 +212,8 @@ impl Both {
         // SAFETY: valid C string and flags.
         let hr = unsafe { libc::openat(self.h.base, c.as_ptr(), flags, mode) };
         let n = self.h.fds.len() as i64;
-        let h = host(hr, |fd| {
-            Out::Int(fd as i64 - fd as i64 + n)
-        });
+        // The result is the slot index, not the fd number (those differ between the sides).
+        let h = host(hr, |_| Out::Int(n));
         if hr >= 0 {
             self.h.fds.push(hr);
         }
@@ -267,7 +270,9 @@ impl Both {
         // SAFETY: valid buffer.
         let hr = unsafe { libc::write(self.h.fd(i), data.as_ptr().cast(), data.len()) };
         let h = host(hr, |k| Out::Int(k as i64));
-        let o = ours(self.oproc(i).write(self.ofd(i), data), |k| Out::Int(k as i64));
+        let o = ours(self.oproc(i).write(self.ofd(i), data), |k| {
+            Out::Int(k as i64)
+        });
         self.cmp(format!("write(#{i}, {} bytes)", data.len()), h, o)
     }
 
@@ -317,7 +322,10 @@ impl Both {
     pub fn mkdir(&mut self, path: &str, mode: u32) -> R {
         let c = cs(path.as_bytes());
         // SAFETY: valid C string.
-        let h = host(unsafe { libc::mkdirat(self.h.base, c.as_ptr(), mode) }, |_| Out::Unit);
+        let h = host(
+            unsafe { libc::mkdirat(self.h.base, c.as_ptr(), mode) },
+            |_| Out::Unit,
+        );
         let (p, b) = self.p();
         let o = ours(p.mkdirat(b, path, mode), |_| Out::Unit);
         self.cmp(format!("mkdir({path:?}, {mode:#o})"), h, o)
@@ -326,7 +334,10 @@ impl Both {
     pub fn unlink(&mut self, path: &str, flags: i32) -> R {
         let c = cs(path.as_bytes());
         // SAFETY: valid C string.
-        let h = host(unsafe { libc::unlinkat(self.h.base, c.as_ptr(), flags) }, |_| Out::Unit);
+        let h = host(
+            unsafe { libc::unlinkat(self.h.base, c.as_ptr(), flags) },
+            |_| Out::Unit,
+        );
         let (p, b) = self.p();
         let o = ours(p.unlinkat(b, path, flags), |_| Out::Unit);
         self.cmp(format!("unlink({path:?}, {flags:#x})"), h, o)
@@ -364,9 +375,10 @@ impl Both {
     pub fn symlink(&mut self, target: &str, path: &str) -> R {
         let (ct, cp) = (cs(target.as_bytes()), cs(path.as_bytes()));
         // SAFETY: valid C strings.
-        let h = host(unsafe { libc::symlinkat(ct.as_ptr(), self.h.base, cp.as_ptr()) }, |_| {
-            Out::Unit
-        });
+        let h = host(
+            unsafe { libc::symlinkat(ct.as_ptr(), self.h.base, cp.as_ptr()) },
+            |_| Out::Unit,
+        );
         let (p, b) = self.p();
         let o = ours(p.symlinkat(target, b, path), |_| Out::Unit);
         self.cmp(format!("symlink({target:?}, {path:?})"), h, o)
@@ -380,14 +392,19 @@ impl Both {
         let h = host(hr, |k| Out::Bytes(b[..k as usize].to_vec()));
         let mut b2 = vec![0u8; n];
         let (p, base) = self.p();
-        let o = ours(p.readlinkat(base, path, &mut b2), |k| Out::Bytes(b2[..k].to_vec()));
+        let o = ours(p.readlinkat(base, path, &mut b2), |k| {
+            Out::Bytes(b2[..k].to_vec())
+        });
         self.cmp(format!("readlink({path:?}, {n})"), h, o)
     }
 
     pub fn chmod(&mut self, path: &str, mode: u32) -> R {
         let c = cs(path.as_bytes());
         // SAFETY: valid C string.
-        let h = host(unsafe { libc::fchmodat(self.h.base, c.as_ptr(), mode, 0) }, |_| Out::Unit);
+        let h = host(
+            unsafe { libc::fchmodat(self.h.base, c.as_ptr(), mode, 0) },
+            |_| Out::Unit,
+        );
         let (p, b) = self.p();
         let o = ours(p.fchmodat(b, path, mode, 0), |_| Out::Unit);
         self.cmp(format!("chmod({path:?}, {mode:#o})"), h, o)
@@ -432,17 +449,21 @@ impl Both {
 
     pub fn fallocate(&mut self, i: usize, mode: i32, off: i64, len: i64) -> R {
         // SAFETY: plain syscall.
-        let h = host(unsafe { libc::fallocate(self.h.fd(i), mode, off, len) }, |_| Out::Unit);
-        let o = ours(self.oproc(i).fallocate(self.ofd(i), mode, off, len), |_| Out::Unit);
+        let h = host(
+            unsafe { libc::fallocate(self.h.fd(i), mode, off, len) },
+            |_| Out::Unit,
+        );
+        let o = ours(self.oproc(i).fallocate(self.ofd(i), mode, off, len), |_| {
+            Out::Unit
+        });
         self.cmp(format!("fallocate(#{i}, {mode}, {off}, {len})"), h, o)
     }
 
     pub fn access(&mut self, path: &str, mode: i32, flags: i32) -> R {
         let c = cs(path.as_bytes());
         // SAFETY: valid C string. The raw syscall: glibc emulates AT_EACCESS itself.
-        let hr = unsafe {
-            libc::syscall(libc::SYS_faccessat2, self.h.base, c.as_ptr(), mode, flags)
-        };
+        let hr =
+            unsafe { libc::syscall(libc::SYS_faccessat2, self.h.base, c.as_ptr(), mode, flags) };
         let h = host(hr, |_| Out::Unit);
         let (p, b) = self.p();
         let o = ours(p.faccessat(b, path, mode, flags), |_| Out::Unit);
@@ -465,9 +486,10 @@ impl Both {
         });
         let tp = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
         // SAFETY: valid pointers.
-        let h = host(unsafe { libc::utimensat(self.h.base, c.as_ptr(), tp, flags) }, |_| {
-            Out::Unit
-        });
+        let h = host(
+            unsafe { libc::utimensat(self.h.base, c.as_ptr(), tp, flags) },
+            |_| Out::Unit,
+        );
         let (p, b) = self.p();
         let o = ours(p.utimensat(b, path, times, flags), |_| Out::Unit);
         self.cmp(format!("utimensat({path:?}, {times:?}, {flags:#x})"), h, o)
@@ -479,7 +501,8 @@ impl Both {
         let h = loop {
             let mut b = vec![0u8; 4096];
             // SAFETY: valid buffer.
-            let n = unsafe { libc::syscall(libc::SYS_getdents64, self.h.fd(i), b.as_mut_ptr(), 4096) };
+            let n =
+                unsafe { libc::syscall(libc::SYS_getdents64, self.h.fd(i), b.as_mut_ptr(), 4096) };
             if n < 0 {
                 break Err(Errno::last_os_error().raw());
             }
@@ -514,7 +537,9 @@ impl Both {
 
     pub fn getfl(&mut self, i: usize) -> R {
         // SAFETY: plain syscall.
-        let h = host(unsafe { libc::fcntl(self.h.fd(i), libc::F_GETFL) }, |v| Out::Int(v as i64));
+        let h = host(unsafe { libc::fcntl(self.h.fd(i), libc::F_GETFL) }, |v| {
+            Out::Int(v as i64)
+        });
         let o = ours(
             self.oproc(i)
                 .fcntl(self.ofd(i), libc::F_GETFL, scalevfs::FcntlArg::None),
@@ -525,10 +550,16 @@ impl Both {
 
     pub fn setfl(&mut self, i: usize, v: i32) -> R {
         // SAFETY: plain syscall.
-        let h = host(unsafe { libc::fcntl(self.h.fd(i), libc::F_SETFL, v) }, |v| Out::Int(v as i64));
+        let h = host(
+            unsafe { libc::fcntl(self.h.fd(i), libc::F_SETFL, v) },
+            |v| Out::Int(v as i64),
+        );
         let o = ours(
-            self.oproc(i)
-                .fcntl(self.ofd(i), libc::F_SETFL, scalevfs::FcntlArg::Int(v as i64)),
+            self.oproc(i).fcntl(
+                self.ofd(i),
+                libc::F_SETFL,
+                scalevfs::FcntlArg::Int(v as i64),
+            ),
             |v| Out::Int(v as i64),
         );
         self.cmp(format!("F_SETFL(#{i}, {v:#o})"), h, o)
