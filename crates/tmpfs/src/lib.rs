@@ -60,7 +60,9 @@ type Page = Option<Box<[u8; PAGE]>>;
 
 enum Node {
     File(RwLock<BTreeMap<u64, Page>>),
-    Dir(RwLock<DirMap>),
+    /// Boxed: a directory's maps are large, and every regular file pays for the largest
+    /// variant.
+    Dir(Box<RwLock<DirMap>>),
     Symlink(Box<[u8]>),
     Special,
 }
@@ -231,7 +233,7 @@ impl FileSystem for Tmpfs {
             libc::S_IFDIR | 0o1777,
             0,
             0,
-            Node::Dir(RwLock::new(DirMap::default())),
+            Node::Dir(Box::new(RwLock::new(DirMap::default()))),
         )
     }
 
@@ -283,7 +285,7 @@ impl FileSystem for Tmpfs {
     ) -> SysResult<InodeRef> {
         let node = match mode & libc::S_IFMT {
             libc::S_IFREG => Node::File(RwLock::new(BTreeMap::new())),
-            libc::S_IFDIR => Node::Dir(RwLock::new(DirMap::default())),
+            libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
             _ => Node::Special,
         };
         let i = self.new_inode(dir.sb(), mode, uid, gid, node)?;

@@ -338,6 +338,27 @@ unsafe fn erc_from_owned(p: *mut ErcInner<Inode>) -> InodeRef {
     unsafe { Erc::from_raw(p) }
 }
 
+/// A dentry's name buffer, referenced by its hash node instead of copied.
+///
+/// Valid for as long as the node is reachable: the name is retired (through the epoch) only
+/// after the node has been unlinked: `d_move` unhashes before it replaces the name, `kill`
+/// unhashes before it retires the dentry (which owns the name). A lookup that still walks
+/// an unlinked node is pinned, so the retired name outlives it too.
+#[derive(Copy, Clone)]
+struct NameRef(*const Vec<u8>);
+
+// SAFETY: a read-only view of an epoch-managed buffer (see the type docs).
+unsafe impl Send for NameRef {}
+
+impl NameRef {
+    /// # Safety
+    /// The node holding this name must be reachable, or the caller pinned while it was.
+    unsafe fn get<'a>(self) -> &'a [u8] {
+        // SAFETY: per the contract.
+        unsafe { &*self.0 }
+    }
+}
+
 struct SendPtr<T>(*mut T);
 // SAFETY: moves a retired pointer to the thread that frees it.
 unsafe impl<T> Send for SendPtr<T> {}
@@ -409,7 +430,9 @@ thread_local! {
 
 /// The dentry cache: hash, LRU, rename lock.
 pub struct Dcache {
-    hash: RcuHash<(u64, Box<[u8]>), usize>,
+    /// Keyed by (parent id, the dentry's own name buffer): the node shares the name rather
+    /// than copying it (see [`NameRef`]).
+    hash: RcuHash<(u64, NameRef), usize>,
     lru: Lru,
     pub rename_lock: RenameLock,
     locking: Locking,
@@ -509,7 +532,10 @@ impl Dcache {
     pub fn lookup_rcu(&self, parent: &Dentry, name: &[u8], g: &Guard) -> Option<*const Dentry> {
         let pid = parent.id;
         self.hash
-            .lookup(hash_name(pid, name), g, |k| k.0 == pid && &*k.1 == name)
+            // SAFETY: see `NameRef`: a node's name outlives the node for pinned readers.
+            .lookup(hash_name(pid, name), g, |k| {
+                k.0 == pid && unsafe { k.1.get() } == name
+            })
             .map(|p| p as *const Dentry)
     }
 
@@ -534,12 +560,19 @@ impl Dcache {
             b.parent.store(parent.as_ptr() as *mut _, Ordering::Relaxed);
         }
         b.flags.store(HASHED, Ordering::Relaxed);
+        // SAFETY: the name was just set and is not shared yet.
+        let name_ref = NameRef(unsafe {
+            b.name
+                .load(Ordering::Relaxed, crossbeam_epoch::unprotected())
+                .as_raw()
+        });
         let raw = Box::into_raw(b);
         loop {
             match self
                 .hash
-                .insert_unique(h, (pid, name.into()), raw as usize, |k| {
-                    k.0 == pid && &*k.1 == name
+                .insert_unique(h, (pid, name_ref), raw as usize, |k| {
+                    // SAFETY: nodes in the chain (bucket locked) have live names.
+                    k.0 == pid && unsafe { k.1.get() } == name
                 }) {
                 Ok(()) => {
                     return DentryRef {
@@ -644,8 +677,10 @@ impl Dcache {
             old_parent = d.parent.swap(parent.as_ptr() as *mut _, Ordering::AcqRel);
             d.parent_id.store(parent.id, Ordering::Relaxed);
             let g = crossbeam_epoch::pin();
+            let new = Owned::new(name.to_vec()).into_shared(&g);
+            let name_ref = NameRef(new.as_raw());
             // Release: pairs with the Acquire in `with_name`.
-            let old = d.name.swap(Owned::new(name.to_vec()), Ordering::AcqRel, &g);
+            let old = d.name.swap(new, Ordering::AcqRel, &g);
             // SAFETY: the old name is unreachable now; pinned readers keep it until they unpin.
             unsafe { g.defer_destroy(old) };
             let pid = parent.id;
@@ -655,8 +690,9 @@ impl Dcache {
             loop {
                 match self
                     .hash
-                    .insert_unique(hash_name(pid, name), (pid, name.into()), me, |k| {
-                        k.0 == pid && &*k.1 == name
+                    .insert_unique(hash_name(pid, name), (pid, name_ref), me, |k| {
+                        // SAFETY: nodes in the chain (bucket locked) have live names.
+                        k.0 == pid && unsafe { k.1.get() } == name
                     }) {
                     Ok(()) => break,
                     Err(other) => {

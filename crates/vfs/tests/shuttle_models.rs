@@ -177,11 +177,18 @@ fn lookup(w: &World) -> bool {
     if !w.d.in_hash.load(Ordering::Acquire) {
         return false;
     }
-    assert!(!w.d.freed.load(Ordering::Relaxed), "use after free in rcu-walk");
+    assert!(
+        !w.d.freed.load(Ordering::Relaxed),
+        "use after free in rcu-walk"
+    );
     let got = w.d.count.get_not_dead();
     if got {
         assert!(count_of(w.d.count.w.load(Ordering::Relaxed)) >= 1);
-        assert_eq!(w.d.kills.load(Ordering::Relaxed), 0, "reference on a dead dentry");
+        assert_eq!(
+            w.d.kills.load(Ordering::Relaxed),
+            0,
+            "reference on a dead dentry"
+        );
     }
     got
 }
@@ -201,7 +208,8 @@ fn shrink(w: &World) {
     }
     if g.count() > 0 {
         let _l = w.lru_lock.lock().unwrap();
-        w.d.flags.fetch_and(!(ON_LRU | REFERENCED), Ordering::Relaxed);
+        w.d.flags
+            .fetch_and(!(ON_LRU | REFERENCED), Ordering::Relaxed);
         return;
     }
     if f & REFERENCED != 0 {
@@ -271,7 +279,10 @@ fn refcount_model() {
         assert_eq!(c, 0, "all references were dropped");
         // Not killed: it must still be reachable (hashed) and reclaimable (on the LRU);
         // an unhashed, unreferenced, live dentry would be a leak.
-        assert!(w.d.in_hash.load(Ordering::Relaxed), "leaked an unhashed dentry");
+        assert!(
+            w.d.in_hash.load(Ordering::Relaxed),
+            "leaked an unhashed dentry"
+        );
         assert!(w.d.flags.load(Ordering::Relaxed) & ON_LRU != 0);
     }
 }
@@ -357,10 +368,16 @@ fn rename_model() {
         let (l, m) = (l.clone(), m.clone());
         hs.push(thread::spawn(move || {
             let s = read_begin(&l);
-            let mut r = (m.parent.load(Ordering::Relaxed), m.name.load(Ordering::Relaxed));
+            let mut r = (
+                m.parent.load(Ordering::Relaxed),
+                m.name.load(Ordering::Relaxed),
+            );
             if read_retry(&l, s) {
                 let _shared = l.lock.read().unwrap();
-                r = (m.parent.load(Ordering::Relaxed), m.name.load(Ordering::Relaxed));
+                r = (
+                    m.parent.load(Ordering::Relaxed),
+                    m.name.load(Ordering::Relaxed),
+                );
             }
             assert!(consistent(r.0, r.1), "d_path returned a torn path {r:?}");
         }));
