@@ -532,8 +532,8 @@ impl Dcache {
     pub fn lookup_rcu(&self, parent: &Dentry, name: &[u8], g: &Guard) -> Option<*const Dentry> {
         let pid = parent.id;
         self.hash
-            // SAFETY: see `NameRef`: a node's name outlives the node for pinned readers.
             .lookup(hash_name(pid, name), g, |k| {
+                // SAFETY: see `NameRef`: a node's name outlives the node for pinned readers.
                 k.0 == pid && unsafe { k.1.get() } == name
             })
             .map(|p| p as *const Dentry)
@@ -848,5 +848,117 @@ impl Dcache {
             }
             Some(out)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::core::{CoreOptions, VfsCore};
+    use crate::namei::Ctx;
+    use crate::perm::Cred;
+    use crate::testfs::TestFs;
+    use crate::{Errno, Path};
+    use scalevfs_primitives::Locking;
+    use std::sync::Arc;
+
+    fn core(locking: Locking) -> Arc<VfsCore> {
+        VfsCore::new(
+            CoreOptions {
+                locking,
+                ..CoreOptions::default()
+            },
+            Arc::new(TestFs::default()),
+        )
+        .unwrap()
+    }
+
+    fn look(c: &VfsCore, path: &str) -> Result<Path, Errno> {
+        let (root, cred) = (c.root(), Cred::root());
+        let ctx = Ctx {
+            cred: &cred,
+            root: &root,
+        };
+        c.lookup(&ctx, &root, path.as_bytes(), true, false)
+    }
+
+    #[test]
+    fn negative_dentries_are_cached_and_instantiated_in_place() {
+        for locking in [Locking::Scalable, Locking::Legacy] {
+            let c = core(locking);
+            let root = c.root();
+            assert_eq!(look(&c, "/x").err(), Some(Errno::ENOENT));
+            let neg = c
+                .dcache
+                .lookup(&root.dentry, b"x")
+                .expect("negative cached");
+            assert!(neg.is_negative());
+            let (cred, r2) = (Cred::root(), c.root());
+            let ctx = Ctx {
+                cred: &cred,
+                root: &r2,
+            };
+            c.mkdir(&ctx, &root, b"/x", 0o755, 0).unwrap();
+            assert!(!neg.is_negative(), "the same dentry became positive");
+            assert!(look(&c, "/x").unwrap().dentry == neg);
+            drop(neg);
+            c.unlink(&ctx, &root, b"/x", true).unwrap();
+            assert!(c
+                .dcache
+                .lookup(&root.dentry, b"x")
+                .is_none_or(|d| d.is_negative()));
+        }
+    }
+
+    #[test]
+    fn hot_dput_keeps_one_lru_entry_and_shrink_gives_a_second_chance() {
+        for locking in [Locking::Scalable, Locking::Legacy] {
+            let c = core(locking);
+            let root = c.root();
+            let (cred, r2) = (Cred::root(), c.root());
+            let ctx = Ctx {
+                cred: &cred,
+                root: &r2,
+            };
+            c.mkdir(&ctx, &root, b"/d", 0o755, 0).unwrap();
+            let base = c.dcache.nr_unused();
+            for _ in 0..100 {
+                drop(look(&c, "/d").unwrap());
+            }
+            assert_eq!(
+                c.dcache.nr_unused(),
+                base,
+                "re-putting a dentry on the LRU is free"
+            );
+            // First pass clears REFERENCED, the second frees it.
+            assert_eq!(c.dcache.shrink(usize::MAX), 0);
+            assert!(c.dcache.shrink(usize::MAX) >= 1);
+            assert!(c.dcache.lookup(&root.dentry, b"d").is_none());
+            assert!(
+                look(&c, "/d").is_ok(),
+                "looked up again from the file system"
+            );
+        }
+    }
+
+    #[test]
+    fn d_path_follows_renames() {
+        for locking in [Locking::Scalable, Locking::Legacy] {
+            let c = core(locking);
+            let root = c.root();
+            let (cred, r2) = (Cred::root(), c.root());
+            let ctx = Ctx {
+                cred: &cred,
+                root: &r2,
+            };
+            for p in ["/a", "/a/b", "/c"] {
+                c.mkdir(&ctx, &root, p.as_bytes(), 0o755, 0).unwrap();
+            }
+            let b = look(&c, "/a/b").unwrap();
+            assert_eq!(c.d_path(&root, &b).unwrap(), b"/a/b");
+            c.rename(&ctx, &root, b"/a", &root, b"/c/z", 0).unwrap();
+            assert_eq!(c.d_path(&root, &b).unwrap(), b"/c/z/b");
+            assert_eq!(c.d_path(&root, &root).unwrap(), b"/");
+            assert_eq!(look(&c, "/a/b").err(), Some(Errno::ENOENT));
+        }
     }
 }

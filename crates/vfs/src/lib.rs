@@ -32,6 +32,8 @@ pub mod namei;
 pub mod perm;
 pub mod prims;
 pub mod rcuhash;
+#[cfg(test)]
+mod testfs;
 
 pub use abi::{DirEntry, FcntlArg, Flock, Stat, Timespec};
 pub use core::{CoreOptions, VfsCore};

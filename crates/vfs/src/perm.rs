@@ -136,3 +136,107 @@ pub fn may_link(inode: &Inode, cred: &Cred) -> SysResult<()> {
         Err(Errno::EPERM)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inode::{NewInode, SuperBlock};
+    use crate::testfs::TestFs;
+    use scalevfs_primitives::Locking;
+    use std::sync::Arc;
+
+    fn sb() -> Arc<SuperBlock> {
+        Arc::new(SuperBlock::new(
+            9,
+            Arc::new(TestFs::default()),
+            Locking::Scalable,
+        ))
+    }
+
+    fn inode(sb: &SuperBlock, ino: u64, mode: u32, uid: u32, gid: u32) -> crate::InodeRef {
+        sb.new_inode(NewInode {
+            ino,
+            mode,
+            uid,
+            gid,
+            nlink: 1,
+            rdev: 0,
+            private: Box::new(()),
+        })
+    }
+
+    #[test]
+    fn owner_group_other_and_root() {
+        let sb = sb();
+        let f = inode(&sb, 1, libc::S_IFREG | 0o640, 10, 20);
+        let owner = Cred {
+            uid: 10,
+            gid: 99,
+            groups: vec![],
+        };
+        let member = Cred {
+            uid: 11,
+            gid: 99,
+            groups: vec![20],
+        };
+        let other = Cred {
+            uid: 12,
+            gid: 99,
+            groups: vec![],
+        };
+        assert!(permission(&f, &owner, MAY_READ | MAY_WRITE).is_ok());
+        assert_eq!(permission(&f, &owner, MAY_EXEC), Err(Errno::EACCES));
+        assert!(permission(&f, &member, MAY_READ).is_ok());
+        assert_eq!(permission(&f, &member, MAY_WRITE), Err(Errno::EACCES));
+        assert_eq!(permission(&f, &other, MAY_READ), Err(Errno::EACCES));
+        // The owner class applies even when it grants less than others.
+        f.set_perm(0o077);
+        assert_eq!(permission(&f, &owner, MAY_READ), Err(Errno::EACCES));
+        // Root: read/write always; exec only with some x bit (or on a directory).
+        let root = Cred::root();
+        f.set_perm(0o000);
+        assert!(permission(&f, &root, MAY_READ | MAY_WRITE).is_ok());
+        assert_eq!(permission(&f, &root, MAY_EXEC), Err(Errno::EACCES));
+        f.set_perm(0o001);
+        assert!(permission(&f, &root, MAY_EXEC).is_ok());
+        let d = inode(&sb, 2, libc::S_IFDIR, 10, 20);
+        assert!(permission(&d, &root, MAY_EXEC).is_ok());
+    }
+
+    #[test]
+    fn sticky_delete_and_suid_rules() {
+        let sb = sb();
+        let dir = inode(&sb, 1, libc::S_IFDIR | 0o1777, 0, 0);
+        let theirs = inode(&sb, 2, libc::S_IFREG | 0o666, 10, 10);
+        let me = Cred {
+            uid: 11,
+            gid: 11,
+            groups: vec![],
+        };
+        assert_eq!(may_delete(&dir, &theirs, false, &me), Err(Errno::EPERM));
+        assert_eq!(
+            may_delete(&dir, &theirs, true, &Cred::root()),
+            Err(Errno::ENOTDIR)
+        );
+        let sub = inode(&sb, 3, libc::S_IFDIR | 0o777, 11, 11);
+        assert_eq!(may_delete(&dir, &sub, false, &me), Err(Errno::EISDIR));
+        assert!(may_delete(&dir, &sub, true, &me).is_ok());
+        let exe = inode(&sb, 4, libc::S_IFREG | 0o6755, 11, 11);
+        kill_suid_on_write(&exe, &me);
+        assert_eq!(exe.mode() & 0o7777, 0o0755);
+        let keep = inode(&sb, 5, libc::S_IFREG | 0o2745, 11, 11);
+        kill_suid_on_write(&keep, &me);
+        assert_eq!(
+            keep.mode() & 0o7777,
+            0o2745,
+            "setgid without group exec stays"
+        );
+        assert_eq!(
+            may_link(&theirs, &me),
+            Ok(()),
+            "regular, readable and writable"
+        );
+        theirs.set_perm(0o644);
+        assert_eq!(may_link(&theirs, &me), Err(Errno::EPERM));
+    }
+}
