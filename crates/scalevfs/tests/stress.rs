@@ -437,3 +437,32 @@ fn dcache_shrinks_under_load() {
     v.drop_caches();
     assert_eq!(v.core().dcache.nr_dentry(), 1);
 }
+
+/// Renames between a directory and its subdirectory race with rmdir of the subdirectory
+/// (which locks parent, then child): the rename must lock the ancestor first too.
+#[test]
+fn rename_and_rmdir_lock_order() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        p.mkdir("/a", 0o755).unwrap();
+        p.mkdir("/a/b", 0o755).unwrap();
+        p.write_file("/a/b/keep", b"").unwrap();
+        p.write_file("/a/x", b"").unwrap();
+        std::thread::scope(|s| {
+            let p = &p;
+            s.spawn(move || {
+                for _ in 0..2000 {
+                    p.rename("/a/x", "/a/b/x").unwrap();
+                    p.rename("/a/b/x", "/a/x").unwrap();
+                }
+            });
+            s.spawn(move || {
+                for _ in 0..2000 {
+                    assert_eq!(p.rmdir("/a/b"), Err(Errno::ENOTEMPTY));
+                    assert_eq!(p.unlink("/a/b/nothing"), Err(Errno::ENOENT));
+                }
+            });
+        });
+    }
+}

@@ -487,9 +487,19 @@ impl VfsCore {
         let same = odp.dentry == ndp.dentry;
         let sb = odir.sb();
         let _rm = (!same).then(|| sb.rename_mutex.lock());
+        // lock_rename: an ancestor before its descendant (unlink and rmdir lock parent before
+        // child, so the other order could deadlock with them), unrelated directories by
+        // address; the rename mutex keeps the ancestry stable while we decide.
+        let old_first = if same || is_ancestor(&odp.dentry, &ndp.dentry) {
+            true
+        } else if is_ancestor(&ndp.dentry, &odp.dentry) {
+            false
+        } else {
+            (odir as *const Inode) < (ndir as *const Inode)
+        };
         let (_l1, _l2) = if same {
             (Some(odir.rwsem.write()), None)
-        } else if (odir as *const Inode) < (ndir as *const Inode) {
+        } else if old_first {
             let a = odir.rwsem.write();
             (Some(a), Some(ndir.rwsem.write()))
         } else {
