@@ -29,6 +29,12 @@
 //! shrinker gives REFERENCED dentries a second chance and drops in-use ones from the list.
 //! Legacy ablation: one shard.
 //!
+//! The shards are small slabs of their own rather than a `DList`: `dput` nests the shard
+//! lock inside `d_lock`, so the shrinker must not take a `d_lock` while it holds a shard
+//! lock. It copies a batch of pointers under the shard lock (pinned in the epoch, so they
+//! stay allocated), drops the lock, and then judges each dentry under its own `d_lock`; a
+//! slot is removed only if it still holds that dentry, so a stale batch entry is harmless.
+//!
 //! ## Rename (seed 004)
 //! `d_move` runs under the rename lock (a sequence read/write lock) held for writing, with the
 //! moved dentry's `d_lock`: it unhashes the old key, changes `parent`, `parent_id`, `name`,
