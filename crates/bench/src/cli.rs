@@ -386,8 +386,9 @@ mod tests {
         let all = workloads::all();
         let text = list(&all);
         assert_eq!(text.lines().count(), all.len());
+        let counter = text.lines().find(|l| l.starts_with("counter ")).unwrap();
         assert!(
-            text.contains("counter  [legacy, scalable, host]  Baseline"),
+            counter.contains("[legacy, scalable, host]") && counter.contains("Baseline"),
             "{text}"
         );
     }

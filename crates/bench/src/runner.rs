@@ -98,11 +98,14 @@ pub fn total_rounds(workloads: &[&dyn Workload], cfg: &RunConfig) -> u64 {
 /// The single place where the global lock statistics are switched on and off: on (after a
 /// reset) before the timed rounds of a (workload, thread count) group, after its warm-up;
 /// off after its last round. Then every design's [`Instance::lockstat`] table is read.
-///
-/// TODO(lockstat owner): wire `scalevfs_primitives::lockstat::{enable, disable, reset}`:
-/// `enable == true` should `reset()` then `enable()`, `enable == false` should `disable()`.
 pub fn lockstat_hooks(enable: bool) {
-    let _ = enable;
+    use scalevfs_primitives::lockstat;
+    if enable {
+        lockstat::reset();
+        lockstat::enable();
+    } else {
+        lockstat::disable();
+    }
 }
 
 /// Runs every workload under each of its designs at each thread count.
@@ -131,8 +134,9 @@ enum Cmd {
 }
 
 /// The worker threads of one design.
-struct Pool {
+struct Pool<'env> {
     design: Design,
+    inst: &'env dyn Instance,
     cmds: Vec<mpsc::Sender<Cmd>>,
     results: mpsc::Receiver<RoundResult>,
     measurement: Measurement,
@@ -170,6 +174,7 @@ fn run_group(
             match spawn_pool(s, &**inst, threads) {
                 Ok((cmds, results)) => pools.push(Pool {
                     design: *design,
+                    inst: &**inst,
                     cmds,
                     results,
                     measurement: Measurement {
@@ -186,10 +191,6 @@ fn run_group(
             }
         }
         for round in 0..=cfg.repeats {
-            if round == 1 && cfg.lockstat {
-                // Count the timed rounds only: not setup, not the warm-up.
-                lockstat_hooks(true);
-            }
             let (len, label) = if round == 0 {
                 (cfg.warmup, "warm-up".to_string())
             } else {
@@ -200,7 +201,21 @@ fn run_group(
                 if pool.failed {
                     continue;
                 }
-                match run_round(pool, len) {
+                // Lock statistics cover each design's last timed round alone: the counters
+                // are global, so rounds of different designs must not share them.
+                let stat_round = cfg.lockstat && round == cfg.repeats && round > 0;
+                if stat_round {
+                    lockstat_hooks(true);
+                }
+                let result = run_round(pool, len);
+                if stat_round {
+                    lockstat_hooks(false);
+                    pool.measurement.lockstat =
+                        catch_unwind(AssertUnwindSafe(|| pool.inst.lockstat())).unwrap_or_else(
+                            |p| Some(format!("lockstat() panicked: {}", panic_message(&p))),
+                        );
+                }
+                match result {
                     Ok((ops, elapsed)) => {
                         pool.measurement.ops.push(ops);
                         if round > 0 {
@@ -223,21 +238,6 @@ fn run_group(
             }
         }
     });
-    if cfg.lockstat {
-        lockstat_hooks(false);
-        for (design, inst) in &instances {
-            let table = catch_unwind(AssertUnwindSafe(|| inst.lockstat()))
-                .unwrap_or_else(|p| Some(format!("lockstat() panicked: {}", panic_message(&p))));
-            if let Some(m) = out
-                .measurements
-                .iter_mut()
-                .rev()
-                .find(|m| m.workload == w.name() && m.design == *design && m.threads == threads)
-            {
-                m.lockstat = table;
-            }
-        }
-    }
 }
 
 /// Starts `threads` workers on `inst`; returns a command sender per worker and the
@@ -427,6 +427,7 @@ mod tests {
             let (cmds, results) = spawn_pool(s, &inst, 4).unwrap();
             let mut pool = Pool {
                 design: Design::Legacy,
+                inst: &inst,
                 cmds,
                 results,
                 measurement: Measurement {

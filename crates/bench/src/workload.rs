@@ -63,8 +63,10 @@ pub trait Instance: Sync {
     /// Called once on worker thread `thread` (0-based, `< threads`); the returned closure
     /// performs one batch of operations per call and returns how many it did.
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_>;
-    /// Lock statistics (a `/proc/lock_stat`-like table) gathered during the run, if any.
+    /// Lock statistics (a `/proc/lock_stat`-like table) of the round just measured. The
+    /// runner calls it right after a round run with lockstat enabled (after a reset), so the
+    /// default, every lock class that recorded something, is that round's table.
     fn lockstat(&self) -> Option<String> {
-        None
+        Some(scalevfs_primitives::lockstat::report())
     }
 }

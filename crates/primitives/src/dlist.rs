@@ -79,30 +79,20 @@ use crossbeam_utils::CachePadded;
 use crate::cpu;
 use crate::Locking;
 
-/// The shard lock. `parking_lot` in normal builds, loom's mutex under `--cfg loom`.
-// TODO(lockstat): swap in crate::spinlock::SpinLock with a lockstat class ("sb->s_inodes").
-mod lock {
-    #[cfg(not(loom))]
-    pub(super) type Lock<T> = parking_lot::Mutex<T>;
-    #[cfg(not(loom))]
-    pub(super) type Guard<'a, T> = parking_lot::MutexGuard<'a, T>;
-    #[cfg(not(loom))]
-    #[inline]
-    pub(super) fn lock<T>(l: &Lock<T>) -> Guard<'_, T> {
-        l.lock()
-    }
+/// The shard lock: our spin lock, counted by lockstat under the class of the design
+/// (`dlist.shard` per-CPU, `dlist.global` for the legacy single list), so a benchmark's
+/// lockstat table shows the contention each design has. Hold times are a few list-pointer
+/// updates, which is what a spin lock is for (the kernel's dlock-list uses spinlocks too).
+type Lock<T> = crate::spinlock::SpinLock<T>;
+type Guard<'a, T> = crate::spinlock::SpinLockGuard<'a, T>;
 
-    #[cfg(loom)]
-    pub(super) type Lock<T> = loom::sync::Mutex<T>;
-    #[cfg(loom)]
-    pub(super) type Guard<'a, T> = loom::sync::MutexGuard<'a, T>;
-    #[cfg(loom)]
-    pub(super) fn lock<T>(l: &Lock<T>) -> Guard<'_, T> {
-        // Only panics if a thread panicked while holding the lock, i.e. a failed model.
-        l.lock().unwrap()
-    }
+static SHARD_CLASS: crate::lockstat::LockClass = crate::lockstat::LockClass::new("dlist.shard");
+static GLOBAL_CLASS: crate::lockstat::LockClass = crate::lockstat::LockClass::new("dlist.global");
+
+#[inline]
+fn lock<T>(l: &Lock<T>) -> Guard<'_, T> {
+    l.lock()
 }
-use lock::{lock, Guard, Lock};
 
 /// "No slot": the end of a list or of the free list.
 const NIL: u32 = u32::MAX;
@@ -291,10 +281,11 @@ impl<T> DList<T> {
     /// `n` shards (at least 1: `0` is taken as 1). With 1 it is the legacy single list.
     pub fn with_shards(n: usize) -> Self {
         let n = n.clamp(1, u32::MAX as usize);
+        let class = if n == 1 { &GLOBAL_CLASS } else { &SHARD_CLASS };
         let shards = (0..n)
             .map(|_| {
                 CachePadded::new(Shard {
-                    list: Lock::new(Slab::new()),
+                    list: Lock::with_class(Slab::new(), class),
                 })
             })
             .collect();

@@ -504,6 +504,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lockstat")]
     fn stress_lock_two_mutexes_with_lockstat() {
         static C: LockClass = LockClass::new("test_hashed_mutexes");
         let _s = lockstat::test_serial();

@@ -89,9 +89,16 @@ static ENABLED: CachePadded<AtomicBool> = CachePadded::new(AtomicBool::new(false
 /// The classes that recorded at least one event since the process started.
 static REGISTRY: std::sync::Mutex<Vec<&'static LockClass>> = std::sync::Mutex::new(Vec::new());
 
-/// Starts recording for every classed lock.
+/// Whether lockstat is compiled in (the default `lockstat` cargo feature). Without it,
+/// [`is_enabled`] is a constant `false` and every lock's recording code is compiled away:
+/// the baseline against which `scripts/callgrind.sh` measures the cost of lockstat off.
+pub const COMPILED_IN: bool = cfg!(feature = "lockstat");
+
+/// Starts recording for every classed lock (a no-op when lockstat is not compiled in).
 pub fn enable() {
-    ENABLED.store(true, Relaxed);
+    if COMPILED_IN {
+        ENABLED.store(true, Relaxed);
+    }
 }
 
 /// Stops recording. Guards taken while enabled still record their hold time when dropped.
@@ -102,7 +109,7 @@ pub fn disable() {
 /// Whether recording is on: one `Relaxed` load of a read-mostly flag.
 #[inline(always)]
 pub fn is_enabled() -> bool {
-    ENABLED.load(Relaxed)
+    COMPILED_IN && ENABLED.load(Relaxed)
 }
 
 /// Zeroes the statistics of every registered class.
@@ -326,7 +333,12 @@ pub fn snapshot() -> Vec<ClassStats> {
 
 /// A `/proc/lock_stat`-like table of every registered class that recorded something.
 pub fn report() -> String {
-    format_report(snapshot())
+    format_report(
+        snapshot()
+            .into_iter()
+            .filter(|s| s.read.acquisitions + s.write.acquisitions > 0)
+            .collect(),
+    )
 }
 
 /// The same table restricted to `classes`.
@@ -408,8 +420,12 @@ impl HoldStamp {
     }
 }
 
-impl Drop for HoldStamp {
-    fn drop(&mut self) {
+impl HoldStamp {
+    /// Records the hold time. Guards call it just before they unlock; it is out of line and
+    /// cold so that an unrecorded guard's drop is one test of its `Option<HoldStamp>`.
+    #[cold]
+    #[inline(never)]
+    pub fn record_release(&self) {
         let kind = if self.since_kind & 1 == 0 {
             Kind::Read
         } else {
@@ -439,12 +455,16 @@ pub fn acquire<G>(
     try_lock: impl FnOnce() -> Option<G>,
     lock: impl FnOnce() -> G,
 ) -> (G, Option<HoldStamp>) {
-    match class {
-        Some(class) if is_enabled() => acquire_recorded(class, kind, try_lock, lock),
-        _ => (lock(), None),
+    // The global flag first: off, this is one load and a not-taken branch.
+    if is_enabled() {
+        if let Some(class) = class {
+            return acquire_recorded(class, kind, try_lock, lock);
+        }
     }
+    (lock(), None)
 }
 
+#[cold]
 #[inline(never)]
 fn acquire_recorded<G>(
     class: &'static LockClass,
@@ -543,6 +563,15 @@ macro_rules! guard {
         pub struct $name<'a, T> {
             _stamp: Option<HoldStamp>,
             inner: imp::$inner<'a, T>,
+        }
+        impl<T> Drop for $name<'_, T> {
+            #[inline]
+            fn drop(&mut self) {
+                // The hold ends here, before `inner` (dropped after this) unlocks.
+                if let Some(stamp) = &self._stamp {
+                    stamp.record_release();
+                }
+            }
         }
         impl<T> Deref for $name<'_, T> {
             type Target = T;
@@ -765,6 +794,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lockstat")]
     fn unclassed_never_registers() {
         let _s = test_serial();
         enable();
@@ -776,6 +806,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lockstat")]
     fn counts_reads_writes_and_hold_times() {
         static C: LockClass = LockClass::new("test_rw_counts");
         let _s = test_serial();
@@ -809,6 +840,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lockstat")]
     fn contention_is_recorded_with_wait_time() {
         static C: LockClass = LockClass::new("test_contended");
         let _s = test_serial();

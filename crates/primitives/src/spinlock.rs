@@ -233,7 +233,9 @@ impl<T> DerefMut for SpinLockGuard<'_, T> {
 impl<T> Drop for SpinLockGuard<'_, T> {
     fn drop(&mut self) {
         // Record the hold time while still holding the lock.
-        drop(self.stamp.take());
+        if let Some(stamp) = &self.stamp {
+            stamp.record_release();
+        }
         // SAFETY: this guard holds the lock and its borrows of the data end here.
         unsafe { self.lock.raw.unlock() };
     }
@@ -288,6 +290,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "lockstat")]
     fn classed_spinlock_counts_when_enabled() {
         static C: LockClass = LockClass::new("test_spin_class");
         let _s = lockstat::test_serial();

@@ -19,6 +19,7 @@
 //! | [`prims`]   | adapters selecting the scalable or legacy primitive                    |
 
 pub mod abi;
+pub mod cancel;
 pub mod core;
 pub mod dentry;
 pub mod erc;

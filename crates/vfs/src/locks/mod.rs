@@ -1,1 +1,871 @@
-//! File locks (issue 4): owned by the file-locks work.
+//! # File locks: POSIX record locks, OFD locks and `flock` (issue 4, seed 002)
+//!
+//! Linux's `fs/locks.c` semantics, without its global locks.
+//!
+//! ## Objects
+//!
+//! - [`LockManager`]: one per `Vfs`, built with [`Locking::Scalable`] or
+//!   [`Locking::Legacy`]. Holds the deadlock graph, the listing registry and, for the
+//!   legacy ablation only, the global lock.
+//! - [`FileLockContext`]: one per inode that has ever been locked (Linux's
+//!   `file_lock_context`), made by [`LockManager::new_context`] on first use; the inode
+//!   keeps it in a `OnceLock<Box<FileLockContext>>`, so unlocked inodes pay one pointer.
+//!   It holds the inode's POSIX+OFD list and its flock list (`list::Lists`).
+//! - Owners ([`LockOwner`]): `Process(id)` for POSIX locks, `File(id)` (the open file
+//!   description) for OFD and flock locks. OFD and POSIX locks share one list and conflict
+//!   with each other; flock locks are a separate list, independent of both.
+//!
+//! ## Wiring (what the VFS and `Process` call)
+//!
+//! - The `Vfs` owns one `LockManager::new(options.locking)`; each inode has a
+//!   `OnceLock<Box<FileLockContext>>`, filled by `new_context(st_dev, st_ino)` on the
+//!   first lock operation.
+//! - `fcntl` lock commands: [`LockManager::fcntl`] with an [`FcntlFile`] (position, size,
+//!   access mode, open-file id, process id, pid) and the caller's [`CancelToken`]; it
+//!   applies Linux's argument checks in Linux's order. After a granted POSIX lock,
+//!   `Process` re-checks that the fd still refers to the same open file (Linux's
+//!   close/fcntl race check) and if not calls `release_posix` and returns `EBADF`.
+//! - `flock(2)`: [`flock_op_type`] first (`EINVAL` comes before `EBADF`), then `EBADF` for
+//!   an fd opened with neither read nor write access (`O_PATH`), then
+//!   [`LockManager::flock`].
+//! - `close(fd)` of any fd whose inode has a context: [`LockManager::release_posix`] with
+//!   the process id (POSIX rule, whichever fd it was). Last close of an open file
+//!   description: [`LockManager::release_file`] (OFD and flock locks).
+//! - Process exit closes every fd, which releases everything through the two calls above.
+//!   `fork` needs nothing: POSIX locks are not inherited, OFD/flock locks belong to the
+//!   shared open file descriptions.
+//! - `/proc/locks` (kernfs, CLI): [`LockManager::proc_locks`] or [`LockManager::list`].
+//!
+//! ## Locks and what they protect
+//!
+//! - **context lock** (one per inode; Linux's `flc_lock`): the inode's lock lists, every
+//!   waiter queued on them, and each queued waiter's `edge` field.
+//! - **graph lock** (`deadlock.rs`; Linux's `blocked_lock_lock`): the POSIX wait-for
+//!   edges, in a table hashed by owner (Linux's `blocked_hash`).
+//! - **registry shard locks** (the `DList` in `registry.rs`, one per CPU): the lists of contexts that
+//!   only the listing walks.
+//! - **legacy lock** (ablation only): everything; taken first by every operation.
+//! - **cancel-token mutex** (one per token, `crate::cancel`): that token's wakers.
+//!
+//! Lock order: legacy lock -> context lock -> graph lock. The listing takes a registry
+//! shard lock, releases it, then takes context locks one at a time. A cancel token's mutex
+//! is never taken with a context lock held. No operation holds two context locks.
+//!
+//! Operations on different inodes share no lock and write no shared memory: the graph
+//! lock is taken only when a request blocks (or a blocked POSIX request is granted,
+//! retargeted or cancelled), never by an uncontended lock or unlock, and the registry
+//! only when a context is created or dropped. Keeping the graph under one lock is what
+//! makes the cycle check exact and atomic with the edge insertion (see below); its cost
+//! falls on requests that are about to sleep anyway.
+//!
+//! ## Blocking and wakeups (no thundering herd)
+//!
+//! A blocked request is a `list::Waiter` queued on the one held lock it conflicts with
+//! first (Linux's `fl_blocked_requests`). Whenever a lock is removed, shrunk, split,
+//! merged or changes type, its waiters are re-examined *by the thread making the change,
+//! under the context lock*, oldest first: a waiter that no longer conflicts is granted
+//! right there (its lock is inserted on its behalf, with the same split/merge logic) and
+//! only then woken; a waiter that still conflicts is moved to the lock it now conflicts
+//! with and not woken. So an unlock wakes exactly the requests it lets proceed, and a
+//! woken request never has to retry. Granting in queue order also means a grant made
+//! during re-examination is seen by the waiters behind it (100 writers queued on one lock:
+//! an unlock grants the first and re-queues the others on it, waking one thread).
+//!
+//! The waiter's thread sleeps in [`CancelToken::wait_until`] on its `state`; the granter
+//! stores `state` with Release and then unparks it (the sleeper's Acquire load pairs with
+//! it). A cancelled sleeper takes the context lock and, if its request is still pending,
+//! unqueues it and returns `EINTR`; if it was granted meanwhile the grant stands and the
+//! call returns success (as if the signal came just after the call returned).
+//!
+//! Memory orderings: everything shared is under the locks above except a waiter's
+//! `state` (Release store by the granter, Acquire load by the sleeper) and a token's
+//! `cancelled` flag (Release in `cancel`, Acquire in `is_cancelled`).
+//!
+//! ## Deadlock detection
+//!
+//! Only POSIX (process-owned) `F_SETLKW` waits are checked, as on Linux. The graph has an
+//! edge `P -> Q` per blocked request of `P` whose current blocker is held by process `Q`.
+//! Before a request sleeps (and whenever re-examination moves it to a lock of another
+//! owner) we take the graph lock, search for a path `Q ->* P`, and only if there is none
+//! add `P -> Q`, all under the graph lock. Since every edge is added by such a check,
+//! and the checks are serialized, the graph of POSIX waits never contains a cycle: of two
+//! concurrent requests that would close one, the second to take the graph lock sees the
+//! first's edge and fails with `EDEADLK`, the first sleeps. Edges are removed under the
+//! graph lock before a waiter is completed, and a granted waiter's edge is removed in the
+//! same context-lock section that removes the lock it waited on.
+//!
+//! Differences from Linux: Linux follows one waiting request per owner and gives up after
+//! 10 steps (`MAX_DEADLK_ITERATIONS`), so long cycles sleep forever; we follow every
+//! blocked request of every owner to any depth (bounded by a visited set). A request
+//! re-queued on a new blocker is re-checked without being woken (Linux re-checks when the
+//! woken task retries); the outcome is the same `EDEADLK`.
+//!
+//! ## Listing
+//!
+//! [`LockManager::proc_locks`] prints every held and waiting lock in `/proc/locks`
+//! format. Contexts register on a per-CPU dlock-list (`registry.rs`, seed 001's `DList`)
+//! once, when created; only the listing walks those lists.
+//!
+//! ## Legacy ablation (seed 002's "before")
+//!
+//! `Locking::Legacy` adds one global lock taken around every operation, keeps the
+//! wait-for edges in one vector scanned linearly, and puts every context on one list. The
+//! scalable path pays only an untaken branch for it.
+//!
+//! ## Other differences from Linux
+//!
+//! - A blocking request whose conflicting lock goes away is granted directly (see above);
+//!   Linux wakes it to retry. Which waiter gets a lock first can therefore differ from a
+//!   particular Linux run, never the set of outcomes a Linux scheduler could produce.
+//! - Deadlines on [`CancelToken`] produce `EINTR` (Linux has no timed lock wait).
+//! - The listing's order is per context (its flock locks, then its POSIX/OFD locks, each
+//!   followed by its waiters), and a waiter is always shown one level deep under the lock
+//!   it waits on; Linux orders by per-CPU lists of locks and nests waiters that queue
+//!   behind other waiters. The lines themselves are identical (checked against the host's
+//!   `/proc/locks` in `host_diff.rs`).
+//! - `F_SETLK` conflicts return `EAGAIN`, as Linux does (POSIX also allows `EACCES`; Linux
+//!   never returns it for record locks).
+
+pub(crate) mod deadlock;
+pub(crate) mod list;
+pub(crate) mod registry;
+pub(crate) mod sync;
+
+#[cfg(test)]
+mod host_diff;
+#[cfg(test)]
+mod proptests;
+#[cfg(test)]
+mod shuttle_tests;
+#[cfg(test)]
+mod stress;
+#[cfg(test)]
+mod tests;
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use scalevfs_primitives::Locking;
+
+use crate::abi::Flock;
+use crate::cancel::CancelToken;
+use crate::Errno;
+use deadlock::Graph;
+use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
+use registry::ContextList;
+use sync::{Mutex, MutexGuard};
+
+/// The largest file offset; a lock ending here runs "to EOF and beyond" (`l_len == 0`).
+pub const OFFSET_MAX: i64 = i64::MAX;
+
+/// Who owns a lock.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockOwner {
+    /// A POSIX record-lock owner: the process (its unique id; Linux's `files_struct`).
+    Process(u64),
+    /// An open file description (its unique id): owner of OFD and flock locks.
+    File(u64),
+}
+
+/// The kind of lock, as `/proc/locks` names them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockClass {
+    Posix,
+    Ofd,
+    Flock,
+}
+
+impl LockClass {
+    fn of_posix(owner: LockOwner) -> Self {
+        match owner {
+            LockOwner::Process(_) => LockClass::Posix,
+            LockOwner::File(_) => LockClass::Ofd,
+        }
+    }
+}
+
+/// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LockType {
+    Read,
+    Write,
+    Unlock,
+}
+
+impl LockType {
+    /// Decodes `l_type` (`EINVAL` if it is none of the three).
+    pub fn from_l_type(t: i16) -> Result<Self, Errno> {
+        match t as i32 {
+            libc::F_RDLCK => Ok(LockType::Read),
+            libc::F_WRLCK => Ok(LockType::Write),
+            libc::F_UNLCK => Ok(LockType::Unlock),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+    pub fn to_l_type(self) -> i16 {
+        (match self {
+            LockType::Read => libc::F_RDLCK,
+            LockType::Write => libc::F_WRLCK,
+            LockType::Unlock => libc::F_UNLCK,
+        }) as i16
+    }
+}
+
+/// A lock or unlock request on the byte range `start..=end` (`end == OFFSET_MAX`: to EOF
+/// and beyond). For [`LockManager::setlk`], `LockOwner::Process` makes a POSIX request and
+/// `LockOwner::File` an OFD request.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LockRequest {
+    pub owner: LockOwner,
+    /// Reported as `l_pid` and in `/proc/locks`.
+    pub pid: i32,
+    pub ty: LockType,
+    pub start: i64,
+    pub end: i64,
+}
+
+impl LockRequest {
+    fn info(&self, class: LockClass) -> LockInfo {
+        LockInfo {
+            class,
+            owner: self.owner,
+            pid: self.pid,
+            ty: self.ty,
+            start: self.start,
+            end: self.end,
+        }
+    }
+    fn check(&self) -> Result<(), Errno> {
+        if self.start < 0 || self.end < self.start {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+}
+
+/// A held (or, in a listing, requested) lock.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LockInfo {
+    pub class: LockClass,
+    pub owner: LockOwner,
+    pub pid: i32,
+    pub ty: LockType,
+    pub start: i64,
+    /// Inclusive; `OFFSET_MAX` for "to EOF".
+    pub end: i64,
+}
+
+impl LockInfo {
+    /// Fills `F_GETLK`'s answer as `posix_lock_to_flock` does: `SEEK_SET`, `l_len` 0 for a
+    /// lock to EOF, and `l_pid` -1 for an OFD lock.
+    pub fn to_flock(&self, fl: &mut Flock) {
+        fl.l_type = self.ty.to_l_type();
+        fl.l_whence = libc::SEEK_SET as i16;
+        fl.l_start = self.start;
+        fl.l_len = if self.end == OFFSET_MAX {
+            0
+        } else {
+            self.end - self.start + 1
+        };
+        fl.l_pid = if self.class == LockClass::Ofd {
+            -1
+        } else {
+            self.pid
+        };
+    }
+}
+
+/// Converts a `struct flock` range to `start..=end` as `flock64_to_posix_lock` does:
+/// `l_whence` relative to 0, the file position `pos` or the file size `size`; negative
+/// `l_len` locks the bytes before the start; `l_len == 0` runs to `OFFSET_MAX`.
+/// `EINVAL` for a bad `l_whence` or a range starting before 0, `EOVERFLOW` past
+/// `OFFSET_MAX`.
+pub fn flock_to_range(fl: &Flock, pos: i64, size: i64) -> Result<(i64, i64), Errno> {
+    let base = match fl.l_whence as i32 {
+        libc::SEEK_SET => 0,
+        libc::SEEK_CUR => pos,
+        libc::SEEK_END => size,
+        _ => return Err(Errno::EINVAL),
+    };
+    if base < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if fl.l_start > OFFSET_MAX - base {
+        return Err(Errno::EOVERFLOW);
+    }
+    let mut start = base + fl.l_start;
+    if start < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end;
+    if fl.l_len > 0 {
+        if fl.l_len - 1 > OFFSET_MAX - start {
+            return Err(Errno::EOVERFLOW);
+        }
+        end = start + (fl.l_len - 1);
+    } else if fl.l_len < 0 {
+        if start + fl.l_len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        end = start - 1;
+        start += fl.l_len;
+    } else {
+        end = OFFSET_MAX;
+    }
+    Ok((start, end))
+}
+
+/// What `fcntl`'s lock commands need to know about the open file.
+#[derive(Copy, Clone, Debug)]
+pub struct FcntlFile {
+    /// The file position (for `SEEK_CUR`).
+    pub pos: i64,
+    /// The file size (for `SEEK_END`).
+    pub size: i64,
+    /// Opened for reading / writing (`F_RDLCK` needs the first, `F_WRLCK` the second).
+    pub readable: bool,
+    pub writable: bool,
+    /// The open file description's id (OFD owner).
+    pub file_id: u64,
+    /// The calling process's id (POSIX owner).
+    pub process_id: u64,
+    /// The calling process's pid (`l_pid`).
+    pub pid: i32,
+}
+
+/// One line of the listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListedLock {
+    /// The `N:` ordinal; a waiter has its blocker's.
+    pub id: usize,
+    /// A blocked request (`->` in `/proc/locks`).
+    pub waiting: bool,
+    pub info: LockInfo,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl ListedLock {
+    /// The `/proc/locks` line (`lock_get_status`), with a trailing newline.
+    pub fn proc_line(&self) -> String {
+        let i = &self.info;
+        let mut s = format!("{}: ", self.id);
+        if self.waiting {
+            s.push_str("-> ");
+        }
+        s.push_str(match i.class {
+            LockClass::Posix => "POSIX  ADVISORY  ",
+            LockClass::Ofd => "OFDLCK ADVISORY  ",
+            LockClass::Flock => "FLOCK  ADVISORY  ",
+        });
+        s.push_str(match i.ty {
+            LockType::Write => "WRITE ",
+            LockType::Read => "READ ",
+            LockType::Unlock => "UNLCK ",
+        });
+        let pid = if i.class == LockClass::Ofd { -1 } else { i.pid };
+        // st_dev encoding (glibc's major()/minor()).
+        let d = self.dev;
+        let major = ((d >> 8) & 0xfff) | ((d >> 32) & !0xfff);
+        let minor = (d & 0xff) | ((d >> 12) & !0xff);
+        let _ = write!(s, "{pid} {major:02x}:{minor:02x}:{} ", self.ino);
+        if i.class == LockClass::Flock {
+            s.push_str("0 EOF\n");
+        } else if i.end == OFFSET_MAX {
+            let _ = writeln!(s, "{} EOF", i.start);
+        } else {
+            let _ = writeln!(s, "{} {}", i.start, i.end);
+        }
+        s
+    }
+}
+
+/// Per-inode lock state (Linux's `file_lock_context`). Made by
+/// [`LockManager::new_context`]; unregisters itself from the listing when dropped.
+pub struct FileLockContext {
+    inner: Arc<CtxInner>,
+    mgr: Arc<Shared>,
+    slot: scalevfs_primitives::dlist::DListNode,
+}
+
+pub(crate) struct CtxInner {
+    dev: u64,
+    ino: u64,
+    lists: Mutex<Lists>,
+}
+
+impl Drop for FileLockContext {
+    fn drop(&mut self) {
+        self.mgr.registry.remove(&self.slot);
+    }
+}
+
+impl std::fmt::Debug for FileLockContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileLockContext")
+            .field("dev", &self.inner.dev)
+            .field("ino", &self.inner.ino)
+            .finish()
+    }
+}
+
+struct Shared {
+    locking: Locking,
+    legacy: Option<Mutex<()>>,
+    graph: Graph,
+    registry: ContextList,
+}
+
+/// The file-lock subsystem of one `Vfs`. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct LockManager {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LockManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockManager")
+            .field("locking", &self.shared.locking)
+            .finish()
+    }
+}
+
+/// How a request that conflicts behaves.
+#[derive(Copy, Clone)]
+enum Wait<'a> {
+    /// `F_SETLK`: fail with `EAGAIN`.
+    No,
+    /// Sleep until granted (no token: the uncontended `F_SETLKW` allocates nothing).
+    Forever,
+    /// Sleep until granted or the token fires.
+    Until(&'a CancelToken),
+}
+
+/// Both locks of an operation: the legacy global lock (if any), then the context's.
+struct Guard<'a> {
+    lists: MutexGuard<'a, Lists>,
+    _legacy: Option<MutexGuard<'a, ()>>,
+}
+
+impl LockManager {
+    pub fn new(locking: Locking) -> Self {
+        let legacy = locking == Locking::Legacy;
+        LockManager {
+            shared: Arc::new(Shared {
+                locking,
+                legacy: legacy.then(|| Mutex::new(())),
+                graph: Graph::new(!legacy),
+                registry: ContextList::new(locking),
+            }),
+        }
+    }
+
+    pub fn locking(&self) -> Locking {
+        self.shared.locking
+    }
+
+    /// A context for the inode `(dev, ino)` (`dev` as `st_dev` reports it).
+    pub fn new_context(&self, dev: u64, ino: u64) -> FileLockContext {
+        let inner = Arc::new(CtxInner {
+            dev,
+            ino,
+            lists: Mutex::new(Lists::default()),
+        });
+        let slot = self.shared.registry.insert(&inner);
+        FileLockContext {
+            inner,
+            mgr: self.shared.clone(),
+            slot,
+        }
+    }
+
+    fn lock<'a>(&'a self, ctx: &'a FileLockContext) -> Guard<'a> {
+        debug_assert!(
+            Arc::ptr_eq(&ctx.mgr, &self.shared),
+            "context of another manager"
+        );
+        let legacy = self.shared.legacy.as_ref().map(|l| l.lock());
+        Guard {
+            lists: ctx.inner.lists.lock(),
+            _legacy: legacy,
+        }
+    }
+
+    /// `F_GETLK` / `F_OFD_GETLK`: the first lock that would conflict with `req`, if any.
+    /// For an `Unlock` request (only `F_OFD_GETLK` allows it, Linux 6.7+), the first lock
+    /// of `req.owner` itself that overlaps the range.
+    pub fn getlk(&self, ctx: &FileLockContext, req: &LockRequest) -> Option<LockInfo> {
+        let g = self.lock(ctx);
+        let list = &g.lists.posix;
+        let i = if req.ty == LockType::Unlock {
+            list.iter().position(|h| {
+                h.info.owner == req.owner && h.info.start <= req.end && req.start <= h.info.end
+            })
+        } else {
+            find_conflict(list, req)
+        };
+        i.map(|i| list[i].info)
+    }
+
+    /// `F_SETLK` (`wait == None`) or `F_SETLKW` (`wait == Some(token)`), POSIX or OFD by
+    /// `req.owner`. Conflict: `EAGAIN` without `wait`; with it, sleeps until granted,
+    /// `EDEADLK` if the wait would deadlock (POSIX only), `EINTR` if the token is
+    /// cancelled or expires first.
+    pub fn setlk(
+        &self,
+        ctx: &FileLockContext,
+        req: &LockRequest,
+        wait: Option<&CancelToken>,
+    ) -> Result<(), Errno> {
+        match wait {
+            None => self.setlk_inner(ctx, req, Wait::No),
+            Some(t) => self.setlk_inner(ctx, req, Wait::Until(t)),
+        }
+    }
+
+    fn setlk_inner(
+        &self,
+        ctx: &FileLockContext,
+        req: &LockRequest,
+        wait: Wait<'_>,
+    ) -> Result<(), Errno> {
+        req.check()?;
+        let (w, token) = {
+            let mut g = self.lock(ctx);
+            let Some(i) = find_conflict(&g.lists.posix, req) else {
+                let mut reeval = Vec::new();
+                posix_apply(&mut g.lists.posix, req, &mut reeval);
+                self.reeval(&mut g.lists, reeval);
+                return Ok(());
+            };
+            let token = match wait {
+                Wait::No => return Err(Errno::EAGAIN),
+                Wait::Forever => None,
+                Wait::Until(t) if t.is_cancelled() => return Err(Errno::EINTR),
+                Wait::Until(t) => Some(t),
+            };
+            let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner)));
+            if !self.wait_edge(&w, g.lists.posix[i].info.owner) {
+                return Err(Errno::EDEADLK);
+            }
+            g.lists.posix[i].waiters.push(w.clone());
+            (w, token)
+        };
+        self.sleep(ctx, &w, token)
+    }
+
+    /// `flock(2)` for the open file description `file`: `op` is `LOCK_SH`, `LOCK_EX` or
+    /// `LOCK_UN`, optionally with `LOCK_NB`. Without `LOCK_NB` a conflicting request
+    /// sleeps until granted or until `cancel` (if given) fires (`EINTR`). A conversion
+    /// drops the old lock first, so a failed or interrupted conversion loses it, as on
+    /// Linux. `LOCK_MAND` is ignored (success), as Linux does since 5.17.
+    pub fn flock(
+        &self,
+        ctx: &FileLockContext,
+        file: u64,
+        pid: i32,
+        op: i32,
+        cancel: Option<&CancelToken>,
+    ) -> Result<(), Errno> {
+        let ty = flock_op_type(op)?;
+        let Some(ty) = ty else { return Ok(()) };
+        let req = LockRequest {
+            owner: LockOwner::File(file),
+            pid,
+            ty,
+            start: 0,
+            end: OFFSET_MAX,
+        };
+        let w = {
+            let mut g = self.lock(ctx);
+            let mut reeval = Vec::new();
+            let res = match flock_apply(&mut g.lists.flock, &req, &mut reeval) {
+                Ok(()) => Ok(None),
+                Err(_) if op & libc::LOCK_NB != 0 => Err(Errno::EAGAIN),
+                Err(_) if cancel.is_some_and(CancelToken::is_cancelled) => Err(Errno::EINTR),
+                Err(i) => {
+                    // Queue before re-examining the old lock's waiters: they may release
+                    // the lock we queue on.
+                    let w = Arc::new(Waiter::new(req, LockClass::Flock));
+                    g.lists.flock[i].waiters.push(w.clone());
+                    Ok(Some(w))
+                }
+            };
+            self.reeval(&mut g.lists, reeval);
+            res?
+        };
+        match w {
+            None => Ok(()),
+            Some(w) => self.sleep(ctx, &w, cancel),
+        }
+    }
+
+    /// The POSIX close rule: `process` closed some fd of this inode, so all its POSIX locks
+    /// on the inode go (Linux's `locks_remove_posix`). Also call it for every open file at
+    /// process exit.
+    pub fn release_posix(&self, ctx: &FileLockContext, process: u64) {
+        self.release(ctx, LockOwner::Process(process), false);
+    }
+
+    /// The last close of open file description `file`: its OFD locks go.
+    pub fn release_ofd(&self, ctx: &FileLockContext, file: u64) {
+        self.release(ctx, LockOwner::File(file), false);
+    }
+
+    /// The last close of open file description `file`: its OFD and flock locks go
+    /// (Linux's `locks_remove_file`).
+    pub fn release_file(&self, ctx: &FileLockContext, file: u64) {
+        self.release(ctx, LockOwner::File(file), true);
+    }
+
+    fn release(&self, ctx: &FileLockContext, owner: LockOwner, flock: bool) {
+        let mut g = self.lock(ctx);
+        let mut reeval = Vec::new();
+        remove_owner(&mut g.lists.posix, owner, &mut reeval);
+        if flock {
+            remove_owner(&mut g.lists.flock, owner, &mut reeval);
+        }
+        self.reeval(&mut g.lists, reeval);
+    }
+
+    /// `fcntl(fd, cmd, fl)` for the lock commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`,
+    /// `F_OFD_GETLK`, `F_OFD_SETLK`, `F_OFD_SETLKW`), with Linux's checks in Linux's order:
+    /// range (`EINVAL`/`EOVERFLOW`), `l_type` (`EINVAL`), access mode (`EBADF`, set only),
+    /// OFD `l_pid != 0` (`EINVAL`). `cancel` bounds the `W` commands (`None`: sleep until
+    /// granted). Other commands: `EINVAL`.
+    pub fn fcntl(
+        &self,
+        ctx: &FileLockContext,
+        cmd: i32,
+        fl: &mut Flock,
+        file: &FcntlFile,
+        cancel: Option<&CancelToken>,
+    ) -> Result<(), Errno> {
+        let ofd = matches!(
+            cmd,
+            libc::F_OFD_GETLK | libc::F_OFD_SETLK | libc::F_OFD_SETLKW
+        );
+        let owner = if ofd {
+            LockOwner::File(file.file_id)
+        } else {
+            LockOwner::Process(file.process_id)
+        };
+        match cmd {
+            libc::F_GETLK | libc::F_OFD_GETLK => {
+                // F_GETLK wants F_RDLCK or F_WRLCK; F_OFD_GETLK also takes F_UNLCK (Linux
+                // 6.7+: "which of my own OFD locks overlap this range").
+                if !ofd && ![libc::F_RDLCK, libc::F_WRLCK].contains(&(fl.l_type as i32)) {
+                    return Err(Errno::EINVAL);
+                }
+                let (start, end) = flock_to_range(fl, file.pos, file.size)?;
+                let ty = LockType::from_l_type(fl.l_type)?;
+                if ofd && fl.l_pid != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                let req = LockRequest {
+                    owner,
+                    pid: file.pid,
+                    ty,
+                    start,
+                    end,
+                };
+                match self.getlk(ctx, &req) {
+                    None => fl.l_type = libc::F_UNLCK as i16,
+                    Some(info) => info.to_flock(fl),
+                }
+                Ok(())
+            }
+            libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => {
+                let (start, end) = flock_to_range(fl, file.pos, file.size)?;
+                let ty = LockType::from_l_type(fl.l_type)?;
+                if (ty == LockType::Read && !file.readable)
+                    || (ty == LockType::Write && !file.writable)
+                {
+                    return Err(Errno::EBADF);
+                }
+                if ofd && fl.l_pid != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                let req = LockRequest {
+                    owner,
+                    pid: file.pid,
+                    ty,
+                    start,
+                    end,
+                };
+                if cmd == libc::F_SETLK || cmd == libc::F_OFD_SETLK {
+                    return self.setlk(ctx, &req, None);
+                }
+                let wait = cancel.map_or(Wait::Forever, Wait::Until);
+                self.setlk_inner(ctx, &req, wait)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// Every held and waiting lock, context by context (flock list, then POSIX list; each
+    /// lock followed by its waiters).
+    pub fn list(&self) -> Vec<ListedLock> {
+        let mut out = Vec::new();
+        let mut id = 0;
+        self.shared.registry.for_each(|c| {
+            let l = c.lists.lock();
+            for h in l.flock.iter().chain(l.posix.iter()) {
+                id += 1;
+                out.push(ListedLock {
+                    id,
+                    waiting: false,
+                    info: h.info,
+                    dev: c.dev,
+                    ino: c.ino,
+                });
+                for w in &h.waiters {
+                    out.push(ListedLock {
+                        id,
+                        waiting: true,
+                        info: w.req.info(w.class),
+                        dev: c.dev,
+                        ino: c.ino,
+                    });
+                }
+            }
+        });
+        out
+    }
+
+    /// The listing in `/proc/locks` format.
+    pub fn proc_locks(&self) -> String {
+        self.list().iter().map(ListedLock::proc_line).collect()
+    }
+
+    /// Records (or moves) `w`'s wait-for edge onto `blocker`'s owner. False, with no edge
+    /// left, if that would close a cycle. Only POSIX waits on POSIX locks get edges.
+    /// Called under the context lock.
+    fn wait_edge(&self, w: &Arc<Waiter>, blocker: LockOwner) -> bool {
+        let LockOwner::Process(me) = w.req.owner else {
+            return true;
+        };
+        match blocker {
+            LockOwner::Process(b) => {
+                if w.edge() == Some(b) {
+                    return true;
+                }
+                let ok = self.shared.graph.wait_for(me, w.id(), b);
+                w.set_edge(ok.then_some(b));
+                ok
+            }
+            LockOwner::File(_) => {
+                self.drop_edge(w);
+                true
+            }
+        }
+    }
+
+    fn drop_edge(&self, w: &Arc<Waiter>) {
+        if let (Some(_), LockOwner::Process(me)) = (w.edge(), w.req.owner) {
+            self.shared.graph.remove(me, w.id());
+            w.set_edge(None);
+        }
+    }
+
+    /// Re-examines waiters whose blocker changed, oldest first: grant, re-queue on the new
+    /// conflicting lock, or fail with `EDEADLK`. Grants can change more locks, whose
+    /// waiters join the queue. Called under the context lock.
+    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>) {
+        let mut k = 0;
+        while k < queue.len() {
+            let w = queue[k].clone();
+            k += 1;
+            let blocked = if w.class == LockClass::Flock {
+                flock_apply(&mut lists.flock, &w.req, &mut queue).err()
+            } else {
+                let c = find_conflict(&lists.posix, &w.req);
+                if c.is_none() {
+                    posix_apply(&mut lists.posix, &w.req, &mut queue);
+                }
+                c
+            };
+            match blocked {
+                None => {
+                    self.drop_edge(&w);
+                    w.complete(list::GRANTED);
+                }
+                Some(i) if w.class == LockClass::Flock => lists.flock[i].waiters.push(w),
+                Some(i) => {
+                    if self.wait_edge(&w, lists.posix[i].info.owner) {
+                        lists.posix[i].waiters.push(w);
+                    } else {
+                        w.complete(list::DEADLOCK);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sleeps until `w` is completed or `token` (if any) fires.
+    fn sleep(
+        &self,
+        ctx: &FileLockContext,
+        w: &Arc<Waiter>,
+        token: Option<&CancelToken>,
+    ) -> Result<(), Errno> {
+        let own;
+        let token = match token {
+            Some(t) => t,
+            None => {
+                // Only blocking calls get here, so the allocation is off the fast path.
+                own = CancelToken::new();
+                &own
+            }
+        };
+        let r = token.wait_until(|| w.state() != list::PENDING);
+        let state = match r {
+            Ok(()) => w.state(),
+            Err(e) => {
+                let mut g = self.lock(ctx);
+                let s = w.state();
+                if s != list::PENDING {
+                    s // completed before we got the lock: the outcome stands
+                } else {
+                    let lists = &mut *g.lists;
+                    for h in lists.posix.iter_mut().chain(lists.flock.iter_mut()) {
+                        h.waiters.retain(|x| !Arc::ptr_eq(x, w));
+                    }
+                    self.drop_edge(w);
+                    return Err(e);
+                }
+            }
+        };
+        match state {
+            list::GRANTED => Ok(()),
+            _ => Err(Errno::EDEADLK),
+        }
+    }
+}
+
+/// Decodes a `flock(2)` operation: `Some(type)`, `None` for `LOCK_MAND` (ignored), or
+/// `EINVAL` (Linux's `flock_translate_cmd`).
+pub fn flock_op_type(op: i32) -> Result<Option<LockType>, Errno> {
+    const LOCK_MAND: i32 = 32;
+    if op & LOCK_MAND != 0 {
+        return Ok(None);
+    }
+    match op & !libc::LOCK_NB {
+        libc::LOCK_SH => Ok(Some(LockType::Read)),
+        libc::LOCK_EX => Ok(Some(LockType::Write)),
+        libc::LOCK_UN => Ok(Some(LockType::Unlock)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+impl Waiter {
+    fn new(req: LockRequest, class: LockClass) -> Self {
+        Waiter {
+            req,
+            class,
+            state: std::sync::atomic::AtomicU8::new(list::PENDING),
+            thread: sync::current(),
+            edge: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}

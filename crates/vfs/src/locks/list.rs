@@ -1,0 +1,200 @@
+//! One inode's lock lists and the range algebra on them (Linux's `posix_lock_inode` and
+//! `flock_lock_inode`), with no locking of their own: the caller holds the context lock.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::sync::Thread;
+use super::{LockClass, LockInfo, LockOwner, LockRequest, LockType};
+
+/// A lock held on an inode, and the requests waiting for it to go away.
+pub(crate) struct Held {
+    pub(crate) info: LockInfo,
+    /// Requests that conflicted with this lock when last examined, oldest first
+    /// (Linux's `flc_blocked_requests`). Re-examined whenever this lock shrinks, changes type
+    /// or goes away; a waiter sits on exactly one lock's list.
+    pub(crate) waiters: Vec<Arc<Waiter>>,
+}
+
+impl Held {
+    pub(crate) fn new(info: LockInfo) -> Self {
+        Held {
+            info,
+            waiters: Vec::new(),
+        }
+    }
+}
+
+pub(crate) const PENDING: u8 = 0;
+pub(crate) const GRANTED: u8 = 1;
+pub(crate) const DEADLOCK: u8 = 2;
+
+/// A blocked request.
+pub(crate) struct Waiter {
+    pub(crate) req: LockRequest,
+    pub(crate) class: LockClass,
+    /// `PENDING`, then `GRANTED` or `DEADLOCK`, set once by whoever completes the request
+    /// (under the context lock) before it unparks `thread`.
+    pub(crate) state: AtomicU8,
+    pub(crate) thread: Thread,
+    /// The POSIX owner whose lock this request is registered as waiting on in the deadlock
+    /// graph, plus one; 0 when it has no edge. Only read and written under the context lock.
+    pub(crate) edge: AtomicU64,
+}
+
+impl Waiter {
+    pub(crate) fn id(self: &Arc<Self>) -> u64 {
+        Arc::as_ptr(self) as usize as u64
+    }
+    pub(crate) fn state(&self) -> u8 {
+        // Acquire: pairs with the Release in `complete`, so a granted waiter sees the lock
+        // lists as the granter left them.
+        self.state.load(Ordering::Acquire)
+    }
+    /// Completes the request and wakes its thread. Called under the context lock, after
+    /// the deadlock-graph edge (if any) was removed.
+    pub(crate) fn complete(&self, state: u8) {
+        // Release: pairs with the Acquire in `state`.
+        self.state.store(state, Ordering::Release);
+        self.thread.unpark();
+    }
+    pub(crate) fn edge(&self) -> Option<u64> {
+        // Relaxed: only accessed under the context lock.
+        self.edge.load(Ordering::Relaxed).checked_sub(1)
+    }
+    pub(crate) fn set_edge(&self, e: Option<u64>) {
+        self.edge.store(e.map_or(0, |p| p + 1), Ordering::Relaxed);
+    }
+}
+
+/// An inode's locks (Linux's `flc_posix` and `flc_flock`).
+///
+/// `posix` holds POSIX and OFD locks. Each owner's locks are contiguous, sorted by start,
+/// never overlapping, and never adjacent with the same type (they merge); owners appear in
+/// the order they first took a lock, as in Linux's list (so `F_GETLK` reports the same
+/// conflicting lock Linux would).
+#[derive(Default)]
+pub(crate) struct Lists {
+    pub(crate) posix: Vec<Held>,
+    pub(crate) flock: Vec<Held>,
+}
+
+fn overlaps(a: &LockInfo, start: i64, end: i64) -> bool {
+    a.start <= end && start <= a.end
+}
+
+/// The first lock in `list` that conflicts with `req` (Linux's `posix_locks_conflict` /
+/// `flock_locks_conflict`: another owner, overlapping, at least one writer).
+pub(crate) fn find_conflict(list: &[Held], req: &LockRequest) -> Option<usize> {
+    if req.ty == LockType::Unlock {
+        return None;
+    }
+    list.iter().position(|h| {
+        h.info.owner != req.owner
+            && overlaps(&h.info, req.start, req.end)
+            && (h.info.ty == LockType::Write || req.ty == LockType::Write)
+    })
+}
+
+/// Applies a POSIX/OFD request that has no conflict (or an unlock) to the owner's locks:
+/// split, trim, merge, upgrade and downgrade as `posix_lock_inode` does. The waiters of
+/// every lock it changes or removes are appended to `reeval`. Allocation-free unless the
+/// list grows past its capacity.
+pub(crate) fn posix_apply(list: &mut Vec<Held>, req: &LockRequest, reeval: &mut Vec<Arc<Waiter>>) {
+    let Some(first) = list.iter().position(|h| h.info.owner == req.owner) else {
+        if req.ty != LockType::Unlock {
+            list.push(Held::new(req.info(LockClass::of_posix(req.owner))));
+        }
+        return;
+    };
+    let (mut start, mut end) = (req.start, req.end);
+    let mut i = first;
+    while i < list.len() && list[i].info.owner == req.owner {
+        let h = &mut list[i];
+        if req.ty == h.info.ty {
+            // Same type: merge if overlapping or adjacent. start - 1 and h.start - 1 cannot
+            // overflow: both are >= 0.
+            if h.info.end < start - 1 {
+                i += 1;
+                continue;
+            }
+            if h.info.start - 1 > end {
+                break;
+            }
+            start = start.min(h.info.start);
+            end = end.max(h.info.end);
+            reeval.append(&mut h.waiters);
+            list.remove(i);
+            continue;
+        }
+        // Different type (or unlock): only overlapping locks are affected.
+        if h.info.end < start {
+            i += 1;
+            continue;
+        }
+        if h.info.start > end {
+            break;
+        }
+        reeval.append(&mut h.waiters);
+        if h.info.start < start && h.info.end > end {
+            // Split: the old lock keeps the left part, a copy takes the right part.
+            let mut right = h.info;
+            right.start = end + 1;
+            h.info.end = start - 1;
+            list.insert(i + 1, Held::new(right));
+            i += 1;
+            break;
+        } else if h.info.start < start {
+            h.info.end = start - 1;
+            i += 1;
+        } else if h.info.end > end {
+            h.info.start = end + 1;
+            break;
+        } else {
+            list.remove(i);
+        }
+    }
+    if req.ty != LockType::Unlock {
+        let mut info = req.info(LockClass::of_posix(req.owner));
+        info.start = start;
+        info.end = end;
+        list.insert(i, Held::new(info));
+    }
+}
+
+/// `flock_lock_inode`: a conversion first drops the owner's old lock (so a failed
+/// conversion loses it, as on Linux), then the request is granted unless another file
+/// holds a conflicting lock, whose index is returned.
+pub(crate) fn flock_apply(
+    list: &mut Vec<Held>,
+    req: &LockRequest,
+    reeval: &mut Vec<Arc<Waiter>>,
+) -> Result<(), usize> {
+    if let Some(i) = list.iter().position(|h| h.info.owner == req.owner) {
+        if list[i].info.ty == req.ty {
+            return Ok(());
+        }
+        let mut old = list.remove(i);
+        reeval.append(&mut old.waiters);
+    }
+    if req.ty == LockType::Unlock {
+        return Ok(());
+    }
+    if let Some(j) = find_conflict(list, req) {
+        return Err(j);
+    }
+    list.push(Held::new(req.info(LockClass::Flock)));
+    Ok(())
+}
+
+/// Removes every lock `owner` holds in `list`, collecting their waiters.
+pub(crate) fn remove_owner(list: &mut Vec<Held>, owner: LockOwner, reeval: &mut Vec<Arc<Waiter>>) {
+    list.retain_mut(|h| {
+        if h.info.owner == owner {
+            reeval.append(&mut h.waiters);
+            false
+        } else {
+            true
+        }
+    });
+}

@@ -1,0 +1,244 @@
+//! Many-thread stress test: no two conflicting locks are ever held at once (checked
+//! against an independent shadow table), and no waiter sleeps forever (every wait has a
+//! 20 s deadline and hitting it fails the test). Some POSIX waits are instead given a
+//! deadline of under 300 µs, so interruption races grants; only those may see `EINTR`,
+//! and at the end no lock, waiter or wait-for edge may be left behind.
+//!
+//! POSIX threads hold-and-wait (so cycles form and must be refused with `EDEADLK`); OFD
+//! and flock threads hold at most one lock while they do not wait, so they can never be
+//! part of a deadlock the detector is not required to see.
+
+use super::*;
+use rand::{Rng, SeedableRng};
+use std::sync::Mutex as StdMutex;
+use std::time::{Duration, Instant};
+
+const BYTES: usize = 8;
+const CTXS: usize = 2;
+
+#[derive(Default)]
+struct Shadow {
+    /// [ctx][byte] -> holders
+    bytes: Vec<Vec<Vec<(LockOwner, LockType)>>>,
+    /// [ctx] -> flock holders
+    flock: Vec<Vec<(LockOwner, LockType)>>,
+}
+
+fn conflicts(a: LockType, b: LockType) -> bool {
+    a == LockType::Write || b == LockType::Write
+}
+
+fn rank(t: Option<LockType>) -> u8 {
+    match t {
+        None | Some(LockType::Unlock) => 0,
+        Some(LockType::Read) => 1,
+        Some(LockType::Write) => 2,
+    }
+}
+
+impl Shadow {
+    /// Sets `owner`'s entry on bytes `a..=b` to `t`: `weaken_only` applies only the
+    /// entries that get weaker (done before the real call), otherwise all of them, after
+    /// checking that no other owner holds a conflicting lock.
+    fn set(
+        &mut self,
+        c: usize,
+        owner: LockOwner,
+        a: usize,
+        b: usize,
+        t: LockType,
+        weaken_only: bool,
+    ) {
+        for byte in &mut self.bytes[c][a..=b] {
+            let cur = byte.iter().position(|e| e.0 == owner);
+            let cur_t = cur.map(|i| byte[i].1);
+            if weaken_only && rank(Some(t)) >= rank(cur_t) {
+                continue;
+            }
+            if !weaken_only && t != LockType::Unlock {
+                for e in byte.iter() {
+                    assert!(
+                        e.0 == owner || !conflicts(e.1, t),
+                        "{owner:?} granted {t:?} while {e:?} is held"
+                    );
+                }
+            }
+            if let Some(i) = cur {
+                byte.remove(i);
+            }
+            if t != LockType::Unlock {
+                byte.push((owner, t));
+            }
+        }
+    }
+    fn set_flock(&mut self, c: usize, owner: LockOwner, t: Option<LockType>) {
+        let l = &mut self.flock[c];
+        l.retain(|e| e.0 != owner);
+        if let Some(t) = t {
+            for e in l.iter() {
+                assert!(
+                    !conflicts(e.1, t),
+                    "flock {owner:?} {t:?} granted while {e:?} held"
+                );
+            }
+            l.push((owner, t));
+        }
+    }
+}
+
+fn run(mode: Locking, threads: usize, iters: usize) {
+    let m = LockManager::new(mode);
+    let ctxs: Vec<FileLockContext> = (0..CTXS).map(|i| m.new_context(7, i as u64)).collect();
+    let shadow = StdMutex::new(Shadow {
+        bytes: vec![vec![Vec::new(); BYTES]; CTXS],
+        flock: vec![Vec::new(); CTXS],
+    });
+    let deadlocks = std::sync::atomic::AtomicUsize::new(0);
+    let interrupted = std::sync::atomic::AtomicUsize::new(0);
+    let deadline = || CancelToken::with_deadline(Instant::now() + Duration::from_secs(20));
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (m, ctxs, shadow, deadlocks, interrupted) =
+                (&m, &ctxs, &shadow, &deadlocks, &interrupted);
+            s.spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(t as u64);
+                let role = t % 3;
+                for _ in 0..iters {
+                    let c = rng.gen_range(0..CTXS);
+                    let x = rng.gen_range(0..BYTES);
+                    let y = rng.gen_range(0..BYTES);
+                    let (a, b) = (x.min(y), x.max(y));
+                    let ty = if rng.gen_bool(0.5) {
+                        LockType::Read
+                    } else {
+                        LockType::Write
+                    };
+                    match role {
+                        // POSIX owner: a few locks held and waited on, then released.
+                        0 => {
+                            let owner = LockOwner::Process(t as u64);
+                            for _ in 0..rng.gen_range(1..3) {
+                                let c = rng.gen_range(0..CTXS);
+                                let req = LockRequest {
+                                    owner,
+                                    pid: t as i32,
+                                    ty,
+                                    start: a as i64,
+                                    end: b as i64,
+                                };
+                                shadow.lock().unwrap().set(c, owner, a, b, ty, true);
+                                // Some waits are interrupted after a moment, racing
+                                // their grant: EINTR is allowed only for those.
+                                let short = rng.gen_bool(0.2);
+                                let tok = if short {
+                                    CancelToken::with_deadline(
+                                        Instant::now()
+                                            + Duration::from_micros(rng.gen_range(0..300)),
+                                    )
+                                } else {
+                                    deadline()
+                                };
+                                let wait = rng.gen_bool(0.8).then_some(&tok);
+                                match m.setlk(&ctxs[c], &req, wait) {
+                                    Err(Errno::EINTR) if short => {
+                                        interrupted
+                                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    }
+                                    Ok(()) => {
+                                        shadow.lock().unwrap().set(c, owner, a, b, ty, false);
+                                        std::thread::yield_now();
+                                    }
+                                    Err(Errno::EDEADLK) => {
+                                        deadlocks
+                                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                    }
+                                    Err(Errno::EAGAIN) => assert!(wait.is_none()),
+                                    Err(e) => panic!("POSIX waiter failed: {e:?}"),
+                                }
+                            }
+                            for (c, ctx) in ctxs.iter().enumerate() {
+                                shadow.lock().unwrap().set(
+                                    c,
+                                    owner,
+                                    0,
+                                    BYTES - 1,
+                                    LockType::Unlock,
+                                    true,
+                                );
+                                m.release_posix(ctx, t as u64);
+                            }
+                        }
+                        // OFD owner: one lock at a time.
+                        1 => {
+                            let owner = LockOwner::File(t as u64);
+                            let req = LockRequest {
+                                owner,
+                                pid: 0,
+                                ty,
+                                start: a as i64,
+                                end: b as i64,
+                            };
+                            let tok = deadline();
+                            assert_eq!(m.setlk(&ctxs[c], &req, Some(&tok)), Ok(()), "OFD waiter");
+                            shadow.lock().unwrap().set(c, owner, a, b, ty, false);
+                            std::thread::yield_now();
+                            shadow
+                                .lock()
+                                .unwrap()
+                                .set(c, owner, a, b, LockType::Unlock, true);
+                            let un = LockRequest {
+                                ty: LockType::Unlock,
+                                ..req
+                            };
+                            m.setlk(&ctxs[c], &un, None).unwrap();
+                        }
+                        // flock owner: lock, maybe convert, unlock.
+                        _ => {
+                            let owner = LockOwner::File(1000 + t as u64);
+                            let fid = 1000 + t as u64;
+                            for op in [libc::LOCK_SH, libc::LOCK_EX] {
+                                if rng.gen_bool(0.5) {
+                                    continue;
+                                }
+                                shadow.lock().unwrap().set_flock(c, owner, None);
+                                let tok = deadline();
+                                assert_eq!(
+                                    m.flock(&ctxs[c], fid, 1, op, Some(&tok)),
+                                    Ok(()),
+                                    "flock waiter"
+                                );
+                                let t = if op == libc::LOCK_SH {
+                                    LockType::Read
+                                } else {
+                                    LockType::Write
+                                };
+                                shadow.lock().unwrap().set_flock(c, owner, Some(t));
+                                std::thread::yield_now();
+                            }
+                            shadow.lock().unwrap().set_flock(c, owner, None);
+                            m.flock(&ctxs[c], fid, 1, libc::LOCK_UN, None).unwrap();
+                            m.release_file(&ctxs[c], fid);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    eprintln!(
+        "{mode:?}: {} EDEADLK, {} EINTR",
+        deadlocks.into_inner(),
+        interrupted.into_inner()
+    );
+    assert!(m.list().is_empty(), "{}", m.proc_locks());
+    assert_eq!(m.shared.graph.len(), 0);
+}
+
+#[test]
+fn stress_no_conflicting_holders_no_lost_waiters() {
+    run(Locking::Scalable, 24, 2000);
+}
+
+#[test]
+fn stress_legacy() {
+    run(Locking::Legacy, 16, 1000);
+}

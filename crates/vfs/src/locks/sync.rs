@@ -1,0 +1,121 @@
+//! The mutexes and thread parking the lock manager and [`crate::cancel`] use.
+//!
+//! Normal builds use `parking_lot` and `std::thread` directly (type aliases: zero cost).
+//! Test builds wrap them in enums that pick [`shuttle`]'s versions when the object is made
+//! (or the thread parks) inside a shuttle model, so the `shuttle_*` models explore the real
+//! code's interleavings while the ordinary tests keep running on real threads. A model
+//! calls [`enter_shuttle`] at the start of every shuttle thread it spawns.
+
+pub(crate) use imp::*;
+
+#[cfg(not(test))]
+mod imp {
+    pub(crate) use parking_lot::{Mutex, MutexGuard};
+    pub(crate) use std::thread::{current, park, park_timeout, Thread};
+}
+
+#[cfg(test)]
+mod imp {
+    use std::cell::Cell;
+    use std::ops::{Deref, DerefMut};
+    use std::time::Duration;
+
+    thread_local! {
+        // Shuttle runs all of a model's threads as continuations on one OS thread, so one
+        // thread-local flag covers the whole model.
+        static IN_SHUTTLE: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Marks the calling (shuttle) thread as running inside a shuttle model.
+    pub(crate) fn enter_shuttle() {
+        IN_SHUTTLE.with(|f| f.set(true));
+    }
+
+    fn in_shuttle() -> bool {
+        IN_SHUTTLE.with(|f| f.get())
+    }
+
+    pub(crate) enum Mutex<T> {
+        Std(parking_lot::Mutex<T>),
+        Shuttle(shuttle::sync::Mutex<T>),
+    }
+
+    pub(crate) enum MutexGuard<'a, T> {
+        Std(parking_lot::MutexGuard<'a, T>),
+        Shuttle(shuttle::sync::MutexGuard<'a, T>),
+    }
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(v: T) -> Self {
+            if in_shuttle() {
+                Mutex::Shuttle(shuttle::sync::Mutex::new(v))
+            } else {
+                Mutex::Std(parking_lot::Mutex::new(v))
+            }
+        }
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            match self {
+                Mutex::Std(m) => MutexGuard::Std(m.lock()),
+                Mutex::Shuttle(m) => MutexGuard::Shuttle(m.lock().unwrap()),
+            }
+        }
+    }
+
+    impl<T> Deref for MutexGuard<'_, T> {
+        type Target = T;
+        fn deref(&self) -> &T {
+            match self {
+                MutexGuard::Std(g) => g,
+                MutexGuard::Shuttle(g) => g,
+            }
+        }
+    }
+
+    impl<T> DerefMut for MutexGuard<'_, T> {
+        fn deref_mut(&mut self) -> &mut T {
+            match self {
+                MutexGuard::Std(g) => &mut *g,
+                MutexGuard::Shuttle(g) => &mut *g,
+            }
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    pub(crate) enum Thread {
+        Std(std::thread::Thread),
+        Shuttle(shuttle::thread::Thread),
+    }
+
+    impl Thread {
+        pub(crate) fn unpark(&self) {
+            match self {
+                Thread::Std(t) => t.unpark(),
+                Thread::Shuttle(t) => t.unpark(),
+            }
+        }
+    }
+
+    pub(crate) fn current() -> Thread {
+        if in_shuttle() {
+            Thread::Shuttle(shuttle::thread::current())
+        } else {
+            Thread::Std(std::thread::current())
+        }
+    }
+
+    pub(crate) fn park() {
+        if in_shuttle() {
+            shuttle::thread::park()
+        } else {
+            std::thread::park()
+        }
+    }
+
+    pub(crate) fn park_timeout(d: Duration) {
+        if in_shuttle() {
+            shuttle::thread::park_timeout(d)
+        } else {
+            std::thread::park_timeout(d)
+        }
+    }
+}
