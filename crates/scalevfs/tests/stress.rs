@@ -439,30 +439,37 @@ fn dcache_shrinks_under_load() {
 }
 
 /// Renames between a directory and its subdirectory race with rmdir of the subdirectory
-/// (which locks parent, then child): the rename must lock the ancestor first too.
+/// (which locks parent, then child): the rename must lock the ancestor first too. Both
+/// address orders are covered: `/c` is created before `/p` and then moved below it.
 #[test]
 fn rename_and_rmdir_lock_order() {
     for locking in [Locking::Scalable, Locking::Legacy] {
         let v = vfs(locking);
         let p = Process::new(&v, Credentials::root());
+        p.mkdir("/c", 0o755).unwrap();
+        p.mkdir("/p", 0o755).unwrap();
+        p.rename("/c", "/p/c").unwrap();
         p.mkdir("/a", 0o755).unwrap();
-        p.mkdir("/a/b", 0o755).unwrap();
-        p.write_file("/a/b/keep", b"").unwrap();
-        p.write_file("/a/x", b"").unwrap();
+        p.mkdir("/a/c", 0o755).unwrap();
+        for top in ["/a", "/p"] {
+            p.write_file(format!("{top}/c/keep"), b"").unwrap();
+            p.write_file(format!("{top}/x"), b"").unwrap();
+        }
         std::thread::scope(|s| {
-            let p = &p;
-            s.spawn(move || {
-                for _ in 0..2000 {
-                    p.rename("/a/x", "/a/b/x").unwrap();
-                    p.rename("/a/b/x", "/a/x").unwrap();
-                }
-            });
-            s.spawn(move || {
-                for _ in 0..2000 {
-                    assert_eq!(p.rmdir("/a/b"), Err(Errno::ENOTEMPTY));
-                    assert_eq!(p.unlink("/a/b/nothing"), Err(Errno::ENOENT));
-                }
-            });
+            for top in ["/a", "/p"] {
+                let p = &p;
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        p.rename(format!("{top}/x"), format!("{top}/c/x")).unwrap();
+                        p.rename(format!("{top}/c/x"), format!("{top}/x")).unwrap();
+                    }
+                });
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        assert_eq!(p.rmdir(format!("{top}/c")), Err(Errno::ENOTEMPTY));
+                    }
+                });
+            }
         });
     }
 }
