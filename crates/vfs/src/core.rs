@@ -983,6 +983,14 @@ fn is_ancestor(a: &DentryRef, d: &DentryRef) -> bool {
     false
 }
 
+static LEAKED_CORES: AtomicU64 = AtomicU64::new(0);
+
+/// How many `VfsCore`s were torn down with busy inodes or dentries (and so leaked rather
+/// than freed); 0 unless an object outlived its VFS.
+pub fn leaked_cores() -> u64 {
+    LEAKED_CORES.load(Ordering::Relaxed)
+}
+
 /// Lets the epoch collector free retired objects (tests and teardown).
 pub fn reclaim() {
     for _ in 0..4 {
@@ -1039,6 +1047,7 @@ impl Drop for VfsCore {
         if busy || self.dcache.nr_dentry() != 0 {
             // Busy inodes after unmount: something outside still references them. Leak the
             // superblocks and the dcache rather than free memory they point into.
+            LEAKED_CORES.fetch_add(1, Ordering::Relaxed);
             std::mem::forget(all);
             return;
         }
