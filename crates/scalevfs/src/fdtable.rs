@@ -209,6 +209,8 @@ impl FdTable {
     /// Closes `fd`: returns the table's reference (the caller drops it outside any lock).
     pub fn close(&self, fd: i32) -> SysResult<FileRef> {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
+        // Acquire: pairs with the Release that installed the file (we now own its count);
+        // Release: readers that load null see the slot cleared before the bit.
         let p = c.slots[i].swap(ptr::null_mut(), Ordering::AcqRel);
         if p.is_null() {
             return Err(Errno::EBADF);
@@ -234,9 +236,12 @@ impl FdTable {
         // Acquire: as in `alloc`.
         let prev_bits = c.bits[w].fetch_or(1 << bit, Ordering::Acquire);
         let p = Erc::into_raw(file) as *mut _;
+        // Release: publishes our file (pairs with the Acquire in `get`); Acquire: we take
+        // over the replaced file's count, published by its installer's Release.
         let old = c.slots[i].swap(p, Ordering::AcqRel);
         if prev_bits & (1 << bit) != 0 && old.is_null() {
             // Claimed by an open that has not installed its file yet: Linux says EBUSY.
+            // AcqRel: as above; we take our own count back.
             let mine = c.slots[i].swap(ptr::null_mut(), Ordering::AcqRel);
             // SAFETY: we stored this count just now and took it back.
             drop(unsafe { Erc::from_raw(mine) });
@@ -249,6 +254,7 @@ impl FdTable {
 
     pub fn cloexec(&self, fd: i32) -> SysResult<bool> {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
+        // Acquire: pairs with the installing Release store.
         if c.slots[i].load(Ordering::Acquire).is_null() {
             return Err(Errno::EBADF);
         }
@@ -257,6 +263,7 @@ impl FdTable {
 
     pub fn set_cloexec(&self, fd: i32, on: bool) -> SysResult<()> {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
+        // Acquire: pairs with the installing Release store.
         if c.slots[i].load(Ordering::Acquire).is_null() {
             return Err(Errno::EBADF);
         }

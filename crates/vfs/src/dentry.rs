@@ -127,6 +127,7 @@ impl Dentry {
     }
     /// A counted reference to the inode.
     pub fn inode_ref(&self) -> Option<InodeRef> {
+        // Acquire: pairs with the Release store in `instantiate`.
         let p = self.inode.load(Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -136,12 +137,14 @@ impl Dentry {
         unsafe { Erc::try_get_raw(p) }
     }
     pub fn is_negative(&self) -> bool {
+        // Acquire: pairs with the Release store in `instantiate`.
         self.inode.load(Ordering::Acquire).is_null()
     }
     pub fn is_hashed(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & HASHED != 0
     }
     pub fn is_root(&self) -> bool {
+        // Acquire: pairs with the Release stores of `parent` in `instantiate`/`set_location`.
         !self.is_negative() && self.parent.load(Ordering::Acquire).is_null()
     }
     /// Unlinked: neither in the cache nor a root (getcwd reports ENOENT).
@@ -172,6 +175,7 @@ impl Dentry {
     }
     /// The parent (uncounted; valid under the epoch or while this dentry is referenced).
     pub fn parent_ptr(&self) -> *const Dentry {
+        // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)
     }
     /// The reference count (racy snapshot).
@@ -242,6 +246,7 @@ impl DentryRef {
     pub fn parent(&self) -> Option<DentryRef> {
         loop {
             let _g = crossbeam_epoch::pin();
+            // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
             let p = self.parent.load(Ordering::Acquire);
             if p.is_null() {
                 return None;
@@ -310,6 +315,8 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     drop(g);
     dc.count_dentry(-1);
     // The dentry is dead: nobody else can reach its inode count or parent count now.
+    // Acquire: pair with the Release stores in `instantiate`/`set_location` (the killer may
+    // not be the thread that published them).
     let ip = d.inode.load(Ordering::Acquire);
     let parent = d.parent.load(Ordering::Acquire);
     let raw = SendPtr(d as *const Dentry as *mut Dentry);
@@ -619,6 +626,7 @@ impl Dcache {
     pub fn instantiate(&self, d: &DentryRef, parent: &DentryRef, inode: InodeRef) {
         debug_assert!(d.is_negative());
         parent.count.get();
+        // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent, kill).
         d.parent.store(parent.as_ptr() as *mut _, Ordering::Release);
         let p = Erc::into_raw(inode) as *mut _;
         // Release: pairs with the Acquire in `Dentry::inode`; parent is visible first.
@@ -680,6 +688,8 @@ impl Dcache {
                 self.unhash_locked(d);
             }
             parent.count.get();
+            // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent);
+            // Acquire: we take over the old parent's count, published with its store.
             old_parent = d.parent.swap(parent.as_ptr() as *mut _, Ordering::AcqRel);
             d.parent_id.store(parent.id, Ordering::Relaxed);
             let g = crossbeam_epoch::pin();

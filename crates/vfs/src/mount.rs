@@ -100,6 +100,7 @@ impl MountTable {
         if let Some((pm, mp)) = &b.parent {
             let g = crossbeam_epoch::pin();
             // SAFETY: pinned; the current snapshot is replaced only under `all`, which we hold.
+            // Acquire: pairs with the previous publication's Release.
             let cur = unsafe { self.map.load(Ordering::Acquire, &g).deref() };
             let mut next = cur.clone();
             next.insert((pm.addr(), mp.as_ptr() as usize), r.0 as usize);
