@@ -5,6 +5,7 @@ use crate::Workload;
 pub mod counter;
 pub mod dlist;
 pub mod hashed;
+pub mod kernfs;
 pub mod lockref;
 pub mod seqlock;
 pub mod vfs;
@@ -15,6 +16,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(lockref::workloads());
     v.extend(seqlock::workloads());
     v.extend(hashed::workloads());
+    v.extend(kernfs::workloads());
     v.extend(dlist::workloads());
     v.extend(vfs::workloads());
     v.extend(counter::workloads());

@@ -1,0 +1,802 @@
+//! Open files: the per-node open list under hashed mutexes, sysfs read/write/llseek
+//! semantics, and poll/notify.
+//!
+//! ## The open node (Linux's `kernfs_open_node`)
+//!
+//! A file node with at least one open file has an `OpenNode`: the list of its open files,
+//! the event counter `notify` bumps, and the poll wait queue. `node.open` points to it.
+//!
+//! * The list and the pointer's *changes* are protected by the node's **open-file mutex**:
+//!   lock `hash(node address)` of a table of `2^table_bits(ncpus)` cache-padded mutexes
+//!   ([`HashedMutexes`](scalevfs_primitives::hashed::HashedMutexes), class
+//!   [`OPEN_FILE_MUTEX_CLASS`]). Opens and closes of unrelated nodes mostly take different
+//!   mutexes; a collision costs false contention, never correctness. (Seed 000; Linux
+//!   5.19+.) The legacy design has one mutex (a table of one).
+//! * The pointer is *read* without a lock: it is published with a `Release` store of an
+//!   `Arc::into_raw` reference owned by the node and read under an epoch guard (`notify`);
+//!   when the list empties, the pointer is cleared and the node's reference is dropped
+//!   through the epoch collector, so a reader that loaded it keeps a valid object until it
+//!   unpins (merged Linux: `rcu_assign_pointer` + `kfree_rcu`). The legacy design reads and
+//!   writes the pointer under one global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed
+//!   `kernfs_open_node_lock`).
+//! * Each open file holds its own `Arc` of its open node, so its poll/wait paths need
+//!   neither lock nor guard.
+//!
+//! ## Per open file
+//!
+//! A mutex ([`OF_MUTEX_CLASS`]; Linux's `of->mutex` and `seq_file->lock` in one) serializes
+//! read, write and llseek of one open file, and protects the seq_file state: the buffered
+//! content, the unread window, `read_pos` and the file position. Callbacks run under it and
+//! under an active reference. It is the outermost lock: a callback may call any kernfs
+//! method.
+//!
+//! ## Read semantics (seq_file with `single_open`, as sysfs)
+//!
+//! * A read at position 0 (or at a position other than where the previous read ended)
+//!   calls `show` afresh; a read continuing where the last one ended is served from the
+//!   buffer without calling `show`, so partial reads of one open file see one consistent
+//!   content. A read after the buffer is consumed returns 0 (EOF) without `show`.
+//! * Content is at most 4095 bytes (sysfs cuts `PAGE_SIZE - 1`).
+//! * After removal, already-buffered bytes are still returned; any read that needs the
+//!   node (even to find EOF) fails with `ENODEV`, as `kernfs_seq_start` does.
+//! * `llseek` is `generic_file_llseek` with `i_size` 4096 and `s_maxbytes` `2^31 - 1`
+//!   (so `SEEK_END` is relative to 4096, as on the host), under an active reference
+//!   (`ENODEV` after removal).
+//!
+//! ## Write semantics
+//!
+//! A write passes at most 4096 bytes (a longer one is cut, as `kernfs_fop_write_iter`
+//! without `atomic_write_len`) in one `store` call, whatever the position; the callback's
+//! count (capped at the length) or errno is the result. A zero-length write returns 0
+//! without calling `store` (`sysfs_kf_write`).
+//!
+//! ## Poll and notify
+//!
+//! `notify` increments the open node's event counter (`Release`) and wakes the waiters;
+//! nothing happens if nobody has the file open, as in Linux. An open file remembers the
+//! counter when its `show` runs (`Acquire`); `poll` reports `POLLERR|POLLPRI` (plus the
+//! default readable/writable bits) while the counter differs. As in Linux, an open file
+//! that has not read yet reports `POLLERR|POLLPRI` (the counter starts at 1, the file's at
+//! 0), and a removed node always does. Waiters register a callback ([`Waker`]) on the open
+//! node's wait queue ([`POLL_WAITQ_CLASS`]); `notify` calls every callback under that
+//! queue's mutex, so a callback must be short and must not add or remove waiters.
+//! Registration before the poll check and notify's increment before taking the queue
+//! mutex make a lost wakeup impossible: either notify sees the waiter, or the waiter's
+//! check (after its registration, ordered by the queue mutex) sees the increment.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_epoch as epoch;
+use scalevfs_primitives::lockstat::{LockClass, Mutex};
+use scalevfs_vfs::{Errno, SysResult};
+
+use crate::node::{KernfsNode, NodeKind, ATTR_SIZE};
+use crate::perm::{Creds, MAY_READ, MAY_WRITE};
+use crate::{Core, Kernfs};
+
+/// Lock class of the hashed open-file mutexes (legacy: the one global mutex).
+pub static OPEN_FILE_MUTEX_CLASS: LockClass = LockClass::new("kernfs_open_file_mutex");
+/// Lock class of the legacy global open-node spinlock.
+pub static OPEN_NODE_LOCK_CLASS: LockClass = LockClass::new("kernfs_open_node_lock");
+/// Lock class of every open file's mutex.
+pub static OF_MUTEX_CLASS: LockClass = LockClass::new("kernfs_of_mutex");
+/// Lock class of every open node's poll wait queue.
+pub static POLL_WAITQ_CLASS: LockClass = LockClass::new("kernfs_poll_waitq");
+
+/// One page: the most a read returns from one `show`, the most a write passes to `store`.
+pub const PAGE_SIZE: usize = 4096;
+/// `s_maxbytes` of sysfs (`MAX_NON_LFS`): the largest file position.
+pub const MAX_POS: i64 = (1 << 31) - 1;
+
+/// `POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM` (Linux's `DEFAULT_POLLMASK`).
+pub const DEFAULT_POLLMASK: u32 =
+    (libc::POLLIN | libc::POLLOUT | libc::POLLRDNORM | libc::POLLWRNORM) as u32;
+/// What a changed (or removed) attribute adds to the poll mask.
+pub const POLL_CHANGED: u32 = (libc::POLLERR | libc::POLLPRI) as u32;
+
+/// A poll waiter: called with the event mask by `notify` (and on removal), under the wait
+/// queue's mutex. Keep it short; it must not add or remove waiters.
+pub type Waker = Arc<dyn Fn(u32) + Send + Sync>;
+
+/// Identifies a registered waiter, for [`KernfsOpenFile::remove_waiter`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WaiterKey(u64);
+
+/// The ids of a node's open files (an id is unique within its open node). Most nodes have
+/// one opener at a time, so the first id is kept inline: an open and close then allocate
+/// nothing for the list (a `Vec` would allocate on the first push).
+struct OpenList {
+    first: Option<u64>,
+    rest: Vec<u64>,
+    next_id: u64,
+}
+
+impl OpenList {
+    fn push(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        if self.first.is_none() {
+            self.first = Some(id);
+        } else {
+            self.rest.push(id);
+        }
+        id
+    }
+
+    fn remove(&mut self, id: u64) {
+        if self.first == Some(id) {
+            self.first = self.rest.pop();
+        } else if let Some(i) = self.rest.iter().position(|&x| x == id) {
+            self.rest.swap_remove(i);
+        }
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+}
+
+#[derive(Default)]
+struct WaitList {
+    next_key: u64,
+    waiters: Vec<(u64, Waker)>,
+}
+
+/// See the module docs.
+pub(crate) struct OpenNode {
+    event: AtomicU64,
+    /// Protected by the node's open-file mutex (not by a lock of its own).
+    list: UnsafeCell<OpenList>,
+    waitq: Mutex<WaitList>,
+}
+
+// SAFETY: `list` is only accessed while holding the owning node's open-file mutex (see
+// `Kernfs::get_open_node`/`put_open_node`); everything else is atomic or locked.
+unsafe impl Sync for OpenNode {}
+// SAFETY: the fields are Send (UnsafeCell<OpenList> is Send as OpenList is).
+unsafe impl Send for OpenNode {}
+
+impl OpenNode {
+    fn new() -> Self {
+        OpenNode {
+            // Starts at 1 while open files start at 0: poll reports a change until the
+            // first read, as kernfs does.
+            event: AtomicU64::new(1),
+            list: UnsafeCell::new(OpenList {
+                first: None,
+                rest: Vec::new(),
+                next_id: 0,
+            }),
+            waitq: Mutex::with_class(WaitList::default(), &POLL_WAITQ_CLASS),
+        }
+    }
+
+    pub(crate) fn wake(&self, mask: u32) {
+        let q = self.waitq.lock();
+        for (_, w) in &q.waiters {
+            w(mask);
+        }
+    }
+}
+
+/// The seq_file state of one open file (see the module docs).
+struct SeqState {
+    buf: Vec<u8>,
+    /// Unread window `buf[from..from + count]`.
+    from: usize,
+    count: usize,
+    /// 0: the single record is still to be shown; 1: shown (EOF after the buffer).
+    index: u8,
+    read_pos: i64,
+    f_pos: i64,
+}
+
+/// An open kernfs file or directory. Dropping it is `release`.
+pub struct KernfsOpenFile {
+    node: Arc<KernfsNode>,
+    /// The open node (files only).
+    open: Option<Arc<OpenNode>>,
+    id: u64,
+    readable: bool,
+    writable: bool,
+    /// The open node's event counter when `show` last ran.
+    event: AtomicU64,
+    state: Mutex<SeqState>,
+}
+
+impl Kernfs {
+    /// Opens `node` with `open(2)` flags for `creds`, checking as Linux does:
+    /// `ELOOP` for a symlink (resolve it first), `EISDIR` for a directory opened for
+    /// writing (or with `O_CREAT`), `ENOTDIR` for `O_DIRECTORY` on a file, `EEXIST` for
+    /// `O_CREAT|O_EXCL`, `EACCES` from the permission check (`O_TRUNC` needs write
+    /// permission), then kernfs's own: `ENODEV` if the file was removed (`ENOENT` for a
+    /// directory), `EACCES` for writing a file without any `w` bit or reading one without
+    /// any `r` bit (even for root, as sysfs's `KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK`).
+    /// Other flags (`O_CLOEXEC`, `O_NONBLOCK`, `O_APPEND`, `O_TRUNC`'s truncation) are the
+    /// VFS's or have no effect on kernfs files.
+    pub fn open(
+        &self,
+        node: &Arc<KernfsNode>,
+        flags: i32,
+        creds: &Creds<'_>,
+    ) -> SysResult<KernfsOpenFile> {
+        self.check_same_fs(node)?;
+        if flags & (libc::O_CREAT | libc::O_EXCL) == libc::O_CREAT | libc::O_EXCL {
+            return Err(Errno::EEXIST);
+        }
+        let acc = flags & libc::O_ACCMODE;
+        let (readable, writable) = match acc {
+            libc::O_RDONLY => (true, false),
+            libc::O_WRONLY => (false, true),
+            libc::O_RDWR => (true, true),
+            // 3: "no access" (ioctl only), but checked for read and write.
+            _ => (false, false),
+        };
+        let mut mask = match acc {
+            libc::O_RDONLY => MAY_READ,
+            libc::O_WRONLY => MAY_WRITE,
+            _ => MAY_READ | MAY_WRITE,
+        };
+        if flags & libc::O_TRUNC != 0 {
+            mask |= MAY_WRITE;
+        }
+        match node.kind() {
+            NodeKind::Link => return Err(Errno::ELOOP),
+            NodeKind::Dir if flags & libc::O_CREAT != 0 || mask & MAY_WRITE != 0 => {
+                return Err(Errno::EISDIR)
+            }
+            NodeKind::File if flags & libc::O_DIRECTORY != 0 => return Err(Errno::ENOTDIR),
+            _ => {}
+        }
+        self.permission(node, creds, mask)?;
+        let state = Mutex::with_class(
+            SeqState {
+                buf: Vec::new(),
+                from: 0,
+                count: 0,
+                index: 0,
+                read_pos: 0,
+                f_pos: 0,
+            },
+            &OF_MUTEX_CLASS,
+        );
+        let mut of = KernfsOpenFile {
+            node: node.clone(),
+            open: None,
+            id: 0,
+            readable,
+            writable,
+            event: AtomicU64::new(0),
+            state,
+        };
+        if node.kind() == NodeKind::Dir {
+            if !node.is_active() {
+                return Err(Errno::ENOENT);
+            }
+            return Ok(of);
+        }
+        // kernfs_fop_open: under an active reference.
+        if !node.active.try_get() {
+            return Err(Errno::ENODEV);
+        }
+        let mode = node.mode();
+        let r = if (writable && mode & 0o222 == 0) || (readable && mode & 0o444 == 0) {
+            Err(Errno::EACCES)
+        } else {
+            let (on, id) = self.get_open_node(node);
+            of.open = Some(on);
+            of.id = id;
+            Ok(of)
+        };
+        node.active.put(&self.inner.core.drain);
+        r
+    }
+
+    /// Adds an open file to `node`'s open node (creating it), returning the open node and
+    /// the file's id in its list.
+    fn get_open_node(&self, node: &KernfsNode) -> (Arc<OpenNode>, u64) {
+        let f = node.file().expect("open files are attribute files");
+        // Allocate outside the mutex if the node looks unopened (a racy peek: Relaxed is
+        // enough, the decision is re-made under the mutex), to keep the hold time short.
+        let mut fresh = f
+            .open
+            .load(Ordering::Relaxed)
+            .is_null()
+            .then(|| Arc::new(OpenNode::new()));
+        let (on, id) = {
+            let _m = self
+                .inner
+                .core
+                .open_file_locks
+                .lock_ptr(node as *const KernfsNode);
+            let _s = self.inner.core.open_node_lock.as_ref().map(|l| l.lock());
+            // Relaxed: the pointer only changes under the mutex we hold, which orders us
+            // after its last writer.
+            let mut p = f.open.load(Ordering::Relaxed);
+            if p.is_null() {
+                let on = fresh.take().unwrap_or_else(|| Arc::new(OpenNode::new()));
+                p = Arc::into_raw(on).cast_mut();
+                // Release pairs with the Acquire load in `with_open_node`: the open node is
+                // fully built before a lockless reader can see it.
+                f.open.store(p, Ordering::Release);
+            }
+            // SAFETY: `p` is the node's own strong reference (published above or earlier,
+            // and dropped only after being cleared under this mutex), so the object is
+            // alive; cloning it is sound.
+            let on = unsafe {
+                Arc::increment_strong_count(p);
+                Arc::from_raw(p)
+            };
+            // SAFETY: the list is protected by this node's open-file mutex, which we hold.
+            let list = unsafe { &mut *on.list.get() };
+            let id = list.push();
+            (on, id)
+        };
+        drop(fresh); // an unused speculative allocation, freed outside the mutex
+        (on, id)
+    }
+
+    /// Removes open file `id` from `node`'s open node; frees the open node with the last.
+    fn put_open_node(core: &Core, node: &KernfsNode, on: &OpenNode, id: u64) {
+        let f = node.file().expect("open files are attribute files");
+        let retired = {
+            let _m = core.open_file_locks.lock_ptr(node as *const KernfsNode);
+            let _s = core.open_node_lock.as_ref().map(|l| l.lock());
+            // SAFETY: the list is protected by this node's open-file mutex, which we hold.
+            let list = unsafe { &mut *on.list.get() };
+            list.remove(id);
+            (list.len() == 0).then(|| {
+                // Relaxed: unpublishing orders nothing; readers that loaded the old value
+                // are protected by their epoch guards (legacy: by the spinlock we hold).
+                let p = f.open.swap(std::ptr::null_mut(), Ordering::Relaxed);
+                debug_assert!(std::ptr::eq(p, on));
+                p as usize
+            })
+        };
+        if let Some(p) = retired {
+            let guard = epoch::pin();
+            // SAFETY: `p` is the node's strong reference, unpublished above; lockless
+            // readers that loaded it hold epoch guards pinned before this defer, so
+            // dropping it after they unpin is safe. The closure moves an address only (an
+            // `Arc<OpenNode>` is Send).
+            unsafe {
+                guard.defer_unchecked(move || drop(Arc::from_raw(p as *const OpenNode)));
+            }
+        }
+    }
+
+    /// Runs `f` on `node`'s open node, if the file is open somewhere (lockless read of the
+    /// pointer; legacy: under the global open-node spinlock).
+    fn with_open_node(&self, node: &KernfsNode, f: impl FnOnce(&OpenNode)) {
+        let Some(fd) = node.file() else {
+            return;
+        };
+        if let Some(l) = &self.inner.core.open_node_lock {
+            let on = {
+                let _s = l.lock();
+                // Acquire (redundant under the lock, kept for uniformity) pairs with the
+                // Release publication in `get_open_node`.
+                let p = fd.open.load(Ordering::Acquire);
+                if p.is_null() {
+                    return;
+                }
+                // SAFETY: under the open-node lock a non-null pointer is the node's live
+                // strong reference (cleared under this lock before it is dropped).
+                unsafe {
+                    Arc::increment_strong_count(p);
+                    Arc::from_raw(p)
+                }
+            };
+            f(&on);
+            return;
+        }
+        let _guard = epoch::pin();
+        // Acquire pairs with the Release publication in `get_open_node`.
+        let p = fd.open.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer loaded under the guard stays valid until the guard is
+        // dropped (its reference is released through the collector; see put_open_node).
+        if let Some(on) = unsafe { p.as_ref() } {
+            f(on);
+        }
+    }
+
+    /// `sysfs_notify`/`kernfs_notify`: marks `node`'s content changed and wakes its
+    /// pollers (`POLLERR|POLLPRI`). No effect on directories, symlinks, or files nobody has
+    /// open. Lock-free unless a poller is registered (then the open node's wait queue).
+    pub fn notify(&self, node: &KernfsNode) {
+        self.with_open_node(node, |on| {
+            // Release pairs with the Acquire loads in `poll` and `show`: what the embedder
+            // changed before notifying is visible to whoever sees the new count.
+            on.event.fetch_add(1, Ordering::Release);
+            on.wake(POLL_CHANGED);
+        });
+    }
+
+    /// Wakes `node`'s pollers without a new event (used on removal).
+    pub(crate) fn wake_pollers(&self, node: &KernfsNode) {
+        self.with_open_node(node, |on| on.wake(POLL_CHANGED));
+    }
+
+    /// How many open files `node` has (0 for directories).
+    pub fn open_count(&self, node: &KernfsNode) -> usize {
+        let Some(f) = node.file() else {
+            return 0;
+        };
+        let _m = self
+            .inner
+            .core
+            .open_file_locks
+            .lock_ptr(node as *const KernfsNode);
+        let _s = self.inner.core.open_node_lock.as_ref().map(|l| l.lock());
+        let p = f.open.load(Ordering::Relaxed);
+        // SAFETY: under the open-file mutex the pointer is either null or the node's live
+        // reference, and the list is protected by that mutex.
+        unsafe { p.as_ref().map_or(0, |on| (*on.list.get()).len()) }
+    }
+}
+
+impl SeqState {
+    /// Runs `show` into the buffer (Linux: `kernfs_seq_start` + `kernfs_seq_show` +
+    /// `kernfs_seq_next` + `kernfs_seq_stop` for a single record). On success the record is
+    /// buffered (`count` bytes from 0) and `index` is 1.
+    fn show(&mut self, of: &KernfsOpenFile) -> SysResult<()> {
+        let node = &*of.node;
+        let f = node.file().expect("read of an attribute file");
+        node.with_active(&node.core.drain, || {
+            if let Some(on) = &of.open {
+                // Acquire pairs with the Release increment in `notify`.
+                of.event
+                    .store(on.event.load(Ordering::Acquire), Ordering::Relaxed);
+            }
+            // No page-sized reservation: attributes are short, and a small buffer comes
+            // from the allocator's thread cache.
+            self.buf.clear();
+            let r = f.ops.show(node, &mut self.buf);
+            // sysfs_kf_seq_show: at most PAGE_SIZE - 1 bytes.
+            self.buf.truncate(PAGE_SIZE - 1);
+            r
+        })?;
+        self.count = self.buf.len();
+        self.from = 0;
+        self.index = 1;
+        Ok(())
+    }
+
+    /// `traverse`: positions the window at `offset` by showing afresh.
+    fn traverse(&mut self, of: &KernfsOpenFile, offset: i64) -> SysResult<()> {
+        self.index = 0;
+        self.count = 0;
+        self.from = 0;
+        if offset == 0 {
+            return Ok(());
+        }
+        self.show(of)?;
+        let off = offset as u64;
+        if (self.count as u64) > off {
+            self.from = off as usize;
+            self.count -= self.from;
+        } else {
+            self.count = 0;
+        }
+        Ok(())
+    }
+}
+
+impl KernfsOpenFile {
+    /// The node this file is open on.
+    pub fn node(&self) -> &Arc<KernfsNode> {
+        &self.node
+    }
+
+    /// Whether opened for reading / writing.
+    pub fn access(&self) -> (bool, bool) {
+        (self.readable, self.writable)
+    }
+
+    /// `pread`: reads at `pos` with seq_file semantics (see the module docs); does not
+    /// move the file position.
+    ///
+    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (negative position),
+    /// `ENODEV` (removed), or the `show` callback's errno.
+    pub fn read_at(&self, out: &mut [u8], pos: i64) -> SysResult<usize> {
+        let mut st = self.state.lock();
+        self.read_locked(&mut st, out, pos)
+    }
+
+    /// `read`: reads at the file position and advances it.
+    pub fn read(&self, out: &mut [u8]) -> SysResult<usize> {
+        let mut st = self.state.lock();
+        let pos = st.f_pos;
+        let n = self.read_locked(&mut st, out, pos)?;
+        st.f_pos += n as i64;
+        Ok(n)
+    }
+
+    fn read_locked(&self, m: &mut SeqState, out: &mut [u8], pos: i64) -> SysResult<usize> {
+        if !self.readable {
+            return Err(Errno::EBADF);
+        }
+        if self.node.kind() == NodeKind::Dir {
+            return Err(Errno::EISDIR);
+        }
+        if pos < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if out.is_empty() {
+            return Ok(0);
+        }
+        // seq_read_iter, specialized to one record.
+        if pos == 0 {
+            m.index = 0;
+            m.count = 0;
+        }
+        if pos != m.read_pos {
+            if let Err(e) = m.traverse(self, pos) {
+                m.read_pos = 0;
+                m.index = 0;
+                m.count = 0;
+                return Err(e);
+            }
+            m.read_pos = pos;
+        }
+        let mut copied = 0;
+        if m.count > 0 {
+            let n = m.count.min(out.len());
+            out[..n].copy_from_slice(&m.buf[m.from..m.from + n]);
+            m.count -= n;
+            m.from += n;
+            copied = n;
+            if m.count > 0 {
+                m.read_pos += copied as i64;
+                return Ok(copied);
+            }
+        }
+        m.from = 0;
+        let err = if m.index != 0 {
+            // kernfs_seq_start past the record: EOF, but only with the node still there.
+            if self.node.is_active() {
+                Ok(())
+            } else {
+                Err(Errno::ENODEV)
+            }
+        } else {
+            match m.show(self) {
+                Ok(()) => {
+                    let n = m.count.min(out.len() - copied);
+                    out[copied..copied + n].copy_from_slice(&m.buf[..n]);
+                    m.count -= n;
+                    m.from = n;
+                    copied += n;
+                    Ok(())
+                }
+                Err(e) => {
+                    m.count = 0;
+                    Err(e)
+                }
+            }
+        };
+        if copied == 0 {
+            return err.map(|()| 0);
+        }
+        m.read_pos += copied as i64;
+        Ok(copied)
+    }
+
+    /// `pwrite`: passes `data` (cut to one page) to `store` in one call, whatever `pos`.
+    ///
+    /// Errors: `EBADF` (not open for writing), `EINVAL` (negative position), `ENODEV`
+    /// (removed), or the `store` callback's errno.
+    pub fn write_at(&self, data: &[u8], pos: i64) -> SysResult<usize> {
+        let _st = self.state.lock();
+        self.write_locked(data, pos)
+    }
+
+    /// `write`: writes at the file position and advances it by the count stored.
+    pub fn write(&self, data: &[u8]) -> SysResult<usize> {
+        let mut st = self.state.lock();
+        let n = self.write_locked(data, st.f_pos)?;
+        st.f_pos = (st.f_pos + n as i64).min(MAX_POS);
+        Ok(n)
+    }
+
+    fn write_locked(&self, data: &[u8], pos: i64) -> SysResult<usize> {
+        if !self.writable {
+            return Err(Errno::EBADF);
+        }
+        if pos < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let data = &data[..data.len().min(PAGE_SIZE)];
+        let f = self
+            .node
+            .file()
+            .expect("writable files are attribute files");
+        self.node.with_active(&self.node.core.drain, || {
+            if data.is_empty() {
+                return Ok(0);
+            }
+            f.ops.store(&self.node, data).map(|n| n.min(data.len()))
+        })
+    }
+
+    /// `lseek` (`generic_file_llseek` with size 4096 and maximum position `2^31 - 1`):
+    /// `SEEK_SET`, `SEEK_CUR`, `SEEK_END`, `SEEK_DATA`, `SEEK_HOLE`.
+    ///
+    /// Errors: `EINVAL` (bad `whence`, negative or too large result), `ENXIO`
+    /// (`SEEK_DATA`/`SEEK_HOLE` at or past 4096), `ENODEV` (file removed).
+    pub fn llseek(&self, offset: i64, whence: i32) -> SysResult<i64> {
+        let mut st = self.state.lock();
+        let size = match self.node.kind() {
+            NodeKind::File => ATTR_SIZE as i64,
+            _ => 0,
+        };
+        let seek = |st: &mut SeqState| -> SysResult<i64> {
+            let new = match whence {
+                libc::SEEK_SET => offset,
+                libc::SEEK_CUR => {
+                    if offset == 0 {
+                        return Ok(st.f_pos);
+                    }
+                    st.f_pos.checked_add(offset).ok_or(Errno::EINVAL)?
+                }
+                libc::SEEK_END => size.checked_add(offset).ok_or(Errno::EINVAL)?,
+                libc::SEEK_DATA => {
+                    if offset < 0 || offset >= size {
+                        return Err(Errno::ENXIO);
+                    }
+                    offset
+                }
+                libc::SEEK_HOLE => {
+                    if offset < 0 || offset >= size {
+                        return Err(Errno::ENXIO);
+                    }
+                    size
+                }
+                _ => return Err(Errno::EINVAL),
+            };
+            if !(0..=MAX_POS).contains(&new) {
+                return Err(Errno::EINVAL);
+            }
+            st.f_pos = new;
+            Ok(new)
+        };
+        if self.node.kind() != NodeKind::File {
+            return seek(&mut st);
+        }
+        // kernfs_fop_llseek: under an active reference (not a callback: no HELD record).
+        if !self.node.active.try_get() {
+            return Err(Errno::ENODEV);
+        }
+        let r = seek(&mut st);
+        self.node.active.put(&self.node.core.drain);
+        r
+    }
+
+    /// The current file position.
+    pub fn position(&self) -> i64 {
+        self.state.lock().f_pos
+    }
+
+    /// `kernfs_fop_poll`: [`DEFAULT_POLLMASK`], plus [`POLL_CHANGED`] if the attribute was
+    /// notified since this file last read it (or it never read, or the node is removed).
+    pub fn poll(&self) -> u32 {
+        let Some(on) = &self.open else {
+            return DEFAULT_POLLMASK;
+        };
+        if !self.node.active.try_get() {
+            return DEFAULT_POLLMASK | POLL_CHANGED;
+        }
+        // Acquire pairs with the Release increment in `notify`.
+        let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::Acquire);
+        self.node.active.put(&self.node.core.drain);
+        if changed {
+            DEFAULT_POLLMASK | POLL_CHANGED
+        } else {
+            DEFAULT_POLLMASK
+        }
+    }
+
+    /// Registers `w` to be called on `notify` (and removal) of this file's node; `None`
+    /// for directories (they never change readiness). Register *before* checking
+    /// [`poll`](Self::poll), so no notification is lost.
+    pub fn add_waiter(&self, w: Waker) -> Option<WaiterKey> {
+        let on = self.open.as_ref()?;
+        let mut q = on.waitq.lock();
+        let key = q.next_key;
+        q.next_key += 1;
+        q.waiters.push((key, w));
+        Some(WaiterKey(key))
+    }
+
+    /// Unregisters a waiter; `false` if it was not registered here.
+    pub fn remove_waiter(&self, key: WaiterKey) -> bool {
+        let Some(on) = &self.open else {
+            return false;
+        };
+        let mut q = on.waitq.lock();
+        match q.waiters.iter().position(|(k, _)| *k == key.0) {
+            Some(i) => {
+                q.waiters.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Blocks until [`poll`](Self::poll) reports [`POLL_CHANGED`] or `timeout` passes
+    /// (`None`: no limit), returning the last poll mask. Like `poll(2)` with `POLLPRI`.
+    pub fn wait_event(&self, timeout: Option<Duration>) -> u32 {
+        let me = std::thread::current();
+        let Some(key) = self.add_waiter(Arc::new(move |_| me.unpark())) else {
+            return self.poll();
+        };
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mask = loop {
+            let m = self.poll();
+            if m & POLL_CHANGED != 0 {
+                break m;
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        break m;
+                    }
+                    std::thread::park_timeout(d - now);
+                }
+            }
+        };
+        self.remove_waiter(key);
+        mask
+    }
+}
+
+impl Drop for KernfsOpenFile {
+    /// `kernfs_fop_release`: leaves the open node's list (freeing it with the last file).
+    fn drop(&mut self) {
+        if let Some(on) = self.open.take() {
+            Kernfs::put_open_node(&self.node.core, &self.node, &on, self.id);
+        }
+    }
+}
+
+impl std::fmt::Debug for KernfsOpenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernfsOpenFile")
+            .field("node", &self.node)
+            .field("readable", &self.readable)
+            .field("writable", &self.writable)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_list_keeps_every_id_once() {
+        let mut l = OpenList {
+            first: None,
+            rest: Vec::new(),
+            next_id: 0,
+        };
+        let ids: Vec<u64> = (0..4).map(|_| l.push()).collect();
+        assert_eq!((ids.clone(), l.len()), (vec![0, 1, 2, 3], 4));
+        l.remove(0); // the inline one: refilled from the rest
+        assert_eq!((l.len(), l.first.is_some()), (3, true));
+        l.remove(2);
+        l.remove(2); // unknown id: no effect
+        assert_eq!(l.len(), 2);
+        let mut left: Vec<u64> = l.first.into_iter().chain(l.rest.iter().copied()).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![1, 3]);
+        l.remove(1);
+        l.remove(3);
+        assert_eq!((l.len(), l.first), (0, None));
+    }
+}

@@ -1,0 +1,411 @@
+//! Nodes: directories, attribute files and symlinks.
+//!
+//! A node is shared as `Arc<KernfsNode>`. What never changes after creation (inode
+//! number, kind, ops, symlink target) is plain data; what changes is atomic (mode, uid,
+//! gid, times, the active count, the open-node pointer) or under the node's `linkage`
+//! spinlock (name, parent, position in the parent). A child holds a reference on its
+//! parent (as kernfs's `kernfs_get(parent)`), a directory holds references on its children
+//! through its child table; `remove` and the file system's drop break those cycles.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+
+use scalevfs_primitives::lockstat::LockClass;
+use scalevfs_primitives::spinlock::SpinLock;
+use scalevfs_vfs::{Errno, SysResult};
+
+use crate::active::ActiveCount;
+use crate::dir::DirData;
+use crate::file::OpenNode;
+
+/// Lock class of every node's `linkage` spinlock (name, parent, position).
+pub static NODE_LINKAGE_CLASS: LockClass = LockClass::new("kernfs_node_linkage");
+
+/// What a node is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    Dir,
+    File,
+    Link,
+}
+
+impl NodeKind {
+    /// The `S_IFMT` bits of this kind.
+    pub fn ifmt(self) -> u32 {
+        match self {
+            NodeKind::Dir => libc::S_IFDIR,
+            NodeKind::File => libc::S_IFREG,
+            NodeKind::Link => libc::S_IFLNK,
+        }
+    }
+
+    /// The `d_type` of this kind (`DT_DIR`, `DT_REG`, `DT_LNK`).
+    pub fn d_type(self) -> u8 {
+        match self {
+            NodeKind::Dir => libc::DT_DIR,
+            NodeKind::File => libc::DT_REG,
+            NodeKind::Link => libc::DT_LNK,
+        }
+    }
+}
+
+/// The callbacks of an attribute file (sysfs's `show`/`store`).
+///
+/// Both run under an active reference on the node (so `remove` waits for them) and under
+/// the open file's mutex (so one open file never runs two at once); different open files
+/// may run them concurrently. A callback may call any `Kernfs` method, including removing
+/// its own node (see `active.rs`). The defaults return `EIO`, as sysfs's
+/// `kobj_attr_show`/`kobj_attr_store` do for an attribute without that method.
+pub trait AttributeOps: Send + Sync {
+    /// Appends the attribute's content to `buf` (empty). Content past
+    /// 4095 bytes is cut, as sysfs does. An error is returned by the `read`.
+    fn show(&self, node: &KernfsNode, buf: &mut Vec<u8>) -> SysResult<()> {
+        let _ = (node, buf);
+        Err(Errno::EIO)
+    }
+
+    /// Consumes a write of `data` (1 to 4096 bytes, one piece), returning how many bytes
+    /// it took. An error is returned by the `write`.
+    fn store(&self, node: &KernfsNode, data: &[u8]) -> SysResult<usize> {
+        let _ = (node, data);
+        Err(Errno::EIO)
+    }
+}
+
+type ShowFn = dyn Fn(&KernfsNode, &mut Vec<u8>) -> SysResult<()> + Send + Sync;
+type StoreFn = dyn Fn(&KernfsNode, &[u8]) -> SysResult<usize> + Send + Sync;
+
+/// [`AttributeOps`] from closures; a missing closure behaves as the trait's default (`EIO`).
+#[derive(Default)]
+pub struct FnAttr {
+    show: Option<Box<ShowFn>>,
+    store: Option<Box<StoreFn>>,
+}
+
+impl FnAttr {
+    /// A read-only attribute.
+    pub fn ro(
+        show: impl Fn(&KernfsNode, &mut Vec<u8>) -> SysResult<()> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(FnAttr {
+            show: Some(Box::new(show)),
+            store: None,
+        })
+    }
+
+    /// A read-write attribute.
+    pub fn rw(
+        show: impl Fn(&KernfsNode, &mut Vec<u8>) -> SysResult<()> + Send + Sync + 'static,
+        store: impl Fn(&KernfsNode, &[u8]) -> SysResult<usize> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(FnAttr {
+            show: Some(Box::new(show)),
+            store: Some(Box::new(store)),
+        })
+    }
+
+    /// A write-only attribute.
+    pub fn wo(
+        store: impl Fn(&KernfsNode, &[u8]) -> SysResult<usize> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(FnAttr {
+            show: None,
+            store: Some(Box::new(store)),
+        })
+    }
+
+    /// An attribute whose content is always `bytes`.
+    pub fn constant(bytes: impl Into<Vec<u8>>) -> Arc<Self> {
+        let bytes = bytes.into();
+        Self::ro(move |_, buf| {
+            buf.extend_from_slice(&bytes);
+            Ok(())
+        })
+    }
+}
+
+impl AttributeOps for FnAttr {
+    fn show(&self, node: &KernfsNode, buf: &mut Vec<u8>) -> SysResult<()> {
+        self.show.as_ref().map_or(Err(Errno::EIO), |f| f(node, buf))
+    }
+
+    fn store(&self, node: &KernfsNode, data: &[u8]) -> SysResult<usize> {
+        self.store
+            .as_ref()
+            .map_or(Err(Errno::EIO), |f| f(node, data))
+    }
+}
+
+/// Name, parent and position in the parent's directory order; changed only by rename
+/// (under both directories' locks) and remove (under the parent's lock).
+pub(crate) struct Linkage {
+    pub(crate) name: Arc<[u8]>,
+    pub(crate) parent: Option<Arc<KernfsNode>>,
+    /// The key in the parent's readdir order; `None` once unlinked (and for the root).
+    pub(crate) seq: Option<u64>,
+}
+
+pub(crate) struct FileData {
+    pub(crate) ops: Arc<dyn AttributeOps>,
+    /// Linux's `kn->attr.open`: null, or an `Arc::into_raw` strong reference owned by the
+    /// node. Written under the node's open-file mutex (see `file.rs`), read locklessly
+    /// under an epoch guard by `notify`.
+    pub(crate) open: AtomicPtr<OpenNode>,
+}
+
+pub(crate) enum NodeData {
+    Dir(DirData),
+    File(FileData),
+    Link(Arc<KernfsNode>),
+}
+
+/// A kernfs node. See the module docs.
+pub struct KernfsNode {
+    /// The instance's shared open-file state (see `Core` in lib.rs).
+    pub(crate) core: Arc<crate::Core>,
+    ino: u64,
+    pub(crate) active: ActiveCount,
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    mtime_ns: AtomicI64,
+    ctime_ns: AtomicI64,
+    pub(crate) linkage: SpinLock<Linkage>,
+    pub(crate) data: NodeData,
+}
+
+/// What `getattr` reports, as `stat` on sysfs does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernfsAttr {
+    pub ino: u64,
+    pub kind: NodeKind,
+    /// Type and permission bits (`S_IFREG | 0o644`).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// 4096 for attribute files (sysfs's `PAGE_SIZE`), 0 for directories and symlinks.
+    pub size: u64,
+    /// 1, or for a directory 2 + its subdirectories.
+    pub nlink: u32,
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+}
+
+/// Attribute changes for `setattr`; `None` leaves a field as it is.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// Permission bits (`& 0o7777`; the type cannot change).
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+}
+
+/// Size of an attribute file as `stat` reports it.
+pub const ATTR_SIZE: u64 = 4096;
+
+pub(crate) fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+impl KernfsNode {
+    pub(crate) fn new(
+        core: Arc<crate::Core>,
+        ino: u64,
+        name: Arc<[u8]>,
+        parent: Option<Arc<KernfsNode>>,
+        (mode, uid, gid): (u32, u32, u32),
+        data: NodeData,
+    ) -> Self {
+        let now = now_ns();
+        KernfsNode {
+            core,
+            ino,
+            active: ActiveCount::new(),
+            mode: AtomicU32::new(mode & 0o7777),
+            uid: AtomicU32::new(uid),
+            gid: AtomicU32::new(gid),
+            mtime_ns: AtomicI64::new(now),
+            ctime_ns: AtomicI64::new(now),
+            linkage: SpinLock::with_class(
+                Linkage {
+                    name,
+                    parent,
+                    seq: None,
+                },
+                &NODE_LINKAGE_CLASS,
+            ),
+            data,
+        }
+    }
+
+    /// The inode number (the root is 1).
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// Directory, file or symlink.
+    pub fn kind(&self) -> NodeKind {
+        match self.data {
+            NodeData::Dir(_) => NodeKind::Dir,
+            NodeData::File(_) => NodeKind::File,
+            NodeData::Link(_) => NodeKind::Link,
+        }
+    }
+
+    /// The current name (the root's is empty).
+    pub fn name(&self) -> Arc<[u8]> {
+        self.linkage.lock().name.clone()
+    }
+
+    /// The current name, lossily as a string.
+    pub fn name_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.name()).into_owned()
+    }
+
+    /// The current parent (`None` for the root).
+    pub fn parent(&self) -> Option<Arc<KernfsNode>> {
+        self.linkage.lock().parent.clone()
+    }
+
+    /// Whether the node is live: not removed nor being removed.
+    pub fn is_active(&self) -> bool {
+        self.active.is_active()
+    }
+
+    /// A symlink's target node.
+    pub fn link_target(&self) -> Option<&Arc<KernfsNode>> {
+        match &self.data {
+            NodeData::Link(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Permission bits (without the type).
+    pub fn mode(&self) -> u32 {
+        self.mode.load(Relaxed)
+    }
+
+    pub(crate) fn mode_uid_gid(&self) -> (u32, u32, u32) {
+        // Relaxed: see perm.rs; these order nothing else.
+        (
+            self.mode.load(Relaxed),
+            self.uid.load(Relaxed),
+            self.gid.load(Relaxed),
+        )
+    }
+
+    pub(crate) fn dir(&self) -> Option<&DirData> {
+        match &self.data {
+            NodeData::Dir(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn file(&self) -> Option<&FileData> {
+        match &self.data {
+            NodeData::File(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn touch_dir(&self) {
+        let now = now_ns();
+        self.mtime_ns.store(now, Relaxed);
+        self.ctime_ns.store(now, Relaxed);
+    }
+
+    /// The attributes `stat` reports.
+    pub fn getattr(&self) -> KernfsAttr {
+        let (mode, uid, gid) = self.mode_uid_gid();
+        let kind = self.kind();
+        let (size, nlink) = match &self.data {
+            NodeData::Dir(d) => (0, 2 + d.subdirs()),
+            NodeData::File(_) => (ATTR_SIZE, 1),
+            NodeData::Link(_) => (0, 1),
+        };
+        let mtime = self.mtime_ns.load(Relaxed);
+        KernfsAttr {
+            ino: self.ino,
+            kind,
+            mode: kind.ifmt() | mode,
+            uid,
+            gid,
+            size,
+            nlink,
+            atime_ns: mtime,
+            mtime_ns: mtime,
+            ctime_ns: self.ctime_ns.load(Relaxed),
+        }
+    }
+
+    /// Applies `attr` without permission checks (kernfs's `kernfs_setattr`). Writers
+    /// serialize on the linkage lock; readers see each field atomically (see perm.rs).
+    pub(crate) fn apply_setattr(&self, attr: &SetAttr) {
+        let _g = self.linkage.lock();
+        if let Some(m) = attr.mode {
+            self.mode.store(m & 0o7777, Relaxed);
+        }
+        if let Some(u) = attr.uid {
+            self.uid.store(u, Relaxed);
+        }
+        if let Some(g) = attr.gid {
+            self.gid.store(g, Relaxed);
+        }
+        self.ctime_ns.store(now_ns(), Relaxed);
+    }
+
+    /// Runs `f` under an active reference recorded as held by this thread (so that `f`
+    /// may remove this node without draining itself), or fails with `ENODEV`.
+    pub(crate) fn with_active<R>(
+        &self,
+        q: &crate::active::DrainQueue,
+        f: impl FnOnce() -> SysResult<R>,
+    ) -> SysResult<R> {
+        if !self.active.try_get() {
+            return Err(Errno::ENODEV);
+        }
+        struct Put<'a>(&'a KernfsNode, &'a crate::active::DrainQueue);
+        impl Drop for Put<'_> {
+            fn drop(&mut self) {
+                let addr = self.0 as *const KernfsNode as usize;
+                HELD.with(|h| {
+                    let mut h = h.borrow_mut();
+                    if let Some(i) = h.iter().rposition(|&a| a == addr) {
+                        h.swap_remove(i);
+                    }
+                });
+                self.0.active.put(self.1);
+            }
+        }
+        HELD.with(|h| h.borrow_mut().push(self as *const KernfsNode as usize));
+        let _put = Put(self, q);
+        f()
+    }
+
+    /// How many callback references the calling thread holds on this node.
+    pub(crate) fn held_by_me(&self) -> i32 {
+        let addr = self as *const KernfsNode as usize;
+        HELD.with(|h| h.borrow().iter().filter(|&&a| a == addr).count() as i32)
+    }
+}
+
+thread_local! {
+    /// The nodes this thread runs a callback of (under an active reference), innermost
+    /// last: a callback that removes its own node must not wait for itself.
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+impl std::fmt::Debug for KernfsNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernfsNode")
+            .field("ino", &self.ino)
+            .field("kind", &self.kind())
+            .field("name", &self.name_lossy())
+            .field("active", &self.is_active())
+            .finish()
+    }
+}

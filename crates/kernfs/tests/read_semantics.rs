@@ -1,0 +1,240 @@
+//! Read, seek and write-permission semantics compared with a real sysfs attribute on the
+//! host: the same script of calls runs on the host file (libc) and on a kernfs file whose
+//! `show` returns the same bytes, and every result (data or errno) must match.
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use scalevfs_kernfs::*;
+use scalevfs_vfs::Errno;
+
+/// Stable, world-readable sysfs attributes (first one present is used).
+const HOST_FILES: &[&str] = &[
+    "/sys/kernel/mm/transparent_hugepage/enabled",
+    "/sys/devices/system/cpu/online",
+    "/sys/kernel/mm/transparent_hugepage/defrag",
+    "/sys/devices/system/cpu/possible",
+];
+
+#[derive(Debug, PartialEq, Eq)]
+enum Res {
+    Data(Vec<u8>),
+    Pos(i64),
+    Err(i32),
+}
+
+#[derive(Copy, Clone, Debug)]
+enum Op {
+    Read(usize),
+    Pread(usize, i64),
+    Seek(i64, i32),
+    Write(&'static [u8]),
+}
+
+fn script() -> Vec<Op> {
+    use Op::*;
+    let (set, cur, end) = (libc::SEEK_SET, libc::SEEK_CUR, libc::SEEK_END);
+    let mut v = vec![Read(40), Read(40), Read(40)];
+    v.extend([Seek(0, set)]);
+    v.extend((0..6).map(|_| Read(10)));
+    v.extend([
+        Seek(0, set),
+        Read(100),
+        Read(100),
+        Seek(0, end),
+        Seek(-5, end),
+        Seek(10, end),
+        Seek(0, cur),
+        Seek(-3, cur),
+        Seek(5, set),
+        Read(100),
+        Seek(1000, set),
+        Read(100),
+        Seek(-1, set),
+        Seek((1 << 31) - 1, set),
+        Seek(1 << 31, set),
+        Seek(1 << 62, set),
+        Seek((1 << 31) - 4096, end),
+        Seek(0, libc::SEEK_DATA),
+        Seek(0, libc::SEEK_HOLE),
+        Seek(5000, libc::SEEK_DATA),
+        Seek(4096, libc::SEEK_HOLE),
+        Seek(-1, libc::SEEK_DATA),
+        Seek(0, 42),
+        Seek(0, set),
+        Read(3),
+        Pread(3, 3),
+        Read(3),
+        Pread(10, 0),
+        Pread(5, -1),
+        Read(0),
+        Pread(4, 1 << 20),
+        Write(b"x"),
+        Seek(2, set),
+        Read(1),
+        Read(4096),
+        Read(4096),
+    ]);
+    v
+}
+
+fn run_host(path: &str, ops: &[Op]) -> Vec<Res> {
+    let c = CString::new(path).unwrap();
+    // SAFETY: a valid C string; the fd is closed below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    assert!(fd >= 0, "open {path}");
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap();
+    let out = ops
+        .iter()
+        .map(|op| {
+            let mut buf = vec![0u8; 8192];
+            let r = match *op {
+                // SAFETY: `buf` has room for `n` bytes (n <= 8192); `fd` is open.
+                Op::Read(n) => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), n) },
+                // SAFETY: as above.
+                Op::Pread(n, off) => unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, off) },
+                // SAFETY: `d` is valid for `d.len()` bytes; `fd` is open.
+                Op::Write(d) => unsafe { libc::write(fd, d.as_ptr().cast(), d.len()) },
+                Op::Seek(off, wh) => {
+                    // SAFETY: `fd` is open; lseek touches no memory of ours.
+                    let p = unsafe { libc::lseek(fd, off, wh) };
+                    return if p < 0 {
+                        Res::Err(errno())
+                    } else {
+                        Res::Pos(p)
+                    };
+                }
+            };
+            if r < 0 {
+                Res::Err(errno())
+            } else {
+                buf.truncate(r as usize);
+                Res::Data(buf)
+            }
+        })
+        .collect();
+    // SAFETY: opened above.
+    unsafe { libc::close(fd) };
+    out
+}
+
+fn run_kernfs(of: &KernfsOpenFile, ops: &[Op]) -> Vec<Res> {
+    let e = |e: Errno| Res::Err(e.0);
+    ops.iter()
+        .map(|op| {
+            let mut buf = vec![0u8; 8192];
+            let r = match *op {
+                Op::Read(n) => of.read(&mut buf[..n]),
+                Op::Pread(n, off) => of.read_at(&mut buf[..n], off),
+                Op::Write(d) => of.write(d),
+                Op::Seek(off, wh) => return of.llseek(off, wh).map_or_else(e, Res::Pos),
+            };
+            match r {
+                Ok(n) => {
+                    buf.truncate(n);
+                    Res::Data(buf)
+                }
+                Err(x) => e(x),
+            }
+        })
+        .collect()
+}
+
+fn host_file() -> Option<(&'static str, Vec<u8>)> {
+    HOST_FILES.iter().find_map(|p| {
+        std::fs::read(p)
+            .ok()
+            .filter(|c| !c.is_empty())
+            .map(|c| (*p, c))
+    })
+}
+
+#[test]
+fn same_results_as_host_sysfs() {
+    let Some((path, content)) = host_file() else {
+        eprintln!("no readable sysfs attribute on this host; skipping");
+        return;
+    };
+    let ops = script();
+    let host = run_host(path, &ops);
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        let f = fs
+            .create_file(
+                fs.root(),
+                "attr",
+                0o644,
+                0,
+                0,
+                FnAttr::constant(content.clone()),
+            )
+            .unwrap();
+        let of = fs
+            .open(&f, libc::O_RDONLY | libc::O_CLOEXEC, &Creds::ROOT)
+            .unwrap();
+        let ours = run_kernfs(&of, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        // The host and we agree on stat too.
+        let md = std::fs::metadata(path).unwrap();
+        assert_eq!(fs.getattr(&f).unwrap().size, md.len());
+    }
+}
+
+/// Which reads run `show`: a fresh one at position 0 or after a seek, none while
+/// continuing; the content of one pass stays consistent while the source changes.
+#[test]
+fn show_runs_per_pass_and_partial_reads_are_consistent() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let f = fs
+            .create_file(
+                fs.root(),
+                "gen",
+                0o444,
+                0,
+                0,
+                FnAttr::ro(move |_, buf| {
+                    let n = c.fetch_add(1, Relaxed);
+                    // 50 bytes naming the generation.
+                    buf.extend_from_slice(format!("{n:049}\n").as_bytes());
+                    Ok(())
+                }),
+            )
+            .unwrap();
+        let of = fs.open(&f, libc::O_RDONLY, &Creds::ROOT).unwrap();
+        let mut b = [0u8; 40];
+        assert_eq!(of.read(&mut b).unwrap(), 40);
+        assert_eq!(&b[..3], b"000");
+        assert_eq!(of.read(&mut b).unwrap(), 10, "rest of the same generation");
+        assert_eq!(&b[8..10], b"0\n");
+        assert_eq!(of.read(&mut b).unwrap(), 0);
+        assert_eq!(calls.load(Relaxed), 1);
+        of.llseek(0, libc::SEEK_SET).unwrap();
+        assert_eq!(of.read(&mut b).unwrap(), 40);
+        assert_eq!(calls.load(Relaxed), 2, "read from 0 again shows again");
+        // pread at the current position continues from the buffer: generation 1.
+        assert_eq!(of.read_at(&mut b, 40).unwrap(), 10);
+        assert_eq!(&b[8..10], b"1\n");
+        assert_eq!(calls.load(Relaxed), 2);
+        // A read elsewhere re-shows (traverse).
+        assert_eq!(of.read_at(&mut b[..5], 45).unwrap(), 5);
+        assert_eq!(calls.load(Relaxed), 3);
+        // Another open file has its own buffer.
+        let of2 = fs.open(&f, libc::O_RDONLY, &Creds::ROOT).unwrap();
+        assert_eq!(of2.read(&mut b[..1]).unwrap(), 1);
+        assert_eq!(calls.load(Relaxed), 4);
+        // After removal: buffered bytes are still returned, then ENODEV (even for EOF).
+        fs.remove(&f).unwrap();
+        assert_eq!(of2.read(&mut b[..4]).unwrap(), 4);
+        assert_eq!(of2.read(&mut b).unwrap(), 40);
+        assert_eq!(of2.read(&mut b).unwrap(), 5, "the rest, short of a page");
+        assert_eq!(of2.read(&mut b).unwrap_err(), Errno::ENODEV);
+        assert_eq!(of.read_at(&mut b, 0).unwrap_err(), Errno::ENODEV);
+        assert_eq!(calls.load(Relaxed), 4);
+    }
+}
