@@ -222,14 +222,16 @@ impl VfsCore {
                             libc::S_IFREG | (mode & 0o7777 & !umask),
                         );
                         let inode = dir.fs().create(dir, &last.name, m, ctx.cred.uid, gid)?;
+                        let private = inode.fs().open(&inode, flags)?;
                         self.dcache.instantiate(&d, &dirp.dentry, inode);
                         drop(_w);
-                        return Ok(OpenFile::new(
+                        return Ok(OpenFile::with_private(
                             Path {
                                 mnt: dirp.mnt,
                                 dentry: d,
                             },
                             flags & !libc::O_TRUNC,
+                            private,
                         ));
                     }
                     d
@@ -310,13 +312,22 @@ impl VfsCore {
         if flags & libc::O_NOATIME != 0 && !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
+        let private = inode.fs().open(inode, flags)?;
+        let release = |private: Option<Box<dyn std::any::Any + Send + Sync>>| {
+            if let Some(pv) = private {
+                inode.fs().release(inode, pv);
+            }
+        };
         if flags & libc::O_TRUNC != 0 && inode.is_reg() {
             let _w = inode.rwsem.write();
             perm::kill_suid_on_write(inode, ctx.cred);
-            inode.fs().setsize(inode, 0)?;
+            if let Err(e) = inode.fs().setsize(inode, 0) {
+                release(private);
+                return Err(e);
+            }
             inode.touch_mc();
         }
-        Ok(OpenFile::new(p, flags))
+        Ok(OpenFile::with_private(p, flags, private))
     }
 
     // ---------------------------------------------------------------- namespace
@@ -758,7 +769,7 @@ impl VfsCore {
 
     fn read_at(&self, f: &OpenFile, inode: &Inode, buf: &mut [u8], off: i64) -> SysResult<usize> {
         check_rw_area(off, buf.len())?;
-        let n = inode.fs().read(inode, off as u64, buf)?;
+        let n = inode.fs().read_file(f, off as u64, buf)?;
         if f.flags() & libc::O_NOATIME == 0 {
             inode.touch_atime();
         }
@@ -826,7 +837,7 @@ impl VfsCore {
         }
         let len = buf.len().min((max - off as u64) as usize);
         perm::kill_suid_on_write(inode, ctx.cred);
-        let n = inode.fs().write(inode, off as u64, &buf[..len])?;
+        let n = inode.fs().write_file(f, off as u64, &buf[..len])?;
         inode.touch_mc();
         Ok((n, off + n as i64))
     }

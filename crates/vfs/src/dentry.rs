@@ -957,6 +957,38 @@ mod tests {
     }
 
     #[test]
+    fn revalidating_file_systems_see_changes_behind_the_cache() {
+        let fs = Arc::new(TestFs {
+            changes_behind: true,
+            ..TestFs::default()
+        });
+        let c = VfsCore::new(CoreOptions::default(), fs.clone()).unwrap();
+        let root = c.root();
+        let (cred, r2) = (Cred::root(), c.root());
+        let ctx = Ctx {
+            cred: &cred,
+            root: &r2,
+        };
+        c.mkdir(&ctx, &root, b"/n", 0o755, 0).unwrap();
+        assert!(look(&c, "/n").is_ok());
+        fs.remove_behind(root.dentry.inode().unwrap(), b"n");
+        assert_eq!(look(&c, "/n").err(), Some(Errno::ENOENT));
+        // Per-open hooks: state kept in the file, released after the last close.
+        let f = c
+            .open(&ctx, &root, b"/f", libc::O_CREAT | libc::O_RDWR, 0o644, 0)
+            .unwrap();
+        assert_eq!(f.private::<u32>(), Some(&42));
+        let p = c.open(&ctx, &root, b"/f", libc::O_PATH, 0, 0).unwrap();
+        assert_eq!(p.private::<u32>(), None, "O_PATH does not open");
+        let g = f.clone();
+        drop(f);
+        assert_eq!(fs.releases.load(std::sync::atomic::Ordering::Relaxed), 0);
+        drop(g);
+        assert_eq!(fs.opens.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(fs.releases.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    #[test]
     fn d_path_follows_renames() {
         for locking in [Locking::Scalable, Locking::Legacy] {
             let c = core(locking);

@@ -14,6 +14,7 @@ use crate::erc::{Erc, Release};
 use crate::inode::Inode;
 use crate::mount::Path;
 use parking_lot::Mutex;
+use std::any::Any;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -32,6 +33,8 @@ pub struct OpenFile {
     flags: AtomicI32,
     /// Position (bytes for files, the readdir cookie for directories).
     pub pos: Mutex<i64>,
+    /// The file system's per-open state (`FileSystem::open`), taken back by `release`.
+    private: UnsafeCell<Option<Box<dyn Any + Send + Sync>>>,
 }
 
 // SAFETY: `path` is only written by `release`, when no other reference exists.
@@ -41,6 +44,15 @@ unsafe impl Send for OpenFile {}
 
 impl OpenFile {
     pub fn new(path: Path, flags: i32) -> FileRef {
+        Self::with_private(path, flags, None)
+    }
+
+    /// An open file with the file system's per-open state.
+    pub fn with_private(
+        path: Path,
+        flags: i32,
+        private: Option<Box<dyn Any + Send + Sync>>,
+    ) -> FileRef {
         debug_assert!(path.dentry.inode().is_some());
         Erc::new(OpenFile {
             path: UnsafeCell::new(ManuallyDrop::new(path)),
@@ -53,6 +65,7 @@ impl OpenFile {
                         | libc::O_NOCTTY),
             ),
             pos: Mutex::new(0),
+            private: UnsafeCell::new(private),
         })
     }
     pub fn path(&self) -> &Path {
@@ -61,6 +74,13 @@ impl OpenFile {
     }
     pub fn inode(&self) -> &Inode {
         self.path().dentry.inode().expect("open files are positive")
+    }
+    /// The file system's per-open state, downcast.
+    pub fn private<T: 'static>(&self) -> Option<&T> {
+        // SAFETY: written only at creation and in `release` (no other reference then).
+        unsafe { &*self.private.get() }
+            .as_ref()
+            .and_then(|b| b.downcast_ref::<T>())
     }
     pub fn flags(&self) -> i32 {
         self.flags.load(Ordering::Relaxed)
@@ -94,8 +114,13 @@ impl OpenFile {
 
 impl Release for OpenFile {
     fn release(&self) {
-        // SAFETY: the last reference is gone (Erc calls release once); nobody can reach the
-        // path any more, so we may take it.
+        // SAFETY: the last reference is gone (Erc calls release once); nobody else can reach
+        // the private state or the path any more, so we may take them.
+        if let Some(p) = unsafe { (*self.private.get()).take() } {
+            let inode = self.inode();
+            inode.fs().release(inode, p);
+        }
+        // SAFETY: as above.
         unsafe { ManuallyDrop::drop(&mut *self.path.get()) };
     }
 }

@@ -8,8 +8,10 @@
 //! link counts and sizes up to date the way Linux's do (`mtime`/`ctime` of a directory when
 //! an entry changes, of a file when it is written).
 
+use crate::file::OpenFile;
 use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::SysResult;
+use std::any::Any;
 
 /// One entry reported by [`FileSystem::readdir`].
 pub struct DirEmit<'a> {
@@ -91,5 +93,32 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Largest file size.
     fn max_file_size(&self) -> u64 {
         i64::MAX as u64
+    }
+    /// Per-open hook (`->open`; not called for `O_PATH`): state kept in the open file
+    /// ([`OpenFile::private`]) and handed back to [`FileSystem::release`] after the last
+    /// close.
+    fn open(&self, _inode: &Inode, _flags: i32) -> SysResult<Option<Box<dyn Any + Send + Sync>>> {
+        Ok(None)
+    }
+    /// `->release`: the open file's last reference went.
+    fn release(&self, _inode: &Inode, _private: Box<dyn Any + Send + Sync>) {}
+    /// `read` through an open file (file systems with per-open state override this).
+    fn read_file(&self, f: &OpenFile, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        self.read(f.inode(), off, buf)
+    }
+    /// `write` through an open file.
+    fn write_file(&self, f: &OpenFile, off: u64, buf: &[u8]) -> SysResult<usize> {
+        self.write(f.inode(), off, buf)
+    }
+    /// Whether names can change behind the VFS's back (kernfs), so cached dentries must be
+    /// revalidated: path walk then leaves rcu-walk for this file system's directories and
+    /// asks [`FileSystem::revalidate`] about every cached answer.
+    fn revalidates(&self) -> bool {
+        false
+    }
+    /// `d_revalidate`: is the cached answer for `name` in `dir` (`inode`, or `None` for a
+    /// negative entry) still right? `false` drops it and looks the name up again.
+    fn revalidate(&self, _dir: &Inode, _name: &[u8], _inode: Option<&Inode>) -> bool {
+        true
     }
 }

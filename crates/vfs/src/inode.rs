@@ -245,17 +245,20 @@ pub struct SuperBlock {
     /// Linux's `s_vfs_rename_mutex`: serializes cross-directory renames, so the ancestry
     /// checked by rename cannot change under it.
     pub rename_mutex: parking_lot::Mutex<()>,
+    /// `fs.revalidates()`, cached: path walk checks it per directory.
+    pub revalidates: bool,
 }
 
 impl SuperBlock {
     pub fn new(dev: u64, fs: Arc<dyn FileSystem>, locking: Locking) -> SuperBlock {
         SuperBlock {
             dev,
-            fs,
             locking,
             inodes: InodeList::with_locking(locking),
             icache: RcuHash::new(12),
             rename_mutex: parking_lot::Mutex::new(()),
+            revalidates: fs.revalidates(),
+            fs,
         }
     }
 

@@ -172,7 +172,10 @@ impl VfsCore {
         // mount table while pinned: it stays allocated until the walk unpins.
         let dd = unsafe { &*d };
         let inode = dd.inode()?;
-        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+        if !inode.is_dir()
+            || inode.sb().revalidates
+            || permission(inode, ctx.cred, MAY_EXEC).is_err()
+        {
             return None;
         }
         if c == b"." {
@@ -225,7 +228,10 @@ impl VfsCore {
         // SAFETY: as in `rcu_step`.
         let dd = unsafe { &*d };
         let inode = dd.inode()?;
-        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+        if !inode.is_dir()
+            || inode.sb().revalidates
+            || permission(inode, ctx.cred, MAY_EXEC).is_err()
+        {
             return None;
         }
         if last != b"." {
@@ -448,14 +454,23 @@ impl VfsCore {
         name: &[u8],
         locked: bool,
     ) -> SysResult<DentryRef> {
+        let dir = parent.dentry.inode().ok_or(Errno::ENOENT)?;
+        // d_revalidate: a cached answer the file system no longer stands by is dropped.
+        let valid = |d: &DentryRef| {
+            if dir.sb().revalidates && !dir.fs().revalidate(dir, name, d.inode()) {
+                self.dcache.drop_dentry(d);
+                false
+            } else {
+                true
+            }
+        };
         if name.len() <= NAME_MAX {
-            if let Some(d) = self.dcache.lookup(&parent.dentry, name) {
+            if let Some(d) = self.dcache.lookup(&parent.dentry, name).filter(valid) {
                 return Ok(d);
             }
         }
-        let dir = parent.dentry.inode().ok_or(Errno::ENOENT)?;
         let _g = if locked { None } else { Some(dir.rwsem.read()) };
-        if let Some(d) = self.dcache.lookup(&parent.dentry, name) {
+        if let Some(d) = self.dcache.lookup(&parent.dentry, name).filter(valid) {
             return Ok(d);
         }
         if dir.nlink() == 0 {

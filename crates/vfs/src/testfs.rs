@@ -10,7 +10,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Default)]
 pub struct TestFs {
-    next: AtomicU64,
+    pub next: AtomicU64,
+    /// Behave like kernfs: names may change behind the VFS's back (revalidate).
+    pub changes_behind: bool,
+    /// Per-open hooks: opens and releases seen.
+    pub opens: AtomicU64,
+    pub releases: AtomicU64,
 }
 
 type Dir = Mutex<HashMap<Vec<u8>, InodeRef>>;
@@ -20,6 +25,12 @@ fn dir(i: &Inode) -> SysResult<&Dir> {
 }
 
 impl TestFs {
+    /// Removes `name` from `dir` without telling the VFS (a kernfs node going away).
+    pub fn remove_behind(&self, d: &Inode, name: &[u8]) {
+        let r = dir(d).expect("dir").lock().remove(name);
+        drop(r);
+    }
+
     fn inode(&self, sb: &SuperBlock, mode: u32) -> InodeRef {
         sb.new_inode(NewInode {
             ino: self.next.fetch_add(1, Ordering::Relaxed) + 1,
@@ -123,5 +134,24 @@ impl FileSystem for TestFs {
     }
     fn blocks(&self, _: &Inode) -> u64 {
         0
+    }
+    fn open(&self, _: &Inode, _: i32) -> SysResult<Option<Box<dyn std::any::Any + Send + Sync>>> {
+        self.opens.fetch_add(1, Ordering::Relaxed);
+        Ok(Some(Box::new(42u32)))
+    }
+    fn release(&self, _: &Inode, private: Box<dyn std::any::Any + Send + Sync>) {
+        assert_eq!(private.downcast_ref::<u32>(), Some(&42));
+        self.releases.fetch_add(1, Ordering::Relaxed);
+    }
+    fn revalidates(&self) -> bool {
+        self.changes_behind
+    }
+    fn revalidate(&self, d: &Inode, name: &[u8], inode: Option<&Inode>) -> bool {
+        let m = dir(d).expect("dir").lock();
+        match (m.get(name), inode) {
+            (None, None) => true,
+            (Some(i), Some(j)) => std::ptr::eq::<Inode>(&**i, j),
+            _ => false,
+        }
     }
 }
