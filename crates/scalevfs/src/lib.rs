@@ -5,16 +5,49 @@
 //! and forwards guest system calls to the `Process` methods, which have Linux's names,
 //! arguments, semantics and errno values.
 //!
-//! ```no_run
+//! ```
 //! use scalevfs::{Process, Vfs, VfsOptions};
 //! let vfs = Vfs::new(VfsOptions::default());
 //! let p = Process::new(&vfs, scalevfs::Credentials::root());
 //! let fd = p.openat(libc::AT_FDCWD, "/hello", libc::O_CREAT | libc::O_RDWR, 0o644).unwrap();
 //! assert_eq!(p.write(fd, b"hi").unwrap(), 2);
 //! p.close(fd).unwrap();
+//! assert_eq!(p.stat("/hello").unwrap().size, 2);
 //! ```
+//!
+//! ## Layers
+//! * `scalevfs-vfs`: the VFS core (dentry and inode caches, superblocks, mounts, path
+//!   walk, open file descriptions, permission checks, the `FileSystem` trait).
+//! * `scalevfs-tmpfs`: the in-memory file system every [`Vfs`] mounts at `/`.
+//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
+//!   credentials, lock-owner identity), one method per system call.
+//!
+//! ## Where we differ from Linux (deliberately, or not yet)
+//! * One identity per process: uid = euid = fsuid (and the same for groups), so
+//!   `faccessat` with or without `AT_EACCESS` checks the same ids; uid 0 has every
+//!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`).
+//! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
+//!   `protected_symlinks`/`protected_regular` are not implemented.
+//! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` and `mknod` are not provided;
+//!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
+//! * `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`) return `EINVAL` until
+//!   the file-locks work wires them.
+//! * Timestamps use `CLOCK_REALTIME` at nanosecond resolution (Linux uses the coarse clock);
+//!   reads update atime with `relatime` rules; `stat` may see seconds and nanoseconds of a
+//!   concurrently changing time torn, as Linux may.
+//! * Inode numbers, `st_dev` and `st_blocks` (4 KiB pages, no huge pages) are our own; a
+//!   `SEEK_HOLE` after truncating and re-allocating a file can differ from a host tmpfs that
+//!   uses large folios.
+//! * No `RLIMIT_FSIZE`, and reads/writes are not clamped to `MAX_RW_COUNT`.
+//! * Directory order is creation order; a name removed and created again during a
+//!   `getdents64` scan may be reported again (a new entry), as on Linux.
+//! * Relative paths read the process cwd under a per-process lock (shared): threads of one
+//!   process using relative paths share that lock's cache line; absolute paths and `*at`
+//!   calls with a directory descriptor do not touch it.
 
+pub mod fdtable;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
+pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};

@@ -1,14 +1,27 @@
 //! The system-call API: [`Vfs`] (mounts and caches) and [`Process`] (fd table, cwd,
 //! umask, credentials, POSIX lock owner).
 //!
-//! SKELETON: the signatures below are the contract other crates code against (the
-//! conformance harness, the benchmarks, the FUSE server). The VFS-core work replaces the
-//! bodies; it may add methods but must not change these signatures without updating callers.
+//! The signatures below are the contract other crates code against (the conformance
+//! harness, the benchmarks, the FUSE server).
+//!
+//! Each method resolves its descriptors and `dirfd` (the fd table is lock-free, see
+//! [`crate::fdtable`]) and calls the matching [`VfsCore`] operation, which has Linux's
+//! semantics and errno values. Absolute paths never touch the process's cwd; relative ones
+//! read it under a per-process `RwLock` (shared).
 
 use std::io::{IoSlice, IoSliceMut};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use scalevfs_vfs::{Errno, FcntlArg, Stat, SysResult, Timespec};
+use parking_lot::RwLock;
+use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+use scalevfs_vfs::core::CoreOptions;
+use scalevfs_vfs::namei::Ctx;
+use scalevfs_vfs::{
+    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, SysResult, Timespec, VfsCore,
+};
+
+use crate::fdtable::FdTable;
 
 pub use scalevfs_primitives::Locking;
 
@@ -24,12 +37,65 @@ pub struct VfsOptions {
 
 /// A mounted tree: the mount table and the dentry and inode caches.
 pub struct Vfs {
-    _options: VfsOptions,
+    core: Arc<VfsCore>,
+    options: VfsOptions,
 }
 
 impl Vfs {
     pub fn new(options: VfsOptions) -> Arc<Vfs> {
-        Arc::new(Vfs { _options: options })
+        Vfs::with_core_options(options, CoreOptions::default())
+    }
+
+    /// Like [`Vfs::new`] with dcache tuning (`core.locking` is taken from `options`).
+    pub fn with_core_options(options: VfsOptions, core: CoreOptions) -> Arc<Vfs> {
+        let fs = Arc::new(Tmpfs::new(TmpfsOptions {
+            size_limit: options.size_limit,
+            inode_limit: options.inode_limit,
+        }));
+        let core = VfsCore::new(
+            CoreOptions {
+                locking: options.locking,
+                ..core
+            },
+            fs,
+        )
+        .expect("mounting the root tmpfs cannot fail");
+        Arc::new(Vfs { core, options })
+    }
+
+    pub fn options(&self) -> &VfsOptions {
+        &self.options
+    }
+
+    /// The VFS core (dcache, mounts, operations).
+    pub fn core(&self) -> &Arc<VfsCore> {
+        &self.core
+    }
+
+    /// Mounts `fs` on the directory at absolute `path` (resolved as root).
+    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        let root = self.core.root();
+        let cred = Cred::root();
+        let ctx = Ctx {
+            cred: &cred,
+            root: &root,
+        };
+        let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
+        self.core.mount(&at, fs).map(|_| ())
+    }
+
+    /// Live inodes over every mounted file system.
+    pub fn inode_count(&self) -> usize {
+        self.core
+            .superblocks()
+            .iter()
+            .map(|s| s.inode_count())
+            .sum()
+    }
+
+    /// Frees unused cached dentries and lets deferred frees run (`drop_caches`).
+    pub fn drop_caches(&self) {
+        self.core.drop_caches();
     }
 }
 
@@ -62,35 +128,135 @@ impl Credentials {
 /// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
 /// record-lock owner; dropping it releases its locks, like process exit.
 pub struct Process {
-    _vfs: Arc<Vfs>,
-    _creds: Credentials,
+    // Field order is drop order: descriptors and cwd go before the VFS they point into.
+    fds: FdTable,
+    cwd: RwLock<Path>,
+    root: Path,
+    umask: AtomicU32,
+    cred: Cred,
+    creds: Credentials,
+    pid: i32,
+    vfs: Arc<Vfs>,
 }
 
-macro_rules! enosys {
-    () => {
-        Err(Errno::ENOSYS)
-    };
+/// Where a path resolution starts (see `Process::start`).
+enum Start<'a> {
+    Borrowed(&'a Path),
+    Owned(Path),
+    File(FileRef),
 }
 
-#[allow(unused_variables)]
+impl Start<'_> {
+    fn path(&self) -> &Path {
+        match self {
+            Start::Borrowed(p) => p,
+            Start::Owned(p) => p,
+            Start::File(f) => f.path(),
+        }
+    }
+}
+
+fn next_pid() -> i32 {
+    static NEXT: AtomicI32 = AtomicI32::new(100);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 impl Process {
     pub fn new(vfs: &Arc<Vfs>, creds: Credentials) -> Process {
+        let root = vfs.core.root();
         Process {
-            _vfs: vfs.clone(),
-            _creds: creds,
+            fds: FdTable::default(),
+            cwd: RwLock::new(root.clone()),
+            root,
+            umask: AtomicU32::new(0o022),
+            cred: Cred {
+                uid: creds.uid,
+                gid: creds.gid,
+                groups: creds.groups.clone(),
+            },
+            creds,
+            pid: next_pid(),
+            vfs: vfs.clone(),
         }
     }
     /// A child sharing the open file descriptions, cwd, umask and credentials, with a new
     /// pid (so a new POSIX lock owner), as `fork` does.
     pub fn fork(&self) -> Process {
-        Process {
-            _vfs: self._vfs.clone(),
-            _creds: self._creds.clone(),
+        let child = Process::new(&self.vfs, self.creds.clone());
+        *child.cwd.write() = self.cwd.read().clone();
+        child
+            .umask
+            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        let _ = child.fds.set_limit(self.fds.limit());
+        for (fd, f, ce) in self.fds.snapshot() {
+            let _ = child.fds.replace(fd, f, ce);
         }
+        child
     }
     /// The pid reported in `F_GETLK`'s `l_pid` and `/proc/locks`.
     pub fn pid(&self) -> i32 {
-        0
+        self.pid
+    }
+    pub fn credentials(&self) -> &Credentials {
+        &self.creds
+    }
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+    /// Sets the descriptor limit (`setrlimit(RLIMIT_NOFILE)`); default 1024.
+    pub fn set_fd_limit(&self, n: u32) -> SysResult<()> {
+        self.fds.set_limit(n)
+    }
+    /// The open file description behind `fd` (for the file-locks and epoll code).
+    pub fn file(&self, fd: i32) -> SysResult<FileRef> {
+        self.fds.get(fd)
+    }
+    /// Process exit: closes every descriptor.
+    pub fn exit(&self) {
+        self.fds.close_all();
+    }
+
+    fn core(&self) -> &VfsCore {
+        &self.vfs.core
+    }
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            cred: &self.cred,
+            root: &self.root,
+        }
+    }
+    /// The starting point for `path` relative to `dirfd` (absolute paths ignore `dirfd`).
+    ///
+    /// Borrowed where possible: an absolute path starts at the process root without taking a
+    /// reference (a `dget` of `/` on every call would make the root dentry's count the
+    /// hottest cache line of the system), and a `dirfd` start borrows the file's path.
+    fn start(&self, dirfd: i32, path: &[u8]) -> SysResult<Start<'_>> {
+        if path.first() == Some(&b'/') {
+            return Ok(Start::Borrowed(&self.root));
+        }
+        if dirfd == libc::AT_FDCWD {
+            return Ok(Start::Owned(self.cwd.read().clone()));
+        }
+        Ok(Start::File(self.fds.get(dirfd)?))
+    }
+    /// Resolves `(dirfd, path)` with `AT_SYMLINK_NOFOLLOW` / `AT_EMPTY_PATH` semantics.
+    fn resolve_at(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        follow_default: bool,
+    ) -> SysResult<Path> {
+        if path.is_empty() {
+            if flags & libc::AT_EMPTY_PATH != 0 {
+                return Ok(self.start(dirfd, path)?.path().clone());
+            }
+            return Err(Errno::ENOENT);
+        }
+        let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let start = self.start(dirfd, path)?;
+        self.core()
+            .lookup(&self.ctx(), start.path(), path, follow, false)
     }
 
     // --- open, close, read, write ---
@@ -101,39 +267,88 @@ impl Process {
         flags: i32,
         mode: u32,
     ) -> SysResult<i32> {
-        enosys!()
+        let path = path.as_ref();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(dirfd, path)?;
+        let umask = self.umask.load(Ordering::Relaxed);
+        let f = self
+            .core()
+            .open(&self.ctx(), start.path(), path, flags, mode, umask)?;
+        self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
+    }
+    /// `open(path, flags, mode)` relative to the cwd.
+    pub fn open(&self, path: impl AsRef<[u8]>, flags: i32, mode: u32) -> SysResult<i32> {
+        self.openat(libc::AT_FDCWD, path, flags, mode)
     }
     pub fn close(&self, fd: i32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.close(fd)?;
+        drop(f);
+        Ok(())
     }
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().read(&f, buf)
     }
     pub fn write(&self, fd: i32, buf: &[u8]) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().write(&self.ctx(), &f, buf)
     }
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().pread(&f, buf, offset)
     }
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().pwrite(&self.ctx(), &f, buf, offset)
     }
     pub fn readv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        let mut total = 0;
+        for b in bufs.iter_mut() {
+            if b.is_empty() {
+                continue;
+            }
+            match self.core().read(&f, b) {
+                Ok(n) => {
+                    total += n;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                Err(e) if total == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        if total == 0 && bufs.iter().all(|b| b.is_empty()) {
+            // Zero-length readv still validates the descriptor like read does.
+            self.core().read(&f, &mut [])?;
+        }
+        Ok(total)
     }
     pub fn writev(&self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        // One write of the gathered bytes keeps O_APPEND writes atomic, as on Linux.
+        let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        self.core().write(&self.ctx(), &f, &all)
     }
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().lseek(&f, offset, whence)
     }
 
     // --- metadata ---
     pub fn newfstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<Stat> {
-        enosys!()
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | libc::AT_NO_AUTOMOUNT) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        Ok(self.core().stat(&p))
     }
     pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        Ok(self.core().stat(f.path()))
     }
     pub fn fchmodat(
         &self,
@@ -142,10 +357,23 @@ impl Process {
         mode: u32,
         flags: i32,
     ) -> SysResult<()> {
-        enosys!()
+        // fchmodat2's flags (Linux 6.6).
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+            // Symlink modes cannot be changed.
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.core().chmod(&self.ctx(), &p, mode)
     }
     pub fn fchmod(&self, fd: i32, mode: u32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        self.core().chmod(&self.ctx(), f.path(), mode)
     }
     /// `uid`/`gid` of `u32::MAX` (-1) leave that id unchanged.
     pub fn fchownat(
@@ -156,10 +384,18 @@ impl Process {
         gid: u32,
         flags: i32,
     ) -> SysResult<()> {
-        enosys!()
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        self.core().chown(&self.ctx(), &p, uid, gid)
     }
     pub fn fchown(&self, fd: i32, uid: u32, gid: u32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        self.core().chown(&self.ctx(), f.path(), uid, gid)
     }
     /// `times == None` sets both to now; `nsec` may be `UTIME_NOW` or `UTIME_OMIT`.
     /// An empty `path` with `AT_EMPTY_PATH`... follows Linux (`futimens` is `path == ""`).
@@ -170,7 +406,35 @@ impl Process {
         times: Option<[Timespec; 2]>,
         flags: i32,
     ) -> SysResult<()> {
-        enosys!()
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(t) = &times {
+            for ts in t {
+                let special = ts.nsec == libc::UTIME_NOW || ts.nsec == libc::UTIME_OMIT;
+                if !special && !(0..1_000_000_000).contains(&ts.nsec) {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            if t[0].nsec == libc::UTIME_OMIT && t[1].nsec == libc::UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        let path = path.as_ref();
+        let p = if path.is_empty() && flags & libc::AT_EMPTY_PATH == 0 {
+            // futimens: utimensat(fd, NULL, ...): the descriptor itself, not an O_PATH one.
+            if dirfd == libc::AT_FDCWD {
+                return Err(Errno::ENOENT);
+            }
+            let f = self.fds.get(dirfd)?;
+            if f.is_path() {
+                return Err(Errno::EBADF);
+            }
+            f.path().clone()
+        } else {
+            self.resolve_at(dirfd, path, flags, true)?
+        };
+        self.core().utimes(&self.ctx(), &p, times)
     }
     pub fn faccessat(
         &self,
@@ -179,19 +443,40 @@ impl Process {
         mode: i32,
         flags: i32,
     ) -> SysResult<()> {
-        enosys!()
+        if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & !(libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        self.core().access(&self.ctx(), &p, mode)
     }
     /// Sets the umask and returns the previous one.
     pub fn umask(&self, mask: u32) -> u32 {
-        0o022
+        self.umask.swap(mask & 0o777, Ordering::Relaxed)
     }
 
     // --- namespace ---
     pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
-        enosys!()
+        let path = path.as_ref();
+        let start = self.start(dirfd, path)?;
+        let umask = self.umask.load(Ordering::Relaxed);
+        self.core()
+            .mkdir(&self.ctx(), start.path(), path, mode, umask)
     }
     pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
-        enosys!()
+        if flags & !libc::AT_REMOVEDIR != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        let start = self.start(dirfd, path)?;
+        self.core().unlink(
+            &self.ctx(),
+            start.path(),
+            path,
+            flags & libc::AT_REMOVEDIR != 0,
+        )
     }
     pub fn renameat2(
         &self,
@@ -201,7 +486,11 @@ impl Process {
         newpath: impl AsRef<[u8]>,
         flags: u32,
     ) -> SysResult<()> {
-        enosys!()
+        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        let os = self.start(olddirfd, op)?;
+        let ns = self.start(newdirfd, np)?;
+        self.core()
+            .rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
     }
     pub fn linkat(
         &self,
@@ -211,7 +500,27 @@ impl Process {
         newpath: impl AsRef<[u8]>,
         flags: i32,
     ) -> SysResult<()> {
-        enosys!()
+        if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        let old = if op.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+            self.start(olddirfd, op)?.path().clone()
+        } else {
+            if op.is_empty() {
+                return Err(Errno::ENOENT);
+            }
+            let os = self.start(olddirfd, op)?;
+            self.core().lookup(
+                &self.ctx(),
+                os.path(),
+                op,
+                flags & libc::AT_SYMLINK_FOLLOW != 0,
+                false,
+            )?
+        };
+        let ns = self.start(newdirfd, np)?;
+        self.core().link(&self.ctx(), &old, ns.path(), np)
     }
     pub fn symlinkat(
         &self,
@@ -219,7 +528,10 @@ impl Process {
         newdirfd: i32,
         linkpath: impl AsRef<[u8]>,
     ) -> SysResult<()> {
-        enosys!()
+        let lp = linkpath.as_ref();
+        let start = self.start(newdirfd, lp)?;
+        self.core()
+            .symlink(&self.ctx(), target.as_ref(), start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
     pub fn readlinkat(
@@ -228,52 +540,233 @@ impl Process {
         path: impl AsRef<[u8]>,
         buf: &mut [u8],
     ) -> SysResult<usize> {
-        enosys!()
+        if buf.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        let p = if path.is_empty() {
+            // Linux: an empty path names dirfd itself (an O_PATH|O_NOFOLLOW symlink).
+            let p = self.start(dirfd, path)?.path().clone();
+            if !p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+                return Err(Errno::ENOENT);
+            }
+            p
+        } else {
+            self.resolve_at(dirfd, path, libc::AT_SYMLINK_NOFOLLOW, false)?
+        };
+        self.core().readlink(&p, buf)
     }
     /// Fills `buf` with `struct linux_dirent64` records; returns bytes used (0 at the end).
     pub fn getdents64(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().getdents64(&f, buf)
     }
 
     // --- sizes ---
     pub fn truncate(&self, path: impl AsRef<[u8]>, length: i64) -> SysResult<()> {
-        enosys!()
+        let path = path.as_ref();
+        let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
+        self.core().truncate_path(&self.ctx(), &p, length)
     }
     pub fn ftruncate(&self, fd: i32, length: i64) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().ftruncate(&self.ctx(), &f, length)
     }
     pub fn fallocate(&self, fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        self.core().fallocate(&f, mode, offset, len)
     }
 
     // --- descriptors and directories ---
     pub fn dup(&self, fd: i32) -> SysResult<i32> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.fds.alloc(0, f, false)
     }
     pub fn dup2(&self, oldfd: i32, newfd: i32) -> SysResult<i32> {
-        enosys!()
+        let f = self.fds.get(oldfd)?;
+        if oldfd == newfd {
+            return Ok(newfd);
+        }
+        let old = self.fds.replace(newfd, f, false)?;
+        drop(old);
+        Ok(newfd)
     }
     pub fn dup3(&self, oldfd: i32, newfd: i32, flags: i32) -> SysResult<i32> {
-        enosys!()
+        if flags & !libc::O_CLOEXEC != 0 || oldfd == newfd {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fds.get(oldfd)?;
+        let old = self.fds.replace(newfd, f, flags & libc::O_CLOEXEC != 0)?;
+        drop(old);
+        Ok(newfd)
     }
     pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        let int = |a: &FcntlArg<'_>| match a {
+            FcntlArg::Int(v) => Ok(*v),
+            FcntlArg::None => Ok(0),
+            FcntlArg::Flock(_) => Err(Errno::EINVAL),
+        };
+        match cmd {
+            libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
+                let min = int(&arg)?;
+                if min < 0 || min >= self.fds.limit() as i64 {
+                    return Err(Errno::EINVAL);
+                }
+                self.fds.alloc(min as u32, f, cmd == libc::F_DUPFD_CLOEXEC)
+            }
+            libc::F_GETFD => Ok(if self.fds.cloexec(fd)? {
+                libc::FD_CLOEXEC
+            } else {
+                0
+            }),
+            libc::F_SETFD => {
+                self.fds
+                    .set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
+                Ok(0)
+            }
+            libc::F_GETFL => Ok(if f.is_path() {
+                f.flags()
+            } else {
+                f.flags() | scalevfs_vfs::core::O_LARGEFILE_KERNEL
+            }),
+            libc::F_SETFL => {
+                if f.is_path() {
+                    return Err(Errno::EBADF);
+                }
+                let v = int(&arg)? as i32;
+                if v & libc::O_NOATIME != 0
+                    && f.flags() & libc::O_NOATIME == 0
+                    && !self.cred.owns(f.inode())
+                {
+                    return Err(Errno::EPERM);
+                }
+                f.set_status_flags(v);
+                Ok(0)
+            }
+            // Record locks (F_GETLK, F_SETLK, F_SETLKW, F_OFD_*) are wired by the file-locks
+            // work; until then they are refused like an unknown command.
+            _ => Err(Errno::EINVAL),
+        }
     }
     pub fn chdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
-        enosys!()
+        let path = path.as_ref();
+        let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
+        self.set_cwd(p)
     }
     pub fn fchdir(&self, fd: i32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.set_cwd(f.path().clone())
     }
     /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
     /// `ERANGE` if it does not fit.
     pub fn getcwd(&self, buf: &mut [u8]) -> SysResult<usize> {
-        enosys!()
+        let cwd = self.cwd.read().clone();
+        if cwd.dentry.is_unlinked() {
+            return Err(Errno::ENOENT);
+        }
+        let mut p = self.core().d_path(&self.root, &cwd).unwrap_or_else(|| {
+            let mut v = b"(unreachable)".to_vec();
+            v.extend_from_slice(&cwd.dentry.name());
+            v
+        });
+        p.push(0);
+        if p.len() > buf.len() {
+            return Err(Errno::ERANGE);
+        }
+        buf[..p.len()].copy_from_slice(&p);
+        Ok(p.len())
     }
     pub fn fsync(&self, fd: i32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().fsync(&f)
     }
     pub fn fdatasync(&self, fd: i32) -> SysResult<()> {
-        enosys!()
+        let f = self.fds.get(fd)?;
+        self.core().fsync(&f)
+    }
+}
+
+/// Convenience wrappers (not system calls).
+impl Process {
+    fn set_cwd(&self, p: Path) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        scalevfs_vfs::perm::permission(inode, &self.cred, scalevfs_vfs::perm::MAY_EXEC)?;
+        *self.cwd.write() = p;
+        Ok(())
+    }
+    /// `stat(path)`.
+    pub fn stat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+        self.newfstatat(libc::AT_FDCWD, path, 0)
+    }
+    /// `lstat(path)`.
+    pub fn lstat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+        self.newfstatat(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW)
+    }
+    /// `mkdir(path, mode)`.
+    pub fn mkdir(&self, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
+        self.mkdirat(libc::AT_FDCWD, path, mode)
+    }
+    /// `unlink(path)`.
+    pub fn unlink(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        self.unlinkat(libc::AT_FDCWD, path, 0)
+    }
+    /// `rmdir(path)`.
+    pub fn rmdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        self.unlinkat(libc::AT_FDCWD, path, libc::AT_REMOVEDIR)
+    }
+    /// `rename(old, new)`.
+    pub fn rename(&self, old: impl AsRef<[u8]>, new: impl AsRef<[u8]>) -> SysResult<()> {
+        self.renameat2(libc::AT_FDCWD, old, libc::AT_FDCWD, new, 0)
+    }
+    /// `getcwd` as bytes (without the NUL).
+    pub fn cwd(&self) -> SysResult<Vec<u8>> {
+        let mut buf = vec![0u8; 4096];
+        let n = self.getcwd(&mut buf)?;
+        buf.truncate(n - 1);
+        Ok(buf)
+    }
+    /// Reads a whole directory through `getdents64` (opens and closes it).
+    pub fn readdir(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<DirEntry>> {
+        let fd = self.openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 8192];
+        let r = loop {
+            match self.getdents64(fd, &mut buf) {
+                Ok(0) => break Ok(out),
+                Ok(n) => out.extend(scalevfs_vfs::core::decode_dirents(&buf[..n])),
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = self.close(fd);
+        r
+    }
+    /// Reads a whole file.
+    pub fn read_file(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<u8>> {
+        let fd = self.open(path, libc::O_RDONLY, 0)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let r = loop {
+            match self.read(fd, &mut buf) {
+                Ok(0) => break Ok(out),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = self.close(fd);
+        r
+    }
+    /// Creates (or truncates) a file with `data`.
+    pub fn write_file(&self, path: impl AsRef<[u8]>, data: &[u8]) -> SysResult<()> {
+        let fd = self.open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644)?;
+        let r = self.write(fd, data).map(|_| ());
+        let _ = self.close(fd);
+        r
     }
 }

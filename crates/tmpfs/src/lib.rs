@@ -1,1 +1,746 @@
-//! # scalevfs-tmpfs (issue 3): owned by the VFS-core work.
+//! # scalevfs-tmpfs: an in-memory file system
+//!
+//! * **Regular files** are sparse maps of page-sized chunks (`BTreeMap<page index, page>`)
+//!   behind a per-file `RwLock`: holes cost nothing and read as zeros, `SEEK_DATA`/`SEEK_HOLE`
+//!   walk the map. Reads take the lock shared, writes exclusively (the VFS already serializes
+//!   writers with the inode's `rwsem`; the page lock orders them against readers).
+//! * **Directories** have their own `RwLock` over two maps: name -> cookie and cookie ->
+//!   entry. Cookies grow monotonically per directory, so `getdents64` resumes after the last
+//!   cookie it returned: an entry that exists throughout a scan is returned exactly once, and
+//!   one created during the scan appears at most once. Creating files in different
+//!   directories takes different locks.
+//! * **Symlinks** keep their target in the inode; **hard links** are more entries holding a
+//!   reference to the same inode (an entry holds one `InodeRef`; the inode is evicted when
+//!   the last link and the last open reference are gone).
+//! * **Limits**: `size=` (bytes, counted in pages) and `nr_inodes=` give `ENOSPC`; writes past
+//!   the maximum file size give `EFBIG`. Without limits no shared counter is touched.
+//! * Sizes follow Linux's tmpfs, including the directory size of 20 bytes per entry
+//!   (`BOGO_DIRENT_SIZE`) plus 40.
+//!
+//! Lock order: VFS inode `rwsem` -> directory lock -> (nothing). Cross-directory renames are
+//! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
+//! the two directory locks one after the other, never nested.
+
+use parking_lot::RwLock;
+#[cfg(test)]
+use scalevfs_vfs::erc::Erc;
+use scalevfs_vfs::fs::DirEmit;
+use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, SuperBlock, SysResult};
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Page size of file data chunks.
+pub const PAGE: usize = 4096;
+/// Linux's tmpfs directory entry size unit.
+const BOGO_DIRENT_SIZE: u64 = 20;
+/// The position a directory reaches at its end (Linux's `DIR_OFFSET_EOD`).
+pub const DIR_OFFSET_EOD: u64 = i32::MAX as u64;
+/// Largest file size (`MAX_LFS_FILESIZE`).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// Mount options.
+#[derive(Clone, Debug, Default)]
+pub struct TmpfsOptions {
+    /// `size=`: bytes of file data.
+    pub size_limit: Option<u64>,
+    /// `nr_inodes=`.
+    pub inode_limit: Option<u64>,
+}
+
+/// See the crate docs.
+pub struct Tmpfs {
+    opts: TmpfsOptions,
+    max_pages: Option<u64>,
+    used_pages: AtomicU64,
+    used_inodes: AtomicU64,
+}
+
+/// A page of a file: `None` is allocated by `fallocate` but never written; it reads as
+/// zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as shmem's unwritten pages do.
+type Page = Option<Box<[u8; PAGE]>>;
+
+enum Node {
+    File(RwLock<BTreeMap<u64, Page>>),
+    /// Boxed: a directory's maps are large, and every regular file pays for the largest
+    /// variant.
+    Dir(Box<RwLock<DirMap>>),
+    Symlink(Box<[u8]>),
+    Special,
+}
+
+#[derive(Default)]
+struct DirMap {
+    by_name: HashMap<Box<[u8]>, u64>,
+    by_cookie: BTreeMap<u64, (Box<[u8]>, InodeRef)>,
+    next_cookie: u64,
+}
+
+impl DirMap {
+    fn get(&self, name: &[u8]) -> Option<&InodeRef> {
+        self.by_name
+            .get(name)
+            .and_then(|c| self.by_cookie.get(c))
+            .map(|e| &e.1)
+    }
+    fn insert(&mut self, name: &[u8], inode: InodeRef) {
+        // Cookies 0 and 1 are "." and ".."; the end of the directory is DIR_OFFSET_EOD.
+        let c = self.next_cookie.clamp(2, DIR_OFFSET_EOD - 1);
+        self.next_cookie = c + 1;
+        self.by_name.insert(name.into(), c);
+        self.by_cookie.insert(c, (name.into(), inode));
+    }
+    fn remove(&mut self, name: &[u8]) -> Option<InodeRef> {
+        let c = self.by_name.remove(name)?;
+        self.by_cookie.remove(&c).map(|e| e.1)
+    }
+    fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+fn node(inode: &Inode) -> &Node {
+    inode.private::<Node>().expect("a tmpfs inode")
+}
+
+fn dir_map(inode: &Inode) -> SysResult<&RwLock<DirMap>> {
+    match node(inode) {
+        Node::Dir(d) => Ok(d),
+        _ => Err(Errno::ENOTDIR),
+    }
+}
+
+fn pages(inode: &Inode) -> SysResult<&RwLock<BTreeMap<u64, Page>>> {
+    match node(inode) {
+        Node::File(p) => Ok(p),
+        Node::Dir(_) => Err(Errno::EISDIR),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Inode numbers in per-thread blocks (Linux's `get_next_ino` batches), so creating files
+/// does not bounce one counter between CPUs.
+fn next_ino() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(2);
+    thread_local! {
+        static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    BLOCK.with(|b| {
+        let (mut next, mut end) = b.get();
+        if next == end {
+            // Relaxed: numbers only need to be unique.
+            next = NEXT.fetch_add(1024, Ordering::Relaxed);
+            end = next + 1024;
+        }
+        b.set((next + 1, end));
+        next
+    })
+}
+
+impl Tmpfs {
+    pub fn new(opts: TmpfsOptions) -> Tmpfs {
+        Tmpfs {
+            max_pages: opts.size_limit.map(|s| s.div_ceil(PAGE as u64)),
+            opts,
+            used_pages: AtomicU64::new(0),
+            used_inodes: AtomicU64::new(0),
+        }
+    }
+
+    /// Pages of file data in use (0 when no `size=` limit is set: nothing is counted).
+    pub fn used_pages(&self) -> u64 {
+        self.used_pages.load(Ordering::Relaxed)
+    }
+
+    fn reserve_inode(&self) -> SysResult<()> {
+        if let Some(max) = self.opts.inode_limit {
+            self.used_inodes
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                    (u < max).then_some(u + 1)
+                })
+                .map_err(|_| Errno::ENOSPC)?;
+        }
+        Ok(())
+    }
+    fn unreserve_inode(&self) {
+        if self.opts.inode_limit.is_some() {
+            self.used_inodes.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    fn reserve_pages(&self, n: u64) -> SysResult<()> {
+        if let Some(max) = self.max_pages {
+            self.used_pages
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                    (u + n <= max).then_some(u + n)
+                })
+                .map_err(|_| Errno::ENOSPC)?;
+        }
+        Ok(())
+    }
+    fn unreserve_pages(&self, n: u64) {
+        if self.max_pages.is_some() && n > 0 {
+            self.used_pages.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+
+    fn new_inode(
+        &self,
+        sb: &SuperBlock,
+        mode: u32,
+        uid: u32,
+        gid: u32,
+        node: Node,
+    ) -> SysResult<InodeRef> {
+        self.reserve_inode()?;
+        let is_dir = matches!(node, Node::Dir(_));
+        let i = sb.new_inode(NewInode {
+            ino: next_ino(),
+            mode,
+            uid,
+            gid,
+            nlink: if is_dir { 2 } else { 1 },
+            rdev: 0,
+            private: Box::new(node),
+        });
+        if is_dir {
+            i.set_size(2 * BOGO_DIRENT_SIZE);
+        }
+        Ok(i)
+    }
+
+    /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
+    fn add_entry(&self, dir: &Inode, name: &[u8], inode: InodeRef) -> SysResult<()> {
+        let mut m = dir_map(dir)?.write();
+        if m.get(name).is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if inode.is_dir() {
+            dir.inc_nlink();
+        }
+        m.insert(name, inode);
+        dir.set_size(dir.size() + BOGO_DIRENT_SIZE);
+        dir.touch_mc();
+        Ok(())
+    }
+}
+
+impl FileSystem for Tmpfs {
+    fn fs_type(&self) -> &'static str {
+        "tmpfs"
+    }
+
+    fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef> {
+        self.new_inode(
+            sb,
+            libc::S_IFDIR | 0o1777,
+            0,
+            0,
+            Node::Dir(Box::new(RwLock::new(DirMap::default()))),
+        )
+    }
+
+    fn kill_sb(&self, root: &Inode) {
+        // Iterative, so a deep tree cannot overflow the stack: drain a directory before
+        // dropping the last reference to it.
+        let mut stack: Vec<InodeRef> = Vec::new();
+        let drain = |d: &Inode, stack: &mut Vec<InodeRef>| {
+            if let Ok(m) = dir_map(d) {
+                let entries = std::mem::take(&mut *m.write());
+                for (_, (_, i)) in entries.by_cookie {
+                    if i.is_dir() {
+                        stack.push(i);
+                    }
+                }
+            }
+        };
+        drain(root, &mut stack);
+        while let Some(d) = stack.pop() {
+            drain(&d, &mut stack);
+        }
+    }
+
+    fn evict_inode(&self, inode: &Inode) {
+        match node(inode) {
+            Node::File(p) => {
+                let n = std::mem::take(&mut *p.write()).len() as u64;
+                self.unreserve_pages(n);
+            }
+            Node::Dir(m) => {
+                drop(std::mem::take(&mut *m.write()));
+            }
+            _ => {}
+        }
+        self.unreserve_inode();
+    }
+
+    fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
+        Ok(dir_map(dir)?.read().get(name).cloned())
+    }
+
+    fn create(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef> {
+        let node = match mode & libc::S_IFMT {
+            libc::S_IFREG => Node::File(RwLock::new(BTreeMap::new())),
+            libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
+            _ => Node::Special,
+        };
+        let i = self.new_inode(dir.sb(), mode, uid, gid, node)?;
+        self.add_entry(dir, name, i.clone())?;
+        Ok(i)
+    }
+
+    fn symlink(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef> {
+        let i = self.new_inode(
+            dir.sb(),
+            libc::S_IFLNK | 0o777,
+            uid,
+            gid,
+            Node::Symlink(target.into()),
+        )?;
+        i.set_size(target.len() as u64);
+        self.add_entry(dir, name, i.clone())?;
+        Ok(i)
+    }
+
+    fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()> {
+        self.add_entry(dir, name, inode.clone())?;
+        inode.inc_nlink();
+        inode.touch_c();
+        Ok(())
+    }
+
+    fn unlink(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
+        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
+        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
+        dir.touch_mc();
+        inode.dec_nlink();
+        inode.touch_c();
+        // The entry's reference goes last: the inode may be evicted here.
+        drop(removed);
+        Ok(())
+    }
+
+    fn rmdir(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
+        if !dir_map(inode)?.read().is_empty() {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
+        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
+        dir.dec_nlink();
+        dir.touch_mc();
+        inode.set_nlink(0);
+        inode.touch_c();
+        drop(removed);
+        Ok(())
+    }
+
+    fn rename(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let same = std::ptr::eq(old_dir, new_dir);
+        let src = dir_map(old_dir)?
+            .read()
+            .get(old_name)
+            .cloned()
+            .ok_or(Errno::ENOENT)?;
+        let tgt = dir_map(new_dir)?.read().get(new_name).cloned();
+        if flags & libc::RENAME_EXCHANGE != 0 {
+            let tgt = tgt.ok_or(Errno::ENOENT)?;
+            {
+                let mut om = dir_map(old_dir)?.write();
+                om.remove(old_name);
+                om.insert(old_name, tgt.clone());
+            }
+            {
+                let mut nm = dir_map(new_dir)?.write();
+                nm.remove(new_name);
+                nm.insert(new_name, src.clone());
+            }
+            if !same && src.is_dir() != tgt.is_dir() {
+                if src.is_dir() {
+                    new_dir.inc_nlink();
+                    old_dir.dec_nlink();
+                } else {
+                    old_dir.inc_nlink();
+                    new_dir.dec_nlink();
+                }
+            }
+            old_dir.touch_mc();
+            new_dir.touch_mc();
+            src.touch_c();
+            tgt.touch_c();
+            return Ok(());
+        }
+        if let Some(t) = &tgt {
+            if t.is_dir() {
+                if !dir_map(t)?.read().is_empty() {
+                    return Err(Errno::ENOTEMPTY);
+                }
+                t.set_nlink(0);
+                new_dir.dec_nlink();
+            } else {
+                t.dec_nlink();
+            }
+            t.touch_c();
+        }
+        let removed_target = {
+            let mut nm = dir_map(new_dir)?.write();
+            let r = nm.remove(new_name);
+            if same {
+                nm.remove(old_name);
+            }
+            nm.insert(new_name, src.clone());
+            r
+        };
+        if !same {
+            dir_map(old_dir)?.write().remove(old_name);
+            if src.is_dir() {
+                old_dir.dec_nlink();
+                new_dir.inc_nlink();
+            }
+        }
+        old_dir.set_size(old_dir.size().saturating_sub(BOGO_DIRENT_SIZE));
+        if removed_target.is_none() {
+            new_dir.set_size(new_dir.size() + BOGO_DIRENT_SIZE);
+        }
+        old_dir.touch_mc();
+        new_dir.touch_mc();
+        src.touch_c();
+        drop(removed_target);
+        Ok(())
+    }
+
+    fn readdir(
+        &self,
+        dir: &Inode,
+        parent_ino: u64,
+        pos: i64,
+        emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
+    ) -> SysResult<bool> {
+        let mut pos = pos.max(0) as u64;
+        if pos == 0 {
+            if !emit(DirEmit {
+                ino: dir.ino,
+                next_pos: 1,
+                d_type: libc::DT_DIR,
+                name: b".",
+            }) {
+                return Ok(false);
+            }
+            pos = 1;
+        }
+        if pos == 1 {
+            if !emit(DirEmit {
+                ino: parent_ino,
+                next_pos: 2,
+                d_type: libc::DT_DIR,
+                name: b"..",
+            }) {
+                return Ok(false);
+            }
+            pos = 2;
+        }
+        let m = dir_map(dir)?.read();
+        for (&c, (name, inode)) in m.by_cookie.range(pos..) {
+            if !emit(DirEmit {
+                ino: inode.ino,
+                next_pos: (c + 1) as i64,
+                d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
+                name,
+            }) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let p = pages(inode)?.read();
+        let size = inode.size();
+        if off >= size || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = buf.len().min((size - off) as usize);
+        let mut done = 0;
+        while done < n {
+            let at = off + done as u64;
+            let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
+            let chunk = (PAGE - in_page).min(n - done);
+            match p.get(&idx) {
+                Some(Some(pg)) => {
+                    buf[done..done + chunk].copy_from_slice(&pg[in_page..in_page + chunk])
+                }
+                _ => buf[done..done + chunk].fill(0),
+            }
+            done += chunk;
+        }
+        Ok(n)
+    }
+
+    fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize> {
+        let mut p = pages(inode)?.write();
+        let mut done = 0;
+        while done < buf.len() {
+            let at = off + done as u64;
+            let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
+            let chunk = (PAGE - in_page).min(buf.len() - done);
+            let slot = match p.entry(idx) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    if let Err(err) = self.reserve_pages(1) {
+                        if done == 0 {
+                            return Err(err);
+                        }
+                        break;
+                    }
+                    e.insert(None)
+                }
+            };
+            let pg = slot.get_or_insert_with(|| Box::new([0u8; PAGE]));
+            pg[in_page..in_page + chunk].copy_from_slice(&buf[done..done + chunk]);
+            done += chunk;
+        }
+        let end = off + done as u64;
+        if end > inode.size() {
+            inode.set_size(end);
+        }
+        Ok(done)
+    }
+
+    fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()> {
+        let mut p = pages(inode)?.write();
+        let old = inode.size();
+        if size < old {
+            let first_gone = size.div_ceil(PAGE as u64);
+            let gone = p.split_off(&first_gone);
+            self.unreserve_pages(gone.len() as u64);
+            if !size.is_multiple_of(PAGE as u64) {
+                if let Some(Some(pg)) = p.get_mut(&(size / PAGE as u64)) {
+                    pg[(size % PAGE as u64) as usize..].fill(0);
+                }
+            }
+        }
+        inode.set_size(size);
+        Ok(())
+    }
+
+    fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()> {
+        let mut p = pages(inode)?.write();
+        let end = off + len;
+        let (first, last) = (off / PAGE as u64, (end - 1) / PAGE as u64);
+        let missing = (first..=last).filter(|i| !p.contains_key(i)).count() as u64;
+        self.reserve_pages(missing)?;
+        for i in first..=last {
+            p.entry(i).or_insert(None);
+        }
+        if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > inode.size() {
+            inode.set_size(end);
+        }
+        Ok(())
+    }
+
+    fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64> {
+        let p = pages(inode)?.read();
+        let idx = off / PAGE as u64;
+        let size = inode.size();
+        if data {
+            match p.range(idx..).find(|(_, pg)| pg.is_some()) {
+                Some((&i, _)) if i * (PAGE as u64) < size => Ok(off.max(i * PAGE as u64)),
+                _ => Err(Errno::ENXIO),
+            }
+        } else {
+            let mut i = idx;
+            while matches!(p.get(&i), Some(Some(_))) {
+                i += 1;
+            }
+            Ok(off.max(i * PAGE as u64).min(size))
+        }
+    }
+
+    fn readlink(&self, inode: &Inode) -> SysResult<Vec<u8>> {
+        match node(inode) {
+            Node::Symlink(t) => Ok(t.to_vec()),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn blocks(&self, inode: &Inode) -> u64 {
+        match node(inode) {
+            Node::File(p) => p.read().len() as u64 * (PAGE as u64 / 512),
+            _ => 0,
+        }
+    }
+
+    fn max_file_size(&self) -> u64 {
+        MAX_FILE_SIZE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalevfs_primitives::Locking;
+    use std::sync::Arc;
+
+    fn setup(opts: TmpfsOptions) -> (Arc<Tmpfs>, Arc<SuperBlock>, InodeRef) {
+        let fs = Arc::new(Tmpfs::new(opts));
+        let sb = Arc::new(SuperBlock::new(1, fs.clone(), Locking::Scalable));
+        let root = fs.fill_super(&sb).unwrap();
+        (fs, sb, root)
+    }
+
+    fn names(fs: &Tmpfs, dir: &Inode, from: i64) -> Vec<(Vec<u8>, i64)> {
+        let mut v = Vec::new();
+        fs.readdir(dir, 1, from, &mut |e| {
+            v.push((e.name.to_vec(), e.next_pos));
+            true
+        })
+        .unwrap();
+        v
+    }
+
+    #[test]
+    fn sparse_files_read_holes_as_zeros() {
+        let (fs, _sb, root) = setup(TmpfsOptions::default());
+        let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        assert_eq!(fs.write(&f, 1 << 30, b"end").unwrap(), 3);
+        assert_eq!(f.size(), (1 << 30) + 3);
+        assert_eq!(fs.blocks(&f), 8, "one page allocated");
+        let mut buf = [1u8; 10];
+        assert_eq!(fs.read(&f, 4096 * 7, &mut buf).unwrap(), 10);
+        assert_eq!(buf, [0; 10]);
+        assert_eq!(fs.read(&f, (1 << 30) + 1, &mut buf).unwrap(), 2);
+        assert_eq!(&buf[..2], b"nd");
+        assert_eq!(fs.seek_data(&f, 0, true).unwrap(), 1 << 30);
+        assert_eq!(fs.seek_data(&f, 0, false).unwrap(), 0);
+        assert_eq!(fs.seek_data(&f, 1 << 30, false).unwrap(), (1 << 30) + 3);
+        // Write across a page boundary, then truncate into the middle of it.
+        fs.write(&f, 4090, &[9u8; 20]).unwrap();
+        fs.setsize(&f, 4095).unwrap();
+        assert_eq!(fs.blocks(&f), 8);
+        fs.setsize(&f, 8192).unwrap();
+        let mut b2 = [7u8; 8];
+        fs.read(&f, 4090, &mut b2).unwrap();
+        assert_eq!(
+            b2,
+            [9, 9, 9, 9, 9, 0, 0, 0],
+            "truncated bytes read back as zeros"
+        );
+    }
+
+    #[test]
+    fn readdir_cookies_resume_after_changes() {
+        let (fs, _sb, root) = setup(TmpfsOptions::default());
+        for n in [b"a", b"b", b"c"] {
+            fs.create(&root, n, libc::S_IFREG | 0o644, 0, 0).unwrap();
+        }
+        let all = names(&fs, &root, 0);
+        let got: Vec<_> = all.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(
+            got,
+            vec![
+                b".".to_vec(),
+                b"..".to_vec(),
+                b"a".to_vec(),
+                b"b".to_vec(),
+                b"c".to_vec()
+            ]
+        );
+        // Resume after "a"; remove "b" and add "d" meanwhile: "c" and "d" follow, once each.
+        let after_a = all[2].1;
+        let b = fs.lookup(&root, b"b").unwrap().unwrap();
+        fs.unlink(&root, b"b", &b).unwrap();
+        fs.create(&root, b"d", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        let rest: Vec<_> = names(&fs, &root, after_a)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(rest, vec![b"c".to_vec(), b"d".to_vec()]);
+        assert_eq!(root.size(), 40 + 3 * 20);
+    }
+
+    #[test]
+    fn link_counts_and_rename() {
+        let (fs, _sb, root) = setup(TmpfsOptions::default());
+        let d1 = fs
+            .create(&root, b"d1", libc::S_IFDIR | 0o755, 0, 0)
+            .unwrap();
+        let d2 = fs
+            .create(&root, b"d2", libc::S_IFDIR | 0o755, 0, 0)
+            .unwrap();
+        assert_eq!(root.nlink(), 4);
+        let sub = fs.create(&d1, b"sub", libc::S_IFDIR | 0o755, 0, 0).unwrap();
+        let f = fs.create(&d2, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        fs.link(&d2, b"g", &f).unwrap();
+        assert_eq!(f.nlink(), 2);
+        assert_eq!(fs.link(&d2, b"g", &f), Err(Errno::EEXIST));
+        fs.rename(&d1, b"sub", &d2, b"sub", 0).unwrap();
+        assert_eq!((d1.nlink(), d2.nlink()), (2, 3));
+        // Exchange a directory and a file across directories: parents' counts follow.
+        let x = fs.create(&d1, b"x", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        fs.rename(&d1, b"x", &d2, b"sub", libc::RENAME_EXCHANGE)
+            .unwrap();
+        assert_eq!((d1.nlink(), d2.nlink()), (3, 2));
+        assert!(Erc::ptr_eq(&fs.lookup(&d1, b"x").unwrap().unwrap(), &sub));
+        assert!(Erc::ptr_eq(&fs.lookup(&d2, b"sub").unwrap().unwrap(), &x));
+        assert_eq!(fs.rmdir(&root, b"d1", &d1), Err(Errno::ENOTEMPTY));
+        fs.rmdir(&d1, b"x", &sub).unwrap();
+        assert_eq!((sub.nlink(), d1.nlink()), (0, 2));
+    }
+
+    #[test]
+    fn limits_give_enospc_and_eviction_returns_space() {
+        let (fs, sb, root) = setup(TmpfsOptions {
+            size_limit: Some(3 * PAGE as u64),
+            inode_limit: Some(3),
+        });
+        let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        assert_eq!(fs.write(&f, 0, &[1u8; 5 * PAGE]).unwrap(), 3 * PAGE);
+        assert_eq!(fs.write(&f, 4 * PAGE as u64, b"x"), Err(Errno::ENOSPC));
+        assert_eq!(fs.fallocate(&f, 0, 0, 4 * PAGE as u64), Err(Errno::ENOSPC));
+        fs.create(&root, b"g", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        assert_eq!(
+            fs.create(&root, b"h", libc::S_IFREG | 0o644, 0, 0).err(),
+            Some(Errno::ENOSPC)
+        );
+        assert_eq!(fs.used_pages(), 3);
+        fs.unlink(&root, b"f", &f).unwrap();
+        assert_eq!(fs.used_pages(), 3, "still open");
+        drop(f);
+        assert_eq!(fs.used_pages(), 0, "evicted at the last reference");
+        fs.create(&root, b"h", libc::S_IFREG | 0o644, 0, 0).unwrap();
+        assert_eq!(sb.inode_count(), 3);
+        fs.kill_sb(&root);
+        drop(root);
+        assert_eq!(sb.inode_count(), 0, "kill_sb drops the whole tree");
+    }
+
+    #[test]
+    fn symlinks_keep_their_target() {
+        let (fs, _sb, root) = setup(TmpfsOptions::default());
+        let l = fs.symlink(&root, b"l", b"../target", 5, 6).unwrap();
+        assert_eq!(fs.readlink(&l).unwrap(), b"../target");
+        assert_eq!((l.size(), l.uid(), l.gid()), (9, 5, 6));
+        assert_eq!(fs.readlink(&root), Err(Errno::EINVAL));
+        let mut b = [0u8; 1];
+        assert_eq!(fs.read(&root, 0, &mut b), Err(Errno::EISDIR));
+    }
+}

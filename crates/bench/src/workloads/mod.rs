@@ -9,6 +9,7 @@ pub mod hashed;
 pub mod kernfs;
 pub mod lockref;
 pub mod seqlock;
+pub mod vfs;
 
 /// Every workload, in report order.
 pub fn all() -> Vec<Box<dyn Workload>> {
@@ -19,6 +20,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(kernfs::workloads());
     v.extend(dlist::workloads());
     v.extend(epoll::workloads());
+    v.extend(vfs::workloads());
     v.extend(counter::workloads());
     v
 }

@@ -1,0 +1,570 @@
+//! VFS workloads (seeds 001 and 004) through the system-call API, for the legacy and
+//! scalable designs of scalevfs and for the host kernel (the same calls through libc on a
+//! fresh directory under /dev/shm).
+//!
+//! * `dcache`: seed 004's AIM7 "short" shape: every thread opens, reads and closes the same
+//!   few files (hot dentries: lockref vs a locked count, path walk of a shared prefix).
+//! * `dcache-distinct`: the same on a file per thread (disjoint: should scale).
+//! * `d_path`: getcwd from every thread while thread 0 renames an ancestor now and then
+//!   (the rename lock: shared readers vs d_path taking it exclusively). The host side reads
+//!   `/proc/self/fd/N` of a descriptor on the directory, which is the kernel's d_path.
+//! * `inode-churn`: seed 001's exit microbenchmark shape: each thread creates many files
+//!   and removes them (inode create/evict: the superblock inode list).
+//! * `stat-walk`: seed 001's traversal: each thread `fstatat`s every entry of its own tree.
+//!
+//! All threads of a run share one process (one fd table), as threads do on the host.
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+
+use crate::{Design, Instance, Workload};
+
+const ALL: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
+/// Operations per worker call.
+const BATCH: u64 = 32;
+
+pub fn workloads() -> Vec<Box<dyn Workload>> {
+    vec![
+        Box::new(Dcache { distinct: false }),
+        Box::new(Dcache { distinct: true }),
+        Box::new(DPath),
+        Box::new(InodeChurn),
+        Box::new(StatWalk),
+    ]
+}
+
+/// One side: scalevfs (a `Vfs` and a process) or the host (a directory on /dev/shm).
+enum Env {
+    Ours { _vfs: Arc<Vfs>, p: Box<Process> },
+    Host { dir: std::path::PathBuf },
+}
+
+impl Env {
+    fn new(design: Design) -> Result<Env, String> {
+        match design.locking() {
+            Some(locking) => {
+                let vfs = Vfs::new(VfsOptions {
+                    locking,
+                    ..VfsOptions::default()
+                });
+                let p = Process::new(&vfs, Credentials::root());
+                p.set_fd_limit(1 << 16).map_err(|e| e.to_string())?;
+                p.mkdir("/bench", 0o755).map_err(|e| e.to_string())?;
+                Ok(Env::Ours {
+                    _vfs: vfs,
+                    p: Box::new(p),
+                })
+            }
+            None => {
+                static N: AtomicU64 = AtomicU64::new(0);
+                let dir = std::path::PathBuf::from(format!(
+                    "/dev/shm/scalevfs-bench-{}-{}",
+                    std::process::id(),
+                    N.fetch_add(1, Ordering::Relaxed)
+                ));
+                let _ = std::fs::remove_dir_all(&dir);
+                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                Ok(Env::Host { dir })
+            }
+        }
+    }
+
+    /// The full path of `rel` on this side, NUL-terminated for libc.
+    fn path(&self, rel: &str) -> CString {
+        let s = match self {
+            Env::Ours { .. } => format!("/bench/{rel}"),
+            Env::Host { dir } => format!("{}/{rel}", dir.display()),
+        };
+        CString::new(s).expect("no NUL in bench paths")
+    }
+
+    fn mkdir(&self, rel: &str) -> Result<(), String> {
+        let p = self.path(rel);
+        match self {
+            Env::Ours { p: proc_, .. } => proc_
+                .mkdir(p.as_bytes(), 0o755)
+                .map_err(|e| format!("{rel}: {e}")),
+            Env::Host { .. } => {
+                // SAFETY: valid C string.
+                if unsafe { libc::mkdir(p.as_ptr(), 0o755) } == 0 {
+                    Ok(())
+                } else {
+                    Err(format!("{rel}: {}", std::io::Error::last_os_error()))
+                }
+            }
+        }
+    }
+
+    fn write_file(&self, rel: &str, data: &[u8]) -> Result<(), String> {
+        let fd = self.open(
+            &self.path(rel),
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+        );
+        if fd < 0 {
+            return Err(format!("create {rel} failed"));
+        }
+        self.write(fd, data);
+        self.close(fd);
+        Ok(())
+    }
+
+    #[inline]
+    fn open(&self, p: &CString, flags: i32) -> i32 {
+        match self {
+            Env::Ours { p: proc_, .. } => proc_.open(p.as_bytes(), flags, 0o644).unwrap_or(-1),
+            // SAFETY: valid C string.
+            Env::Host { .. } => unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC, 0o644) },
+        }
+    }
+
+    #[inline]
+    fn read(&self, fd: i32, buf: &mut [u8]) -> isize {
+        match self {
+            Env::Ours { p, .. } => p.read(fd, buf).map_or(-1, |n| n as isize),
+            // SAFETY: valid buffer.
+            Env::Host { .. } => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) },
+        }
+    }
+
+    fn write(&self, fd: i32, buf: &[u8]) -> isize {
+        match self {
+            Env::Ours { p, .. } => p.write(fd, buf).map_or(-1, |n| n as isize),
+            // SAFETY: valid buffer.
+            Env::Host { .. } => unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) },
+        }
+    }
+
+    #[inline]
+    fn close(&self, fd: i32) {
+        match self {
+            Env::Ours { p, .. } => {
+                let _ = p.close(fd);
+            }
+            // SAFETY: closing our descriptor.
+            Env::Host { .. } => unsafe {
+                libc::close(fd);
+            },
+        }
+    }
+
+    #[inline]
+    fn unlink(&self, p: &CString) -> bool {
+        match self {
+            Env::Ours { p: proc_, .. } => proc_.unlink(p.as_bytes()).is_ok(),
+            // SAFETY: valid C string.
+            Env::Host { .. } => unsafe { libc::unlink(p.as_ptr()) == 0 },
+        }
+    }
+
+    fn rename(&self, a: &CString, b: &CString) -> bool {
+        match self {
+            Env::Ours { p, .. } => p.rename(a.as_bytes(), b.as_bytes()).is_ok(),
+            // SAFETY: valid C strings.
+            Env::Host { .. } => unsafe { libc::rename(a.as_ptr(), b.as_ptr()) == 0 },
+        }
+    }
+
+    /// `fstatat(dirfd, name, 0)`; returns the size (keeps the result alive).
+    #[inline]
+    fn fstatat(&self, dirfd: i32, name: &CString) -> i64 {
+        match self {
+            Env::Ours { p, .. } => p
+                .newfstatat(dirfd, name.as_bytes(), 0)
+                .map_or(-1, |s| s.size),
+            Env::Host { .. } => {
+                // SAFETY: zeroed stat is a valid out-buffer.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: valid pointers.
+                if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, 0) } == 0 {
+                    st.st_size
+                } else {
+                    -1
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Env::Host { dir } = self {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+// ------------------------------------------------------------------- dcache
+
+struct Dcache {
+    distinct: bool,
+}
+
+/// Files in the shared set (AIM7 "short" reads a handful of files).
+const SHARED_FILES: usize = 4;
+
+struct DcacheInst {
+    env: Env,
+    /// Per thread: the paths it cycles through.
+    paths: Vec<Vec<CString>>,
+}
+
+impl Workload for Dcache {
+    fn name(&self) -> &'static str {
+        if self.distinct {
+            "dcache-distinct"
+        } else {
+            "dcache"
+        }
+    }
+    fn description(&self) -> &'static str {
+        if self.distinct {
+            "open, read 64 bytes, close a file of one's own below a 3-level path (disjoint)"
+        } else {
+            "open, read 64 bytes, close the same few files from every thread (AIM7 short; seed 004)"
+        }
+    }
+    fn designs(&self) -> &'static [Design] {
+        ALL
+    }
+    fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
+        let env = Env::new(design)?;
+        for d in ["a", "a/b", "a/b/c"] {
+            env.mkdir(d)?;
+        }
+        let data = vec![b'x'; 4096];
+        let mut paths = Vec::new();
+        if self.distinct {
+            for t in 0..threads {
+                env.mkdir(&format!("a/b/c/t{t}"))?;
+                let rel = format!("a/b/c/t{t}/file");
+                env.write_file(&rel, &data)?;
+                paths.push(vec![env.path(&rel)]);
+            }
+        } else {
+            let mut set = Vec::new();
+            for i in 0..SHARED_FILES {
+                let rel = format!("a/b/c/file{i}");
+                env.write_file(&rel, &data)?;
+                set.push(env.path(&rel));
+            }
+            paths = vec![set; threads];
+        }
+        Ok(Box::new(DcacheInst { env, paths }))
+    }
+}
+
+impl Instance for DcacheInst {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let paths = &self.paths[thread];
+        let mut i = thread;
+        let mut buf = [0u8; 64];
+        Box::new(move || {
+            for _ in 0..BATCH {
+                let fd = self.env.open(&paths[i % paths.len()], libc::O_RDONLY);
+                debug_assert!(fd >= 0);
+                std::hint::black_box(self.env.read(fd, &mut buf));
+                self.env.close(fd);
+                i += 1;
+            }
+            BATCH
+        })
+    }
+}
+
+// ------------------------------------------------------------------- d_path
+
+struct DPath;
+
+/// Thread 0 renames the top directory every this many getcwd calls.
+const RENAME_EVERY: u64 = 256;
+
+enum Reader {
+    Ours(Box<Process>),
+    Host { fd: i32, link: CString },
+}
+
+struct DPathInst {
+    env: Env,
+    readers: Vec<Reader>,
+    names: [CString; 2],
+    flips: AtomicU64,
+}
+
+impl Workload for DPath {
+    fn name(&self) -> &'static str {
+        "d_path"
+    }
+    fn description(&self) -> &'static str {
+        "getcwd of a 4-deep directory from every thread while thread 0 renames its top now and then (rename lock; seed 004)"
+    }
+    fn designs(&self) -> &'static [Design] {
+        ALL
+    }
+    fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
+        let env = Env::new(design)?;
+        for d in ["top0", "top0/x", "top0/x/y", "top0/x/y/z"] {
+            env.mkdir(d)?;
+        }
+        let deep = env.path("top0/x/y/z");
+        let mut readers = Vec::new();
+        for _ in 0..threads {
+            readers.push(match &env {
+                Env::Ours { p, .. } => {
+                    let q = p.fork();
+                    q.chdir(deep.as_bytes()).map_err(|e| e.to_string())?;
+                    Reader::Ours(Box::new(q))
+                }
+                Env::Host { .. } => {
+                    // SAFETY: valid C string.
+                    let fd = unsafe {
+                        libc::open(
+                            deep.as_ptr(),
+                            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                        )
+                    };
+                    if fd < 0 {
+                        return Err(std::io::Error::last_os_error().to_string());
+                    }
+                    Reader::Host {
+                        fd,
+                        link: CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL"),
+                    }
+                }
+            });
+        }
+        let names = [env.path("top0"), env.path("top1")];
+        Ok(Box::new(DPathInst {
+            env,
+            readers,
+            names,
+            flips: AtomicU64::new(0),
+        }))
+    }
+}
+
+impl Drop for DPathInst {
+    fn drop(&mut self) {
+        for r in &self.readers {
+            if let Reader::Host { fd, .. } = r {
+                // SAFETY: closing our descriptor.
+                unsafe { libc::close(*fd) };
+            }
+        }
+    }
+}
+
+impl Instance for DPathInst {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let reader = &self.readers[thread];
+        let mut buf = vec![0u8; 4096];
+        let mut n = 0u64;
+        Box::new(move || {
+            for _ in 0..BATCH {
+                match reader {
+                    Reader::Ours(p) => {
+                        std::hint::black_box(p.getcwd(&mut buf).unwrap_or(0));
+                    }
+                    Reader::Host { link, .. } => {
+                        // SAFETY: valid pointers.
+                        std::hint::black_box(unsafe {
+                            libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+                        });
+                    }
+                }
+                n += 1;
+                if thread == 0 && n.is_multiple_of(RENAME_EVERY) {
+                    let f = self.flips.fetch_add(1, Ordering::Relaxed) as usize;
+                    let ok = self
+                        .env
+                        .rename(&self.names[f % 2], &self.names[(f + 1) % 2]);
+                    debug_assert!(ok);
+                }
+            }
+            BATCH
+        })
+    }
+}
+
+// ------------------------------------------------------------------- inode-churn
+
+struct InodeChurn;
+
+struct ChurnInst {
+    env: Env,
+    /// Per thread: the file names it creates and removes each call.
+    paths: Vec<Vec<CString>>,
+}
+
+impl Workload for InodeChurn {
+    fn name(&self) -> &'static str {
+        "inode-churn"
+    }
+    fn description(&self) -> &'static str {
+        "create 32 files in one's own directory, then unlink them (inode create/evict: sb inode list; seed 001)"
+    }
+    fn designs(&self) -> &'static [Design] {
+        ALL
+    }
+    fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
+        Ok(Box::new(ChurnInst::new(design, threads)?))
+    }
+}
+
+impl ChurnInst {
+    fn new(design: Design, threads: usize) -> Result<ChurnInst, String> {
+        let env = Env::new(design)?;
+        let mut paths = Vec::new();
+        for t in 0..threads {
+            env.mkdir(&format!("t{t}"))?;
+            paths.push(
+                (0..BATCH)
+                    .map(|i| env.path(&format!("t{t}/f{i}")))
+                    .collect(),
+            );
+        }
+        Ok(ChurnInst { env, paths })
+    }
+}
+
+impl Instance for ChurnInst {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let paths = &self.paths[thread];
+        Box::new(move || {
+            for p in paths {
+                let fd = self
+                    .env
+                    .open(p, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY);
+                debug_assert!(fd >= 0);
+                self.env.close(fd);
+            }
+            for p in paths {
+                let ok = self.env.unlink(p);
+                debug_assert!(ok);
+            }
+            BATCH
+        })
+    }
+}
+
+// ------------------------------------------------------------------- stat-walk
+
+struct StatWalk;
+
+const WALK_DIRS: usize = 8;
+const WALK_FILES: usize = 32;
+
+struct WalkInst {
+    env: Env,
+    /// Per thread: descriptors of its directories.
+    dirfds: Vec<Vec<i32>>,
+    names: Vec<CString>,
+}
+
+impl Workload for StatWalk {
+    fn name(&self) -> &'static str {
+        "stat-walk"
+    }
+    fn description(&self) -> &'static str {
+        "fstatat every entry of one directory of one's own tree per call (seed 001's traversal)"
+    }
+    fn designs(&self) -> &'static [Design] {
+        ALL
+    }
+    fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
+        let env = Env::new(design)?;
+        let names: Vec<CString> = (0..WALK_FILES)
+            .map(|i| CString::new(format!("entry{i}")).expect("no NUL"))
+            .collect();
+        let mut dirfds = Vec::new();
+        for t in 0..threads {
+            env.mkdir(&format!("t{t}"))?;
+            let mut fds = Vec::new();
+            for d in 0..WALK_DIRS {
+                let dir = format!("t{t}/d{d}");
+                env.mkdir(&dir)?;
+                for n in &names {
+                    env.write_file(&format!("{dir}/{}", n.to_str().expect("ascii")), b"")?;
+                }
+                let fd = env.open(&env.path(&dir), libc::O_RDONLY | libc::O_DIRECTORY);
+                if fd < 0 {
+                    return Err(format!("open {dir} failed"));
+                }
+                fds.push(fd);
+            }
+            dirfds.push(fds);
+        }
+        Ok(Box::new(WalkInst { env, dirfds, names }))
+    }
+}
+
+impl Drop for WalkInst {
+    fn drop(&mut self) {
+        for fds in &self.dirfds {
+            for &fd in fds {
+                self.env.close(fd);
+            }
+        }
+    }
+}
+
+impl Instance for WalkInst {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let fds = &self.dirfds[thread];
+        let mut d = 0;
+        Box::new(move || {
+            let fd = fds[d % fds.len()];
+            d += 1;
+            for n in &self.names {
+                std::hint::black_box(self.env.fstatat(fd, n));
+            }
+            self.names.len() as u64
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_vfs_workload_runs_on_two_threads_under_each_design() {
+        for w in workloads() {
+            for &design in w.designs() {
+                let inst = w
+                    .setup(design, 2)
+                    .unwrap_or_else(|e| panic!("{} {design}: {e}", w.name()));
+                std::thread::scope(|s| {
+                    for t in 0..2 {
+                        let (inst, name) = (&inst, w.name());
+                        s.spawn(move || {
+                            let mut work = inst.worker(t);
+                            let ops: u64 = (0..20).map(|_| work()).sum();
+                            assert!(ops >= 20, "{name}: {ops}");
+                        });
+                    }
+                });
+            }
+        }
+    }
+
+    #[test]
+    fn inode_churn_creates_and_evicts() {
+        for design in [Design::Legacy, Design::Scalable] {
+            let inst = ChurnInst::new(design, 2).unwrap();
+            let Env::Ours { _vfs: vfs, p } = &inst.env else {
+                unreachable!("scalevfs design")
+            };
+            let before = vfs.inode_count();
+            let mut work = inst.worker(1);
+            assert_eq!(work(), BATCH);
+            assert_eq!(work(), BATCH);
+            drop(work);
+            assert!(p.readdir("/bench/t1").unwrap().len() == 2, "only . and ..");
+            vfs.drop_caches();
+            assert_eq!(vfs.inode_count(), before, "every created inode was evicted");
+        }
+    }
+}

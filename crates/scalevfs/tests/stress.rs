@@ -1,0 +1,475 @@
+//! Concurrency: many threads create, rename, link, unlink, open and close across shared and
+//! private directories; then the invariants are checked (no lost or duplicated entries,
+//! link counts right, no leaked inodes). Bounded iterations; both designs.
+
+use libc::*;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use scalevfs::{Credentials, Errno, Locking, Process, Vfs, VfsOptions};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const THREADS: usize = 16;
+
+fn vfs(locking: Locking) -> Arc<Vfs> {
+    Vfs::new(VfsOptions {
+        locking,
+        ..VfsOptions::default()
+    })
+}
+
+fn names(p: &Process, dir: &str) -> Vec<Vec<u8>> {
+    p.readdir(dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .filter(|n| n != b"." && n != b"..")
+        .collect()
+}
+
+/// Removes everything below `dir` (files, links, symlinks, subdirectories).
+fn rm_rf(p: &Process, dir: &str) {
+    for n in names(p, dir) {
+        let path = format!("{dir}/{}", String::from_utf8(n).unwrap());
+        match p.lstat(&path) {
+            Ok(s) if s.mode & S_IFMT == S_IFDIR => {
+                rm_rf(p, &path);
+                p.rmdir(&path).unwrap();
+            }
+            Ok(_) => p.unlink(&path).unwrap(),
+            Err(e) => panic!("{path}: {e:?}"),
+        }
+    }
+}
+
+#[test]
+fn no_leaked_inodes_after_unlink_and_close() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        let mut fds = Vec::new();
+        for d in 0..5 {
+            p.mkdir(format!("/d{d}"), 0o755).unwrap();
+            p.mkdir(format!("/d{d}/sub"), 0o755).unwrap();
+            for f in 0..20 {
+                let path = format!("/d{d}/f{f}");
+                p.write_file(&path, &[f as u8; 5000]).unwrap();
+                if f % 3 == 0 {
+                    p.linkat(AT_FDCWD, &path, AT_FDCWD, format!("/d{d}/sub/h{f}"), 0)
+                        .unwrap();
+                }
+                if f % 4 == 0 {
+                    fds.push(p.open(&path, O_RDWR, 0).unwrap());
+                }
+            }
+            p.symlinkat("f1", AT_FDCWD, format!("/d{d}/s")).unwrap();
+            // Negative dentries too.
+            assert_eq!(p.stat(format!("/d{d}/nothing")), Err(Errno::ENOENT));
+        }
+        p.chdir("/d3/sub").unwrap();
+        let before = v.inode_count();
+        assert_eq!(before, 1 + 5 * (2 + 20 + 1));
+        for d in 0..5 {
+            rm_rf(&p, &format!("/d{d}"));
+            p.rmdir(format!("/d{d}")).unwrap();
+        }
+        v.drop_caches();
+        // Open unlinked files, their (deleted) parent directories, which their dentries pin
+        // as on Linux, and the (deleted) cwd keep their inodes.
+        assert_eq!(v.inode_count(), 1 + fds.len() + 5 + 1);
+        for fd in &fds {
+            assert_eq!(p.fstat(*fd).unwrap().nlink, 0);
+            assert_eq!(p.pread64(*fd, &mut [0u8; 3], 4000), Ok(3));
+            p.close(*fd).unwrap();
+        }
+        p.chdir("/").unwrap();
+        v.drop_caches();
+        assert_eq!(v.inode_count(), 1, "{locking:?}: leaked inodes");
+        let sb = &v.core().superblocks()[0];
+        let mut walked = 0;
+        sb.for_each_inode(|_| walked += 1);
+        assert_eq!(walked, 1);
+        assert_eq!(
+            v.core().dcache.nr_dentry(),
+            1,
+            "only the root dentry is left"
+        );
+    }
+}
+
+/// Exact model of a private directory (name -> inode identity), checked at the end.
+fn private_worker(p: &Process, t: usize, iters: usize) -> BTreeSet<String> {
+    let dir = format!("/p{t}");
+    let mut model: HashMap<String, u64> = HashMap::new();
+    let mut next_id = 0u64;
+    let mut rng = StdRng::seed_from_u64(t as u64);
+    for _ in 0..iters {
+        let a = format!("n{}", rng.gen_range(0..12));
+        let b = format!("n{}", rng.gen_range(0..12));
+        let (pa, pb) = (format!("{dir}/{a}"), format!("{dir}/{b}"));
+        match rng.gen_range(0..6) {
+            0 => {
+                let r = p.open(&pa, O_CREAT | O_EXCL | O_WRONLY, 0o644);
+                assert_eq!(r.is_ok(), !model.contains_key(&a), "create {pa}");
+                if let Ok(fd) = r {
+                    next_id += 1;
+                    model.insert(a.clone(), next_id);
+                    p.write(fd, a.as_bytes()).unwrap();
+                    p.close(fd).unwrap();
+                }
+            }
+            1 => assert_eq!(
+                p.unlink(&pa).is_ok(),
+                model.remove(&a).is_some(),
+                "unlink {pa}"
+            ),
+            2 => {
+                let r = p.rename(&pa, &pb);
+                assert_eq!(r.is_ok(), model.contains_key(&a), "rename {pa} {pb}");
+                // Renaming one hard link onto another of the same inode does nothing.
+                if r.is_ok() && model.get(&a) != model.get(&b) {
+                    let id = model.remove(&a).unwrap();
+                    model.insert(b.clone(), id);
+                }
+            }
+            3 => {
+                let r = p.linkat(AT_FDCWD, &pa, AT_FDCWD, &pb, 0);
+                let ok = model.contains_key(&a) && !model.contains_key(&b);
+                assert_eq!(r.is_ok(), ok, "link {pa} {pb}: {r:?}");
+                if ok {
+                    let id = model[&a];
+                    model.insert(b.clone(), id);
+                }
+            }
+            4 => {
+                let r = p.open(&pa, O_RDONLY, 0);
+                assert_eq!(r.is_ok(), model.contains_key(&a));
+                if let Ok(fd) = r {
+                    let mut buf = [0u8; 8];
+                    p.read(fd, &mut buf).unwrap();
+                    p.close(fd).unwrap();
+                }
+            }
+            _ => {
+                let r = p.stat(&pa);
+                assert_eq!(r.is_ok(), model.contains_key(&a));
+                if let Ok(st) = r {
+                    let links = model
+                        .values()
+                        .filter(|&&i| Some(&i) == model.get(&a))
+                        .count();
+                    assert_eq!(st.nlink, links as u64, "nlink of {pa}");
+                }
+            }
+        }
+    }
+    model.into_keys().collect()
+}
+
+fn shared_worker(p: &Process, t: usize, iters: usize) {
+    let mut rng = StdRng::seed_from_u64(1000 + t as u64);
+    let dirs = ["/s1", "/s2"];
+    for _ in 0..iters {
+        let pa = format!("{}/n{}", dirs[rng.gen_range(0..2)], rng.gen_range(0..16));
+        let pb = format!("{}/n{}", dirs[rng.gen_range(0..2)], rng.gen_range(0..16));
+        let r: Result<(), Errno> = match rng.gen_range(0..7) {
+            0 => p
+                .open(&pa, O_CREAT | O_EXCL | O_WRONLY, 0o644)
+                .and_then(|fd| p.close(fd)),
+            1 => p.unlink(&pa),
+            2 => p.rename(&pa, &pb),
+            3 => p.renameat2(AT_FDCWD, &pa, AT_FDCWD, &pb, RENAME_EXCHANGE),
+            4 => p.linkat(AT_FDCWD, &pa, AT_FDCWD, &pb, 0),
+            5 => p.open(&pa, O_RDONLY, 0).and_then(|fd| p.close(fd)),
+            _ => p.stat(&pa).map(|_| ()),
+        };
+        if let Err(e) = r {
+            assert!(
+                [Errno::ENOENT, Errno::EEXIST].contains(&e),
+                "unexpected {e:?} on {pa} / {pb}"
+            );
+        }
+    }
+}
+
+fn stress(locking: Locking, iters: usize) {
+    let v = vfs(locking);
+    let p = Process::new(&v, Credentials::root());
+    for d in ["/s1", "/s2"] {
+        p.mkdir(d, 0o755).unwrap();
+    }
+    for t in 0..THREADS {
+        p.mkdir(format!("/p{t}"), 0o755).unwrap();
+    }
+    let models: Vec<BTreeSet<String>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let p = &p;
+                s.spawn(move || {
+                    if t % 2 == 0 {
+                        private_worker(p, t, iters)
+                    } else {
+                        shared_worker(p, t, iters);
+                        BTreeSet::new()
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // Private directories match their models exactly.
+    for (t, m) in models.iter().enumerate().filter(|(t, _)| t % 2 == 0) {
+        let got: BTreeSet<String> = names(&p, &format!("/p{t}"))
+            .into_iter()
+            .map(|n| String::from_utf8(n).unwrap())
+            .collect();
+        assert_eq!(&got, m, "private dir {t}");
+    }
+    // Shared directories: no duplicates, every entry resolves, link counts are right.
+    let mut links: HashMap<u64, (u64, u32)> = HashMap::new();
+    for d in ["/s1", "/s2"] {
+        let ns = names(&p, d);
+        let set: BTreeSet<_> = ns.iter().cloned().collect();
+        assert_eq!(set.len(), ns.len(), "duplicate entries in {d}");
+        for n in ns {
+            let st = p
+                .lstat(format!("{d}/{}", String::from_utf8(n).unwrap()))
+                .unwrap();
+            let e = links.entry(st.ino).or_insert((st.nlink, 0));
+            e.1 += 1;
+        }
+    }
+    for (ino, (nlink, seen)) in &links {
+        assert_eq!(*nlink, *seen as u64, "inode {ino}: nlink vs entries");
+    }
+    // Nothing leaked: after removing everything only the root is left.
+    for t in 0..THREADS {
+        rm_rf(&p, &format!("/p{t}"));
+        p.rmdir(format!("/p{t}")).unwrap();
+    }
+    for d in ["/s1", "/s2"] {
+        rm_rf(&p, d);
+        p.rmdir(d).unwrap();
+    }
+    v.drop_caches();
+    assert_eq!(v.inode_count(), 1, "{locking:?}: leaked inodes");
+    assert_eq!(v.core().dcache.nr_dentry(), 1);
+}
+
+#[test]
+fn stress_namespace_scalable() {
+    stress(Locking::Scalable, 1500);
+}
+
+#[test]
+fn stress_namespace_legacy() {
+    stress(Locking::Legacy, 800);
+}
+
+/// Lookups and getcwd race with renames of an ancestor: every answer is one of the two
+/// consistent states.
+#[test]
+fn rename_against_lookup_and_getcwd() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        p.mkdir("/a", 0o755).unwrap();
+        p.mkdir("/a/b", 0o755).unwrap();
+        p.mkdir("/a/b/c", 0o755).unwrap();
+        p.write_file("/a/b/c/file", b"x").unwrap();
+        let stop = AtomicBool::new(false);
+        let readers: Vec<Process> = (0..4)
+            .map(|_| {
+                let q = Process::new(&v, Credentials::root());
+                q.chdir("/a/b/c").unwrap();
+                q
+            })
+            .collect();
+        std::thread::scope(|s| {
+            for (r, q) in readers.iter().enumerate() {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) || n < 100 {
+                        n += 1;
+                        let cwd = q.cwd().unwrap();
+                        assert!(cwd == b"/a/b/c" || cwd == b"/x/b/c", "{cwd:?}");
+                        for path in ["/a/b/c/file", "/x/b/c/file"] {
+                            match q.stat(path) {
+                                Ok(st) => assert_eq!(st.size, 1),
+                                Err(e) => assert_eq!(e, Errno::ENOENT),
+                            }
+                        }
+                        assert_eq!(q.stat("file").unwrap().size, 1);
+                        if r == 0 {
+                            assert_eq!(q.stat("../../b/c/file").unwrap().size, 1);
+                        }
+                    }
+                });
+            }
+            for _ in 0..300 {
+                p.rename("/a", "/x").unwrap();
+                p.rename("/x", "/a").unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert_eq!(p.stat("/a/b/c/file").unwrap().size, 1);
+    }
+}
+
+/// getdents64 while the directory changes: entries that exist throughout appear exactly
+/// once, and no entry (name, inode) appears twice.
+#[test]
+fn getdents_consistent_under_churn() {
+    let v = vfs(Locking::Scalable);
+    let p = Process::new(&v, Credentials::root());
+    p.mkdir("/d", 0o755).unwrap();
+    for k in 0..200 {
+        p.write_file(format!("/d/stable{k}"), b"").unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    /// Stops the churn thread even if the checks below panic.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
+        let (p2, stop2) = (&p, &stop);
+        s.spawn(move || {
+            let mut k = 0u64;
+            while !stop2.load(Ordering::Relaxed) {
+                let path = format!("/d/churn{}", k % 50);
+                let _ = p2.write_file(&path, b"");
+                let _ = p2.unlink(format!("/d/churn{}", (k + 25) % 50));
+                k += 1;
+            }
+        });
+        for _ in 0..200 {
+            let fd = p.open("/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+            let mut seen = BTreeSet::new();
+            let mut buf = [0u8; 300];
+            loop {
+                let n = p.getdents64(fd, &mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                for e in scalevfs_vfs::core::decode_dirents(&buf[..n]) {
+                    // An entry (name and inode) is never reported twice. A name removed and
+                    // created again during the scan is a new entry and may appear again, as
+                    // with Linux's tmpfs.
+                    assert!(seen.insert((e.name.clone(), e.ino)), "{:?} twice", e.name);
+                }
+            }
+            for k in 0..200 {
+                let name = format!("stable{k}").into_bytes();
+                assert_eq!(
+                    seen.iter().filter(|(n, _)| *n == name).count(),
+                    1,
+                    "stable{k} must appear exactly once"
+                );
+            }
+            p.close(fd).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+/// Many threads of one process open and close descriptors: numbers stay unique and the
+/// lowest free one is reused.
+#[test]
+fn fd_table_concurrent() {
+    let v = vfs(Locking::Scalable);
+    let p = Process::new(&v, Credentials::root());
+    p.write_file("/f", b"abc").unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            let p = &p;
+            s.spawn(move || {
+                for _ in 0..300 {
+                    let fds: Vec<i32> =
+                        (0..8).map(|_| p.open("/f", O_RDONLY, 0).unwrap()).collect();
+                    for &fd in &fds {
+                        assert_eq!(p.pread64(fd, &mut [0u8; 3], 0), Ok(3));
+                    }
+                    for fd in fds {
+                        p.close(fd).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(p.open("/f", O_RDONLY, 0), Ok(0));
+}
+
+/// The LRU shrinks itself under a flood of negative lookups while other threads create and
+/// remove files.
+#[test]
+fn dcache_shrinks_under_load() {
+    use scalevfs_vfs::core::CoreOptions;
+    let v = Vfs::with_core_options(
+        VfsOptions::default(),
+        CoreOptions {
+            max_unused_dentries: 256,
+            ..CoreOptions::default()
+        },
+    );
+    let p = Process::new(&v, Credentials::root());
+    p.mkdir("/d", 0o755).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let p = &p;
+            s.spawn(move || {
+                for k in 0..2000 {
+                    let _ = p.stat(format!("/d/neg-{t}-{k}"));
+                    if k % 10 == 0 {
+                        p.write_file(format!("/d/f{t}"), b"x").unwrap();
+                        assert_eq!(p.read_file(format!("/d/f{t}")).unwrap(), b"x");
+                        p.unlink(format!("/d/f{t}")).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert!(v.core().dcache.nr_dentry() < 4000, "the LRU kept too much");
+    v.drop_caches();
+    assert_eq!(v.core().dcache.nr_dentry(), 1);
+}
+
+/// Renames between a directory and its subdirectory race with rmdir of the subdirectory
+/// (which locks parent, then child): the rename must lock the ancestor first too. Both
+/// address orders are covered: `/c` is created before `/p` and then moved below it.
+#[test]
+fn rename_and_rmdir_lock_order() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        p.mkdir("/c", 0o755).unwrap();
+        p.mkdir("/p", 0o755).unwrap();
+        p.rename("/c", "/p/c").unwrap();
+        p.mkdir("/a", 0o755).unwrap();
+        p.mkdir("/a/c", 0o755).unwrap();
+        for top in ["/a", "/p"] {
+            p.write_file(format!("{top}/c/keep"), b"").unwrap();
+            p.write_file(format!("{top}/x"), b"").unwrap();
+        }
+        std::thread::scope(|s| {
+            for top in ["/a", "/p"] {
+                let p = &p;
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        p.rename(format!("{top}/x"), format!("{top}/c/x")).unwrap();
+                        p.rename(format!("{top}/c/x"), format!("{top}/x")).unwrap();
+                    }
+                });
+                s.spawn(move || {
+                    for _ in 0..2000 {
+                        assert_eq!(p.rmdir(format!("{top}/c")), Err(Errno::ENOTEMPTY));
+                    }
+                });
+            }
+        });
+    }
+}

@@ -1,0 +1,126 @@
+//! Open file descriptions (`struct file`).
+//!
+//! An [`OpenFile`] holds the path it was opened by, its status flags (atomic: `F_SETFL`
+//! changes them while other threads read), its access mode, and its position behind a
+//! per-file lock (`f_pos_lock`): read, write, lseek and getdents64 on one description are
+//! serialized, as Linux does for shared descriptions; different descriptions never share it.
+//! [`FileRef`] is an [`Erc`]: the last `close` releases the path (and so the dentry and
+//! inode) at once; the memory is freed after an epoch grace period, because fd lookup reads
+//! the slot without a lock.
+//!
+//! Lock order: `pos` -> inode `rwsem`.
+
+use crate::erc::{Erc, Release};
+use crate::inode::Inode;
+use crate::mount::Path;
+use parking_lot::Mutex;
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// A counted open file description.
+pub type FileRef = Erc<OpenFile>;
+
+/// Status flags `F_SETFL` may change.
+pub const SETFL_MASK: i32 =
+    libc::O_APPEND | libc::O_NONBLOCK | libc::O_NOATIME | libc::O_DIRECT | libc::O_ASYNC;
+
+/// See the module docs.
+pub struct OpenFile {
+    path: UnsafeCell<ManuallyDrop<Path>>,
+    /// The open flags that stay (access mode, O_APPEND, O_NONBLOCK, O_PATH, ...).
+    flags: AtomicI32,
+    /// Position (bytes for files, the readdir cookie for directories).
+    pub pos: Mutex<i64>,
+    /// The file system's per-open state (`FileSystem::open`), taken back by `release`.
+    private: UnsafeCell<Option<Box<dyn Any + Send + Sync>>>,
+}
+
+// SAFETY: `path` is only written by `release`, when no other reference exists.
+unsafe impl Sync for OpenFile {}
+// SAFETY: as above.
+unsafe impl Send for OpenFile {}
+
+impl OpenFile {
+    pub fn new(path: Path, flags: i32) -> FileRef {
+        Self::with_private(path, flags, None)
+    }
+
+    /// An open file with the file system's per-open state.
+    pub fn with_private(
+        path: Path,
+        flags: i32,
+        private: Option<Box<dyn Any + Send + Sync>>,
+    ) -> FileRef {
+        debug_assert!(path.dentry.inode().is_some());
+        Erc::new(OpenFile {
+            path: UnsafeCell::new(ManuallyDrop::new(path)),
+            flags: AtomicI32::new(
+                flags
+                    & !(libc::O_CREAT
+                        | libc::O_EXCL
+                        | libc::O_TRUNC
+                        | libc::O_CLOEXEC
+                        | libc::O_NOCTTY),
+            ),
+            pos: Mutex::new(0),
+            private: UnsafeCell::new(private),
+        })
+    }
+    pub fn path(&self) -> &Path {
+        // SAFETY: the path is taken only in `release`, after the last reference is gone.
+        unsafe { &*self.path.get() }
+    }
+    pub fn inode(&self) -> &Inode {
+        self.path().dentry.inode().expect("open files are positive")
+    }
+    /// The file system's per-open state, downcast.
+    pub fn private<T: 'static>(&self) -> Option<&T> {
+        // SAFETY: written only at creation and in `release` (no other reference then).
+        unsafe { &*self.private.get() }
+            .as_ref()
+            .and_then(|b| b.downcast_ref::<T>())
+    }
+    pub fn flags(&self) -> i32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+    /// `F_SETFL`: replaces the changeable status flags.
+    pub fn set_status_flags(&self, f: i32) {
+        let _ = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some((old & !SETFL_MASK) | (f & SETFL_MASK))
+            });
+    }
+    pub fn is_path(&self) -> bool {
+        self.flags() & libc::O_PATH != 0
+    }
+    pub fn readable(&self) -> bool {
+        !self.is_path()
+            && matches!(
+                self.flags() & libc::O_ACCMODE,
+                libc::O_RDONLY | libc::O_RDWR
+            )
+    }
+    pub fn writable(&self) -> bool {
+        !self.is_path()
+            && matches!(
+                self.flags() & libc::O_ACCMODE,
+                libc::O_WRONLY | libc::O_RDWR
+            )
+    }
+}
+
+impl Release for OpenFile {
+    fn release(&self) {
+        // SAFETY: the last reference is gone (Erc calls release once); nobody else can reach
+        // the private state or the path any more, so we may take them.
+        if let Some(p) = unsafe { (*self.private.get()).take() } {
+            let inode = self.inode();
+            inode.fs().release(inode, p);
+        }
+        // SAFETY: as above.
+        unsafe { ManuallyDrop::drop(&mut *self.path.get()) };
+    }
+}

@@ -1,0 +1,124 @@
+//! The [`FileSystem`] trait: what differs between file systems.
+//!
+//! The VFS does everything generic before calling in: path resolution, permission checks,
+//! existence checks (`EEXIST`, `ENOENT`, `ENOTEMPTY` is the file system's), flag semantics,
+//! and it holds the directory's `rwsem` exclusively for namespace changes (both directories
+//! for a rename, plus the superblock's rename mutex across directories) and the file's
+//! `rwsem` exclusively for writes and size changes. File systems keep their own timestamps,
+//! link counts and sizes up to date the way Linux's do (`mtime`/`ctime` of a directory when
+//! an entry changes, of a file when it is written).
+
+use crate::file::OpenFile;
+use crate::inode::{Inode, InodeRef, SuperBlock};
+use crate::SysResult;
+use std::any::Any;
+
+/// One entry reported by [`FileSystem::readdir`].
+pub struct DirEmit<'a> {
+    pub ino: u64,
+    /// The position after this entry (the `d_off` cookie).
+    pub next_pos: i64,
+    pub d_type: u8,
+    pub name: &'a [u8],
+}
+
+/// See the module docs. Names passed in are single components (no `/`, not `.`/`..`,
+/// at most 255 bytes).
+pub trait FileSystem: Send + Sync + 'static {
+    /// The type name (`"tmpfs"`).
+    fn fs_type(&self) -> &'static str;
+    /// Creates the root inode of a new superblock.
+    fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef>;
+    /// Unmount: drop every link the file system holds (the tree below `root`).
+    fn kill_sb(&self, root: &Inode);
+    /// The inode's last reference went: free its data and give back its space.
+    fn evict_inode(&self, inode: &Inode);
+    /// Looks `name` up in `dir`.
+    fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>>;
+    /// Creates a regular file, directory or special file (`mode` includes the type).
+    fn create(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef>;
+    fn symlink(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef>;
+    fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()>;
+    fn unlink(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()>;
+    /// Removes an empty directory (`ENOTEMPTY` otherwise).
+    fn rmdir(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()>;
+    /// Renames; the VFS has checked types, emptiness of a replaced directory, loops and
+    /// permissions. `flags` may hold `RENAME_EXCHANGE` (both exist).
+    fn rename(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        flags: u32,
+    ) -> SysResult<()>;
+    /// Emits entries from position `pos` (0 = start, including `.` and `..`) until `emit`
+    /// returns false; returns true if it reached the end of the directory. Entries that
+    /// exist throughout a directory scan are emitted exactly once.
+    fn readdir(
+        &self,
+        dir: &Inode,
+        parent_ino: u64,
+        pos: i64,
+        emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
+    ) -> SysResult<bool>;
+    fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize>;
+    fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize>;
+    /// Truncates or extends (with a hole) to `size`.
+    fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()>;
+    /// Allocates `[off, off+len)` (mode 0: extends the size).
+    fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()>;
+    /// `SEEK_DATA` (`data == true`) or `SEEK_HOLE` from `off` (`off < size`).
+    fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64>;
+    fn readlink(&self, inode: &Inode) -> SysResult<Vec<u8>>;
+    fn fsync(&self, _inode: &Inode) -> SysResult<()> {
+        Ok(())
+    }
+    /// 512-byte blocks allocated to the inode.
+    fn blocks(&self, inode: &Inode) -> u64;
+    /// Largest file size.
+    fn max_file_size(&self) -> u64 {
+        i64::MAX as u64
+    }
+    /// Per-open hook (`->open`; not called for `O_PATH`): state kept in the open file
+    /// ([`OpenFile::private`]) and handed back to [`FileSystem::release`] after the last
+    /// close.
+    fn open(&self, _inode: &Inode, _flags: i32) -> SysResult<Option<Box<dyn Any + Send + Sync>>> {
+        Ok(None)
+    }
+    /// `->release`: the open file's last reference went.
+    fn release(&self, _inode: &Inode, _private: Box<dyn Any + Send + Sync>) {}
+    /// `read` through an open file (file systems with per-open state override this).
+    fn read_file(&self, f: &OpenFile, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        self.read(f.inode(), off, buf)
+    }
+    /// `write` through an open file.
+    fn write_file(&self, f: &OpenFile, off: u64, buf: &[u8]) -> SysResult<usize> {
+        self.write(f.inode(), off, buf)
+    }
+    /// Whether names can change behind the VFS's back (kernfs), so cached dentries must be
+    /// revalidated: path walk then leaves rcu-walk for this file system's directories and
+    /// asks [`FileSystem::revalidate`] about every cached answer.
+    fn revalidates(&self) -> bool {
+        false
+    }
+    /// `d_revalidate`: is the cached answer for `name` in `dir` (`inode`, or `None` for a
+    /// negative entry) still right? `false` drops it and looks the name up again.
+    fn revalidate(&self, _dir: &Inode, _name: &[u8], _inode: Option<&Inode>) -> bool {
+        true
+    }
+}

@@ -1,0 +1,357 @@
+//! Inodes, superblocks and the inode cache.
+//!
+//! ## Inode
+//! An [`Inode`] holds the attributes every file system shares (mode, owner, link count, size,
+//! times) as atomics, so `stat`, permission checks and rcu-walk read them without a lock,
+//! plus the file system's private data. Attribute *changes* that must be atomic together
+//! (chmod + ctime, write + size + mtime) are made under `rwsem` (Linux's `i_rwsem`) by the
+//! caller; readers may see a mix of old and new fields, as `stat` on Linux may.
+//!
+//! ## Lifetime
+//! [`InodeRef`] is an [`Erc`]: counted references from positive dentries and from the file
+//! system's own links (a tmpfs directory entry holds one). When the last goes, the inode is
+//! *evicted at once* (removed from the inode cache and the superblock's list, and the file
+//! system frees its data and gives back its space: `unlink` + `close` frees space, as on
+//! Linux) and its memory is freed after an epoch grace period, because rcu-walk may still be
+//! reading its mode.
+//!
+//! ## Superblock inode list (seed 001)
+//! Every live inode is on its superblock's list ([`InodeList`]: a per-CPU `DList`, or the
+//! legacy single locked list). Adding and removing touch only the current CPU's shard.
+//! [`SuperBlock::for_each_inode`] walks it the way `evict_inodes` does: it takes a reference
+//! to an inode (skipping ones already being evicted) before using it.
+//!
+//! ## Inode cache
+//! Hashed by inode number in a per-superblock [`RcuHash`]: lookup takes no lock (epoch +
+//! `try_get_raw`, which refuses an inode whose count reached zero), insert contends only
+//! within a bucket.
+//!
+//! Lock order: `Inode::rwsem` (parent before child, or by address for two non-related
+//! inodes) -> file system internal locks -> inode list shard / icache bucket (leaves).
+
+use crate::abi::{Stat, Timespec};
+use crate::erc::{Erc, ErcInner, Release};
+use crate::fs::FileSystem;
+use crate::prims::{InodeList, InodeListNode};
+use crate::rcuhash::RcuHash;
+use crate::Errno;
+use parking_lot::RwLock;
+use scalevfs_primitives::Locking;
+use std::any::Any;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// A counted inode reference.
+pub type InodeRef = Erc<Inode>;
+
+/// A timestamp readable without a lock (seconds and nanoseconds may tear against a
+/// concurrent update, as Linux's `i_mtime` may).
+#[derive(Default)]
+pub struct AtomicTime {
+    sec: AtomicI64,
+    nsec: AtomicI64,
+}
+
+impl AtomicTime {
+    pub fn new(t: Timespec) -> AtomicTime {
+        AtomicTime {
+            sec: AtomicI64::new(t.sec),
+            nsec: AtomicI64::new(t.nsec),
+        }
+    }
+    pub fn get(&self) -> Timespec {
+        Timespec {
+            sec: self.sec.load(Ordering::Relaxed),
+            nsec: self.nsec.load(Ordering::Relaxed),
+        }
+    }
+    pub fn set(&self, t: Timespec) {
+        self.sec.store(t.sec, Ordering::Relaxed);
+        self.nsec.store(t.nsec, Ordering::Relaxed);
+    }
+}
+
+/// The current time (CLOCK_REALTIME).
+pub fn now() -> Timespec {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timespec {
+        sec: d.as_secs() as i64,
+        nsec: d.subsec_nanos() as i64,
+    }
+}
+
+/// See the module docs.
+pub struct Inode {
+    pub ino: u64,
+    sb: *const SuperBlock,
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    nlink: AtomicU32,
+    size: AtomicU64,
+    pub rdev: u64,
+    pub atime: AtomicTime,
+    pub mtime: AtomicTime,
+    pub ctime: AtomicTime,
+    /// Linux's `i_rwsem`: directories: exclusive for namespace changes, shared for lookup
+    /// and readdir; regular files: exclusive for write/truncate/fallocate.
+    pub rwsem: RwLock<()>,
+    /// The file system's data (tmpfs: pages, directory entries, link target).
+    pub private: Box<dyn Any + Send + Sync>,
+    /// A slot for the file-locks code (the inode's lock context), created on first use.
+    pub lock_ctx: OnceLock<Box<dyn Any + Send + Sync>>,
+    sb_node: OnceLock<InodeListNode>,
+}
+
+// SAFETY: `sb` points to the superblock, which is Sync and outlives its inodes (see
+// `SuperBlock` docs); everything else is Send + Sync.
+unsafe impl Send for Inode {}
+// SAFETY: as above.
+unsafe impl Sync for Inode {}
+
+/// The attributes a file system gives a new inode.
+pub struct NewInode {
+    pub ino: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub nlink: u32,
+    pub rdev: u64,
+    pub private: Box<dyn Any + Send + Sync>,
+}
+
+impl Inode {
+    pub fn sb(&self) -> &SuperBlock {
+        // SAFETY: a superblock outlives its inodes: it is torn down only after its inode list
+        // is empty, and leaked otherwise (see `SuperBlock`).
+        unsafe { &*self.sb }
+    }
+    pub fn fs(&self) -> &dyn FileSystem {
+        &*self.sb().fs
+    }
+    pub fn mode(&self) -> u32 {
+        self.mode.load(Ordering::Relaxed)
+    }
+    pub fn file_type(&self) -> u32 {
+        self.mode() & libc::S_IFMT
+    }
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == libc::S_IFDIR
+    }
+    pub fn is_reg(&self) -> bool {
+        self.file_type() == libc::S_IFREG
+    }
+    pub fn is_symlink(&self) -> bool {
+        self.file_type() == libc::S_IFLNK
+    }
+    /// Sets the permission bits (07777), keeping the type.
+    pub fn set_perm(&self, perm: u32) {
+        let t = self.file_type();
+        self.mode.store(t | (perm & 0o7777), Ordering::Relaxed);
+    }
+    pub fn uid(&self) -> u32 {
+        self.uid.load(Ordering::Relaxed)
+    }
+    pub fn gid(&self) -> u32 {
+        self.gid.load(Ordering::Relaxed)
+    }
+    pub fn set_uid(&self, v: u32) {
+        self.uid.store(v, Ordering::Relaxed)
+    }
+    pub fn set_gid(&self, v: u32) {
+        self.gid.store(v, Ordering::Relaxed)
+    }
+    pub fn nlink(&self) -> u32 {
+        self.nlink.load(Ordering::Relaxed)
+    }
+    pub fn set_nlink(&self, n: u32) {
+        self.nlink.store(n, Ordering::Relaxed)
+    }
+    pub fn inc_nlink(&self) {
+        self.nlink.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn dec_nlink(&self) {
+        let _ = self
+            .nlink
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+    }
+    pub fn size(&self) -> u64 {
+        self.size.load(Ordering::Relaxed)
+    }
+    pub fn set_size(&self, s: u64) {
+        self.size.store(s, Ordering::Relaxed)
+    }
+    /// Sets mtime and ctime to now (a write or a directory change).
+    pub fn touch_mc(&self) {
+        let t = now();
+        self.mtime.set(t);
+        self.ctime.set(t);
+    }
+    pub fn touch_c(&self) {
+        self.ctime.set(now());
+    }
+    /// `relatime`: update atime only if it is not newer than mtime or ctime, or is a day old.
+    pub fn touch_atime(&self) {
+        let a = self.atime.get();
+        let n = now();
+        if a <= self.mtime.get() || a <= self.ctime.get() || n.sec - a.sec >= 24 * 3600 {
+            self.atime.set(n);
+        }
+    }
+    pub fn stat(&self) -> Stat {
+        let sb = self.sb();
+        Stat {
+            dev: sb.dev,
+            ino: self.ino,
+            mode: self.mode(),
+            nlink: self.nlink() as u64,
+            uid: self.uid(),
+            gid: self.gid(),
+            rdev: self.rdev,
+            size: self.size() as i64,
+            blksize: 4096,
+            blocks: sb.fs.blocks(self) as i64,
+            atime: self.atime.get(),
+            mtime: self.mtime.get(),
+            ctime: self.ctime.get(),
+        }
+    }
+    /// Downcasts the file system's private data.
+    pub fn private<T: 'static>(&self) -> Option<&T> {
+        self.private.downcast_ref::<T>()
+    }
+}
+
+impl Release for Inode {
+    fn release(&self) {
+        self.sb().evict(self);
+    }
+}
+
+/// A mounted file system instance.
+///
+/// Lifetime: owned by the mount table (`Arc`). Inodes point to it without a count (a shared
+/// counter per inode creation would put one hot cache line back on every create); the VFS
+/// drops a superblock only after its inode list is empty, and leaks it otherwise (Linux's
+/// "busy inodes after unmount").
+pub struct SuperBlock {
+    pub dev: u64,
+    pub fs: Arc<dyn FileSystem>,
+    pub locking: Locking,
+    inodes: InodeList,
+    icache: RcuHash<u64, usize>,
+    /// Linux's `s_vfs_rename_mutex`: serializes cross-directory renames, so the ancestry
+    /// checked by rename cannot change under it.
+    pub rename_mutex: parking_lot::Mutex<()>,
+    /// `fs.revalidates()`, cached: path walk checks it per directory.
+    pub revalidates: bool,
+}
+
+impl SuperBlock {
+    pub fn new(dev: u64, fs: Arc<dyn FileSystem>, locking: Locking) -> SuperBlock {
+        SuperBlock {
+            dev,
+            locking,
+            inodes: InodeList::with_locking(locking),
+            icache: RcuHash::new(12),
+            rename_mutex: parking_lot::Mutex::new(()),
+            revalidates: fs.revalidates(),
+            fs,
+        }
+    }
+
+    /// Creates an inode with one reference, on the superblock's list and in the inode cache.
+    /// Called by file systems.
+    pub fn new_inode(&self, n: NewInode) -> InodeRef {
+        let t = now();
+        let r = Erc::new(Inode {
+            ino: n.ino,
+            sb: self,
+            mode: AtomicU32::new(n.mode),
+            uid: AtomicU32::new(n.uid),
+            gid: AtomicU32::new(n.gid),
+            nlink: AtomicU32::new(n.nlink),
+            size: AtomicU64::new(0),
+            rdev: n.rdev,
+            atime: AtomicTime::new(t),
+            mtime: AtomicTime::new(t),
+            ctime: AtomicTime::new(t),
+            rwsem: RwLock::new(()),
+            private: n.private,
+            lock_ctx: OnceLock::new(),
+            sb_node: OnceLock::new(),
+        });
+        let raw = Erc::as_raw(&r) as usize;
+        let node = self.inodes.add(raw);
+        let _ = r.sb_node.set(node);
+        let ino = n.ino;
+        if self
+            .icache
+            .insert_unique(ino, ino, raw, |k| *k == ino)
+            .is_err()
+        {
+            // A file system reusing a live inode number is a bug in that file system.
+            debug_assert!(false, "duplicate inode number {ino}");
+        }
+        r
+    }
+
+    /// The cached inode numbered `ino`, if it is live (`iget` for cached inodes). Lock-free.
+    pub fn iget(&self, ino: u64) -> Option<InodeRef> {
+        let g = crossbeam_epoch::pin();
+        let raw = self.icache.lookup(ino, &g, |k| *k == ino)?;
+        // SAFETY: pinned, and an inode leaves the icache (in `evict`) before its memory is
+        // retired.
+        unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) }
+    }
+
+    fn evict(&self, inode: &Inode) {
+        let ino = inode.ino;
+        self.icache.remove(ino, |k, _| *k == ino);
+        if let Some(node) = inode.sb_node.get() {
+            self.inodes.remove(node);
+        }
+        self.fs.evict_inode(inode);
+    }
+
+    /// The number of live inodes (walks nothing: the list keeps a count).
+    pub fn inode_count(&self) -> usize {
+        self.inodes.len()
+    }
+
+    /// Calls `f` on every live inode, holding a reference to it: the walk of `evict_inodes`
+    /// and `drop_pagecache_sb`. It takes a reference under the shard lock (skipping inodes
+    /// already being evicted, whose count reached zero), drops the lock to run `f`, and
+    /// drops the previous inode's reference there too (`iput(toput_inode)`): the last
+    /// reference evicts, which takes a shard lock.
+    pub fn for_each_inode(&self, mut f: impl FnMut(&InodeRef)) {
+        let mut cur = self.inodes.cursor();
+        let mut prev: Option<InodeRef> = None;
+        while let Some(raw) = cur.next() {
+            // SAFETY: we hold the shard lock, and an inode leaves the list (under that lock)
+            // before its memory is retired, so `raw` is allocated.
+            let Some(r) = (unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) }) else {
+                continue;
+            };
+            let old = prev.replace(r);
+            let cur_ref = prev.as_ref().expect("just set");
+            cur.unlocked(|| {
+                f(cur_ref);
+                drop(old);
+            });
+        }
+        drop(cur);
+        drop(prev);
+    }
+}
+
+/// Maps an errno-free size check: `Err(EFBIG)` if `end` exceeds `max`.
+pub fn check_size(end: u64, max: u64) -> Result<(), Errno> {
+    if end > max {
+        Err(Errno::EFBIG)
+    } else {
+        Ok(())
+    }
+}

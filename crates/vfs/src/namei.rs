@@ -1,0 +1,485 @@
+//! Path resolution (Linux's `fs/namei.c`).
+//!
+//! ## rcu-walk
+//! [`VfsCore::lookup`] first tries a walk that takes no lock and writes no shared memory
+//! until it has found the final dentry: it pins the epoch, samples the rename sequence,
+//! follows `(parent id, name)` hash lookups from dentry to dentry, checks search permission
+//! from the inodes' atomic mode bits, crosses mounts through the lock-free mount table, and
+//! only then takes a reference on the final dentry (`get_not_dead`), and re-checks the
+//! rename sequence. It is correct because, besides rename (which bumps the sequence), the
+//! dcache only changes monotonically: a negative dentry becomes positive once, and an
+//! unhashed dentry is never rehashed except by rename. A dentry found in the hash while
+//! pinned stays allocated until the walk unpins; the final `get_not_dead` fails on a dentry
+//! killed meanwhile. Anything unusual (a cache miss, `..`, a symlink to follow, a
+//! permission failure, a race) falls back to the ref-walk, which computes the answer and
+//! the errno the slow, exact way.
+//!
+//! ## ref-walk
+//! Component by component with counted references, looking misses up in the file system
+//! under the directory's `rwsem` (shared) and caching the result, positive or negative.
+//! Symlinks are followed up to 40 times in total (`ELOOP`), `..` stops at the process root
+//! and climbs out of mounts, trailing slashes require a directory.
+
+use crate::core::VfsCore;
+use crate::dentry::{Dentry, DentryRef};
+use crate::mount::{MntRef, Path};
+use crate::perm::{permission, Cred, MAY_EXEC};
+use crate::{Errno, SysResult};
+
+/// `PATH_MAX`: a path of this many bytes or more is `ENAMETOOLONG`.
+pub const PATH_MAX: usize = 4096;
+/// `NAME_MAX`.
+pub const NAME_MAX: usize = 255;
+/// `MAXSYMLINKS`.
+pub const MAX_LINKS: u32 = 40;
+
+/// Who resolves, and from which root.
+pub struct Ctx<'a> {
+    pub cred: &'a Cred,
+    pub root: &'a Path,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum LastKind {
+    Norm,
+    Dot,
+    DotDot,
+    Root,
+}
+
+/// The final component of a path (`nd->last`).
+#[derive(Clone, Debug)]
+pub struct Last {
+    pub name: Vec<u8>,
+    pub kind: LastKind,
+    /// The path ended with `/`.
+    pub slash: bool,
+}
+
+/// Rejects over-long paths (`getname`); an empty path is the caller's business.
+pub fn check_path(path: &[u8]) -> SysResult<()> {
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(())
+}
+
+fn comps(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.split(|&b| b == b'/').filter(|c| !c.is_empty())
+}
+
+fn kind_of(c: &[u8]) -> LastKind {
+    match c {
+        b"." => LastKind::Dot,
+        b".." => LastKind::DotDot,
+        _ => LastKind::Norm,
+    }
+}
+
+impl VfsCore {
+    /// Resolves `path` relative to `start` (`path_lookupat`). `follow`: follow a final
+    /// symlink; `must_dir`: the result must be a directory (`O_DIRECTORY`).
+    pub fn lookup(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        follow: bool,
+        must_dir: bool,
+    ) -> SysResult<Path> {
+        check_path(path)?;
+        if let Some(r) = self.rcu_lookup(ctx, start, path, follow, must_dir) {
+            return r;
+        }
+        let mut links = 0;
+        let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
+        self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
+    }
+
+    /// Resolves all but the last component (`filename_parentat`).
+    pub fn lookup_parent(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+    ) -> SysResult<(Path, Last)> {
+        check_path(path)?;
+        if let Some(r) = self.rcu_lookup_parent(ctx, start, path) {
+            return r;
+        }
+        let mut links = 0;
+        self.link_path_walk(ctx, start.clone(), path, &mut links)
+    }
+
+    /// rcu-walk for `lookup_parent`: the same walk stopping at the directory that holds the
+    /// last component, which gets the only reference. `None`: fall back.
+    fn rcu_lookup_parent(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+    ) -> Option<SysResult<(Path, Last)>> {
+        let n = comps(path).count();
+        let last = comps(path).last()?;
+        if kind_of(last) != LastKind::Norm {
+            return None;
+        }
+        let g = crossbeam_epoch::pin();
+        let seq = self.dcache.rename_lock.read_begin();
+        let (mut mnt, mut d) = if path[0] == b'/' {
+            (ctx.root.mnt, ctx.root.dentry.as_ptr())
+        } else {
+            (start.mnt, start.dentry.as_ptr())
+        };
+        for c in comps(path).take(n - 1) {
+            (mnt, d) = self.rcu_step(ctx, mnt, d, c, &g)?;
+        }
+        // SAFETY: as in `rcu_step`.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
+            return None;
+        }
+        // SAFETY: found while pinned; `try_get` refuses a dead dentry.
+        let r = unsafe { DentryRef::try_get(d) }?;
+        if self.dcache.rename_lock.read_retry(seq) {
+            return None;
+        }
+        Some(Ok((
+            Path { mnt, dentry: r },
+            Last {
+                name: last.to_vec(),
+                kind: LastKind::Norm,
+                slash: path.ends_with(b"/"),
+            },
+        )))
+    }
+
+    /// One intermediate component of an rcu-walk: `d` must be a searchable directory, the
+    /// child must be cached, positive, not a symlink; mounts are crossed.
+    fn rcu_step(
+        &self,
+        ctx: &Ctx<'_>,
+        mnt: MntRef,
+        d: *const Dentry,
+        c: &[u8],
+        g: &crossbeam_epoch::Guard,
+    ) -> Option<(MntRef, *const Dentry)> {
+        // SAFETY: `d` is the start (referenced by the caller) or was found in the dcache or
+        // mount table while pinned: it stays allocated until the walk unpins.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir()
+            || inode.sb().revalidates
+            || permission(inode, ctx.cred, MAY_EXEC).is_err()
+        {
+            return None;
+        }
+        if c == b"." {
+            return Some((mnt, d));
+        }
+        if c == b".." || c.len() > NAME_MAX {
+            return None;
+        }
+        let (mut mnt, mut child) = (mnt, self.dcache.lookup_rcu(dd, c, g)?);
+        // SAFETY: found in the dcache while pinned.
+        while unsafe { (*child).is_mounted() } {
+            let m = self.mounts.lookup(mnt, child, g)?;
+            mnt = m;
+            child = m.root.as_ptr();
+        }
+        // SAFETY: as above.
+        let ci = unsafe { (*child).inode() }?;
+        if ci.is_symlink() {
+            return None;
+        }
+        Some((mnt, child))
+    }
+
+    /// The lock-free walk (module docs). `None`: fall back to ref-walk.
+    fn rcu_lookup(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        follow: bool,
+        must_dir: bool,
+    ) -> Option<SysResult<Path>> {
+        let g = crossbeam_epoch::pin();
+        let seq = self.dcache.rename_lock.read_begin();
+        let (mut mnt, mut d) = if path[0] == b'/' {
+            (ctx.root.mnt, ctx.root.dentry.as_ptr())
+        } else {
+            (start.mnt, start.dentry.as_ptr())
+        };
+        let slash = path.ends_with(b"/");
+        let must_dir = must_dir || slash;
+        let follow = follow || slash;
+        let n = comps(path).count();
+        let last = comps(path).last()?;
+        for c in comps(path).take(n - 1) {
+            (mnt, d) = self.rcu_step(ctx, mnt, d, c, &g)?;
+        }
+        // The final component: as `rcu_step`, but a negative dentry is an answer (ENOENT,
+        // valid if no rename ran: see the module docs) and a symlink is fine unfollowed.
+        // SAFETY: as in `rcu_step`.
+        let dd = unsafe { &*d };
+        let inode = dd.inode()?;
+        if !inode.is_dir()
+            || inode.sb().revalidates
+            || permission(inode, ctx.cred, MAY_EXEC).is_err()
+        {
+            return None;
+        }
+        if last != b"." {
+            if last == b".." || last.len() > NAME_MAX {
+                return None;
+            }
+            let mut child = self.dcache.lookup_rcu(dd, last, &g)?;
+            // SAFETY: found in the dcache while pinned.
+            while unsafe { (*child).is_mounted() } {
+                let m = self.mounts.lookup(mnt, child, &g)?;
+                mnt = m;
+                child = m.root.as_ptr();
+            }
+            // SAFETY: as above.
+            match unsafe { (*child).inode() } {
+                None => {
+                    if self.dcache.rename_lock.read_retry(seq) {
+                        return None;
+                    }
+                    return Some(Err(Errno::ENOENT));
+                }
+                Some(ci) if ci.is_symlink() && follow => return None,
+                Some(_) => {}
+            }
+            d = child;
+        }
+        // SAFETY: as above.
+        if must_dir && !unsafe { &*d }.inode()?.is_dir() {
+            return None;
+        }
+        // SAFETY: found while pinned; `try_get` refuses a dead dentry.
+        let r = unsafe { DentryRef::try_get(d) }?;
+        if self.dcache.rename_lock.read_retry(seq) {
+            return None;
+        }
+        Some(Ok(Path { mnt, dentry: r }))
+    }
+
+    /// Walks every component but the last (`link_path_walk`): checks search permission on
+    /// each directory, including the one holding the last component.
+    pub(crate) fn link_path_walk(
+        &self,
+        ctx: &Ctx<'_>,
+        start: Path,
+        path: &[u8],
+        links: &mut u32,
+    ) -> SysResult<(Path, Last)> {
+        let abs = path.first() == Some(&b'/');
+        let mut cur = if abs { ctx.root.clone() } else { start };
+        let slash = path.ends_with(b"/");
+        let parts: Vec<&[u8]> = comps(path).collect();
+        if parts.is_empty() {
+            return Ok((
+                cur,
+                Last {
+                    name: Vec::new(),
+                    kind: if abs { LastKind::Root } else { LastKind::Dot },
+                    slash,
+                },
+            ));
+        }
+        for (i, c) in parts.iter().enumerate() {
+            let inode = cur.dentry.inode().ok_or(Errno::ENOENT)?;
+            if !inode.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            permission(inode, ctx.cred, MAY_EXEC)?;
+            if i + 1 == parts.len() {
+                return Ok((
+                    cur,
+                    Last {
+                        name: c.to_vec(),
+                        kind: kind_of(c),
+                        slash,
+                    },
+                ));
+            }
+            cur = self.step(ctx, cur, c, links)?;
+        }
+        unreachable!("loop returns at the last component")
+    }
+
+    /// One non-final component: `.`, `..`, or a name (following a symlink fully).
+    fn step(&self, ctx: &Ctx<'_>, cur: Path, c: &[u8], links: &mut u32) -> SysResult<Path> {
+        match kind_of(c) {
+            LastKind::Dot | LastKind::Root => Ok(cur),
+            LastKind::DotDot => Ok(self.follow_dotdot(ctx, cur)),
+            LastKind::Norm => {
+                let d = self.lookup_one(&cur, c, false)?;
+                if d.is_negative() {
+                    return Err(Errno::ENOENT);
+                }
+                let p = self.cross_mounts(Path {
+                    mnt: cur.mnt,
+                    dentry: d,
+                });
+                if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+                    self.follow_link(ctx, cur, &p, links)
+                } else {
+                    Ok(p)
+                }
+            }
+        }
+    }
+
+    /// Resolves the final component (`lookup_last` + `step_into`).
+    pub(crate) fn lookup_last(
+        &self,
+        ctx: &Ctx<'_>,
+        parent: Path,
+        last: &Last,
+        follow: bool,
+        must_dir: bool,
+        links: &mut u32,
+    ) -> SysResult<Path> {
+        // A trailing slash means "follow, and it must be a directory" (link_path_walk sets
+        // LOOKUP_FOLLOW | LOOKUP_DIRECTORY); O_DIRECTORY alone does not follow.
+        let follow = follow || last.slash;
+        let must_dir = must_dir || last.slash;
+        let p = match last.kind {
+            LastKind::Root | LastKind::Dot => parent,
+            LastKind::DotDot => self.follow_dotdot(ctx, parent),
+            LastKind::Norm => {
+                let d = self.lookup_one(&parent, &last.name, false)?;
+                if d.is_negative() {
+                    return Err(Errno::ENOENT);
+                }
+                let p = self.cross_mounts(Path {
+                    mnt: parent.mnt,
+                    dentry: d,
+                });
+                if p.dentry.inode().is_some_and(|i| i.is_symlink()) && follow {
+                    self.follow_link(ctx, parent, &p, links)?
+                } else {
+                    p
+                }
+            }
+        };
+        if must_dir && !p.dentry.inode().is_some_and(|i| i.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(p)
+    }
+
+    /// Follows the symlink `link` found in `dir` to its final target.
+    pub(crate) fn follow_link(
+        &self,
+        ctx: &Ctx<'_>,
+        dir: Path,
+        link: &Path,
+        links: &mut u32,
+    ) -> SysResult<Path> {
+        let target = self.link_target(link, links)?;
+        let (p, last) = self.link_path_walk(ctx, dir, &target, links)?;
+        self.lookup_last(ctx, p, &last, true, false, links)
+    }
+
+    /// Counts one link followed and reads its target (`ELOOP` past 40, `ENOENT` if empty).
+    pub(crate) fn link_target(&self, link: &Path, links: &mut u32) -> SysResult<Vec<u8>> {
+        *links += 1;
+        if *links > MAX_LINKS {
+            return Err(Errno::ELOOP);
+        }
+        let inode = link.dentry.inode().ok_or(Errno::ENOENT)?;
+        let t = inode.fs().readlink(inode)?;
+        if t.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(t)
+    }
+
+    /// `..` (`follow_dotdot`): stays at the process root, climbs out of mounts.
+    pub(crate) fn follow_dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> Path {
+        loop {
+            if cur == *ctx.root {
+                return cur;
+            }
+            if cur.dentry == cur.mnt.root {
+                match &cur.mnt.parent {
+                    Some((pm, mp)) => {
+                        cur = Path {
+                            mnt: *pm,
+                            dentry: mp.clone(),
+                        };
+                        continue;
+                    }
+                    None => return cur,
+                }
+            }
+            let parent = cur.dentry.parent().unwrap_or_else(|| cur.dentry.clone());
+            return self.cross_mounts(Path {
+                mnt: cur.mnt,
+                dentry: parent,
+            });
+        }
+    }
+
+    /// Steps onto whatever is mounted on `p` (repeatedly).
+    pub(crate) fn cross_mounts(&self, mut p: Path) -> Path {
+        while p.dentry.is_mounted() {
+            let g = crossbeam_epoch::pin();
+            match self.mounts.lookup(p.mnt, p.dentry.as_ptr(), &g) {
+                Some(m) => {
+                    p = Path {
+                        mnt: m,
+                        dentry: m.root.clone(),
+                    }
+                }
+                None => break,
+            }
+        }
+        p
+    }
+
+    /// Looks `name` up in the directory `parent`: the dcache, else the file system (caching
+    /// the answer, negative or positive). `locked`: the caller holds the directory's `rwsem`.
+    pub(crate) fn lookup_one(
+        &self,
+        parent: &Path,
+        name: &[u8],
+        locked: bool,
+    ) -> SysResult<DentryRef> {
+        let dir = parent.dentry.inode().ok_or(Errno::ENOENT)?;
+        // d_revalidate: a cached answer the file system no longer stands by is dropped.
+        let valid = |d: &DentryRef| {
+            if dir.sb().revalidates && !dir.fs().revalidate(dir, name, d.inode()) {
+                self.dcache.drop_dentry(d);
+                false
+            } else {
+                true
+            }
+        };
+        if name.len() <= NAME_MAX {
+            if let Some(d) = self.dcache.lookup(&parent.dentry, name).filter(valid) {
+                return Ok(d);
+            }
+        }
+        let _g = if locked { None } else { Some(dir.rwsem.read()) };
+        if let Some(d) = self.dcache.lookup(&parent.dentry, name).filter(valid) {
+            return Ok(d);
+        }
+        if dir.nlink() == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if name.len() > NAME_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let r = dir.fs().lookup(dir, name)?;
+        Ok(self.dcache.add(&parent.dentry, name, r))
+    }
+}

@@ -1,0 +1,236 @@
+//! A hash table whose lookups take no lock and write nothing (the dcache and icache hashes).
+//!
+//! Each bucket is a singly linked chain of immutable nodes plus a small mutex.
+//!
+//! * **Lookup** pins the crossbeam epoch and walks the chain with Acquire loads; it takes no
+//!   lock and writes no shared memory (pinning writes only the thread's own epoch slot).
+//! * **Insert / remove** take the bucket's mutex, so writers contend only within a bucket.
+//!   Insert publishes a fully built node at the head with a Release store (pairs with the
+//!   Acquire loads of lookup); remove unlinks with a Release store and hands the node to the
+//!   epoch collector, so a lookup that is still walking it stays memory-safe until it unpins.
+//! * Nodes are never changed after publication (a rename removes the old node and inserts a
+//!   new one), so a lookup never sees a half-updated key.
+//!
+//! Lock order: a bucket mutex is a leaf lock (nothing is taken while holding it).
+
+use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+
+struct Node<K, V> {
+    hash: u64,
+    key: K,
+    val: V,
+    next: Atomic<Node<K, V>>,
+}
+
+struct Bucket<K, V> {
+    head: Atomic<Node<K, V>>,
+    lock: Mutex<()>,
+}
+
+/// See the module docs.
+pub struct RcuHash<K, V> {
+    buckets: Box<[CachePadded<Bucket<K, V>>]>,
+    mask: usize,
+}
+
+impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
+    /// A table of `1 << bits` buckets.
+    pub fn new(bits: u32) -> Self {
+        let n = 1usize << bits;
+        RcuHash {
+            buckets: (0..n)
+                .map(|_| {
+                    CachePadded::new(Bucket {
+                        head: Atomic::null(),
+                        lock: Mutex::new(()),
+                    })
+                })
+                .collect(),
+            mask: n - 1,
+        }
+    }
+
+    fn bucket(&self, hash: u64) -> &Bucket<K, V> {
+        &self.buckets[(hash as usize ^ (hash >> 32) as usize) & self.mask]
+    }
+
+    /// Finds the value whose key `eq` accepts. Lock-free; valid while `guard` is pinned.
+    pub fn lookup(&self, hash: u64, guard: &Guard, mut eq: impl FnMut(&K) -> bool) -> Option<V> {
+        let b = self.bucket(hash);
+        // Acquire: pairs with the Release store that published the node (insert/remove).
+        let mut cur = b.head.load(Ordering::Acquire, guard);
+        // SAFETY: nodes reachable from a bucket are freed only through the epoch collector
+        // after being unlinked, and `guard` is pinned, so every node we reach stays allocated.
+        while let Some(n) = unsafe { cur.as_ref() } {
+            if n.hash == hash && eq(&n.key) {
+                return Some(n.val);
+            }
+            // Acquire: pairs with the Release store that linked this `next`.
+            cur = n.next.load(Ordering::Acquire, guard);
+        }
+        None
+    }
+
+    /// Inserts `key -> val` unless a key `eq` accepts is present; then returns that value.
+    pub fn insert_unique(
+        &self,
+        hash: u64,
+        key: K,
+        val: V,
+        mut eq: impl FnMut(&K) -> bool,
+    ) -> Result<(), V> {
+        let b = self.bucket(hash);
+        let _l = b.lock.lock();
+        let guard = crossbeam_epoch::pin();
+        let head = b.head.load(Ordering::Relaxed, &guard);
+        let mut cur = head;
+        // SAFETY: we hold the bucket lock, so no node of this chain is unlinked or freed.
+        while let Some(n) = unsafe { cur.as_ref() } {
+            if n.hash == hash && eq(&n.key) {
+                return Err(n.val);
+            }
+            cur = n.next.load(Ordering::Relaxed, &guard);
+        }
+        let node = Owned::new(Node {
+            hash,
+            key,
+            val,
+            next: Atomic::null(),
+        });
+        node.next.store(head, Ordering::Relaxed);
+        // Release: publishes the node's contents to lookups (pairs with their Acquire load).
+        b.head.store(node, Ordering::Release);
+        Ok(())
+    }
+
+    /// Removes the first entry `pred` accepts; returns whether one was removed.
+    pub fn remove(&self, hash: u64, mut pred: impl FnMut(&K, &V) -> bool) -> bool {
+        let b = self.bucket(hash);
+        let _l = b.lock.lock();
+        let guard = crossbeam_epoch::pin();
+        let mut link: &Atomic<Node<K, V>> = &b.head;
+        loop {
+            let cur: Shared<'_, Node<K, V>> = link.load(Ordering::Relaxed, &guard);
+            // SAFETY: the bucket lock is held, so the chain cannot change under us.
+            let Some(n) = (unsafe { cur.as_ref() }) else {
+                return false;
+            };
+            if n.hash == hash && pred(&n.key, &n.val) {
+                let next = n.next.load(Ordering::Relaxed, &guard);
+                // Release: lookups that load `link` after this see a consistent chain.
+                link.store(next, Ordering::Release);
+                // SAFETY: the node is unlinked; lookups still walking it are pinned, so the
+                // collector frees it only after they unpin.
+                unsafe { guard.defer_destroy(cur) };
+                return true;
+            }
+            link = &n.next;
+        }
+    }
+
+    /// Calls `f` on every entry (diagnostics and teardown; takes each bucket lock in turn).
+    pub fn for_each(&self, mut f: impl FnMut(&K, V)) {
+        let guard = crossbeam_epoch::pin();
+        for b in self.buckets.iter() {
+            let _l = b.lock.lock();
+            let mut cur = b.head.load(Ordering::Relaxed, &guard);
+            // SAFETY: the bucket lock is held.
+            while let Some(n) = unsafe { cur.as_ref() } {
+                f(&n.key, n.val);
+                cur = n.next.load(Ordering::Relaxed, &guard);
+            }
+        }
+    }
+}
+
+impl<K, V> Drop for RcuHash<K, V> {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no lookup can be running; free the chains directly.
+        unsafe {
+            let guard = crossbeam_epoch::unprotected();
+            for b in self.buckets.iter() {
+                let mut cur = b.head.load(Ordering::Relaxed, guard);
+                while !cur.is_null() {
+                    let next = cur.deref().next.load(Ordering::Relaxed, guard);
+                    drop(cur.into_owned());
+                    cur = next;
+                }
+            }
+        }
+    }
+}
+
+/// A fast, decent 64-bit hash of a parent id and a name (FxHash-style multiply-rotate).
+pub fn hash_name(parent: u64, name: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = parent.wrapping_mul(K);
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    let r = chunks.remainder();
+    tail[..r.len()].copy_from_slice(r);
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail) ^ (name.len() as u64)).wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_lookup_remove() {
+        let t: RcuHash<u64, usize> = RcuHash::new(2);
+        for i in 0..100u64 {
+            assert!(t.insert_unique(i, i, i as usize * 2, |k| *k == i).is_ok());
+        }
+        assert_eq!(t.insert_unique(5, 5, 0, |k| *k == 5), Err(10));
+        let g = crossbeam_epoch::pin();
+        for i in 0..100u64 {
+            assert_eq!(t.lookup(i, &g, |k| *k == i), Some(i as usize * 2));
+        }
+        assert!(t.remove(7, |k, _| *k == 7));
+        assert!(!t.remove(7, |k, _| *k == 7));
+        assert_eq!(t.lookup(7, &g, |k| *k == 7), None);
+        let mut n = 0;
+        t.for_each(|_, _| n += 1);
+        assert_eq!(n, 99);
+    }
+
+    #[test]
+    fn concurrent_insert_remove_lookup() {
+        let t: RcuHash<u64, u64> = RcuHash::new(4);
+        std::thread::scope(|s| {
+            for th in 0..4u64 {
+                let t = &t;
+                s.spawn(move || {
+                    for i in 0..2000u64 {
+                        let k = th * 10_000 + i;
+                        t.insert_unique(k, k, k, |x| *x == k).unwrap();
+                        let g = crossbeam_epoch::pin();
+                        assert_eq!(t.lookup(k, &g, |x| *x == k), Some(k));
+                        drop(g);
+                        if i % 2 == 0 {
+                            assert!(t.remove(k, |x, _| *x == k));
+                        }
+                    }
+                });
+            }
+        });
+        let mut n = 0;
+        t.for_each(|_, _| n += 1);
+        assert_eq!(n, 4 * 1000);
+    }
+
+    #[test]
+    fn hash_name_differs() {
+        assert_ne!(hash_name(1, b"a"), hash_name(2, b"a"));
+        assert_ne!(hash_name(1, b"a"), hash_name(1, b"b"));
+        assert_ne!(hash_name(1, b"abcdefgh1"), hash_name(1, b"abcdefgh2"));
+    }
+}
