@@ -105,6 +105,11 @@ pub struct Executor<'t> {
     snapshot: Option<[Timespec; 3]>,
     /// The identity the target runs as (scripts start as root).
     creds: Credentials,
+    /// The highest fd any step produced. `close_all` closes every fd up to it, not just the
+    /// slots: a slot overwritten by a later open, or a `dup2` onto an fd no slot names, must
+    /// not stay open on one target and be reused differently by the next step. (The host's
+    /// result pipe sits at the rlimit, far above.)
+    max_fd: i32,
 }
 
 /// How long `SnapTimes` waits so that a later update gets a different timestamp even with
@@ -118,6 +123,7 @@ impl<'t> Executor<'t> {
             slots: Vec::new(),
             snapshot: None,
             creds: Credentials::root(),
+            max_fd: -1,
         }
     }
 
@@ -137,6 +143,7 @@ impl<'t> Executor<'t> {
         match r {
             Ok(fd) => {
                 self.slots[i] = Some(fd);
+                self.max_fd = self.max_fd.max(fd);
                 Outcome::Fd(fd)
             }
             Err(e) => {
@@ -146,14 +153,13 @@ impl<'t> Executor<'t> {
         }
     }
 
-    /// Close every fd in the slot table (fds shared by several slots once).
+    /// Close every fd a step may have produced (see `max_fd`), and forget the slots.
     pub fn close_all(&mut self) {
-        let mut fds: Vec<i32> = self.slots.drain(..).flatten().collect();
-        fds.sort_unstable();
-        fds.dedup();
-        for fd in fds {
+        self.slots.clear();
+        for fd in 0..=self.max_fd {
             let _ = self.target.close(fd);
         }
+        self.max_fd = -1;
     }
 
     /// The start-of-script state both targets must be in: root directory 0755 root:root,

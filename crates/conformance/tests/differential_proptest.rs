@@ -44,7 +44,6 @@ fn host_vs_host_random() {
 }
 
 #[test]
-#[ignore = "needs the scalevfs system-call API (issue 3); run with --ignored"]
 fn scalevfs_vs_host_random() {
     assert!(root(), "the host side needs root (chroot, setuid)");
     let host = HostBackend::new().expect("host");
