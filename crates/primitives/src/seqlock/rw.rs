@@ -139,11 +139,15 @@ fn reader_dekker_fence() {
     fence(Ordering::SeqCst);
 }
 
-/// Looks up the current CPU for this thread's later `read_lock`s.
+/// Reader slots per CPU: a reader preempted in its section leaves its CPU's other readers
+/// a second slot before they fall back to `gate`.
+const SLOTS_PER_CPU: usize = 2;
+
+/// Looks up the current CPU for this thread's later `read_lock`s: its first slot.
 #[cold]
 #[inline(never)]
 fn refresh_cpu_hint() {
-    CPU_HINT.with(|h| h.set(crate::cpu::current_cpu()));
+    CPU_HINT.with(|h| h.set(crate::cpu::current_cpu() * SLOTS_PER_CPU));
 }
 
 /// Sequence read/write lock: optimistic readers, shared (pointer-following) readers and
@@ -190,13 +194,13 @@ impl Default for SeqRwLock {
 }
 
 impl SeqRwLock {
-    /// A lock with one reader indicator per CPU (rounded up to a power of two).
+    /// A lock with two reader slots per CPU (rounded up to a power of two).
     pub fn new() -> Self {
-        Self::with_shards(crate::cpu::num_cpus())
+        Self::with_shards(crate::cpu::num_cpus() * SLOTS_PER_CPU)
     }
 
-    /// A lock with `shards` reader indicators (rounded up to a power of two, at least 1).
-    /// Fewer shards than CPUs only makes readers on different CPUs share a line.
+    /// A lock with `shards` reader slots (rounded up to a power of two, at least 1). Fewer
+    /// slots than CPUs only makes readers on different CPUs share lines and use `gate`.
     pub fn with_shards(shards: usize) -> Self {
         let n = shards.clamp(1, 1 << 16).next_power_of_two();
         SeqRwLock {
@@ -233,28 +237,31 @@ impl SeqRwLock {
         self.read_lock_on(hint)
     }
 
-    /// `read_lock` through shard `hint % shards` (tests and loom models pick the shard).
+    /// `read_lock` through slot `hint % slots` (tests and loom models pick the slot).
     #[inline]
     pub(super) fn read_lock_on(&self, hint: usize) -> SeqReadGuard<'_> {
         // `& (len - 1)`: the length is a power of two, and a mask is cheaper than `%`.
-        let ind: &AtomicUsize = &self.shards[hint & (self.shards.len() - 1)];
-        if self.read_fast(ind) {
+        let slot: &AtomicUsize = &self.shards[hint & (self.shards.len() - 1)];
+        if self.read_fast(slot) {
             return SeqReadGuard {
                 lock: self,
-                ind: Some(ind),
+                ind: Some(slot),
             };
         }
-        self.read_lock_slow()
+        self.read_lock_slow(hint)
     }
 
-    /// The fast path: `true` if the reader is in, counted in `ind`.
+    /// The fast path: `true` if the reader is in, owning `slot`.
     #[inline]
-    pub(super) fn read_fast(&self, ind: &AtomicUsize) -> bool {
-        // SeqCst: the reader half of the Dekker pair with `write_enter` (module docs). Its
-        // Release half pairs with the writer's Acquire loads of the shard while draining.
-        if ind.fetch_add(1, Ordering::SeqCst) != 0 {
-            // Someone else is counted here: another CPU's reader, or we migrated.
-            refresh_cpu_hint();
+    pub(super) fn read_fast(&self, slot: &AtomicUsize) -> bool {
+        // SeqCst: the reader half of the Dekker pair with `write_enter` (module docs); its
+        // Acquire half pairs with the previous owner's Release store in `read_unlock` (so
+        // that owner's section happens-before our back-out store, see below).
+        if slot
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
         }
         reader_dekker_fence();
         // SeqCst: the Dekker pair; its Acquire half pairs with the Release CAS in
@@ -262,15 +269,26 @@ impl SeqRwLock {
         if self.gate.load(Ordering::SeqCst) & WRITER == 0 {
             return true;
         }
-        // Relaxed: we accessed nothing; the writer only needs to see the count drop.
-        ind.fetch_sub(1, Ordering::Relaxed);
+        // Release pairs with the writer's Acquire loads of the slot: the writer may read
+        // this 0 instead of the previous owner's, and must still be ordered after that one.
+        slot.store(0, Ordering::Release);
         false
     }
 
-    /// The slow path: enter as a granted reader, or wait to be granted by the writer.
+    /// The slow path: the slot was taken (another reader of this CPU was preempted in its
+    /// section, or the hint is stale) or a writer is present. Refresh the hint, try this
+    /// CPU's other slot, then enter through `gate` (granted at once or after one writer).
     #[cold]
     #[inline(never)]
-    fn read_lock_slow(&self) -> SeqReadGuard<'_> {
+    fn read_lock_slow(&self, hint: usize) -> SeqReadGuard<'_> {
+        refresh_cpu_hint();
+        let other: &AtomicUsize = &self.shards[(hint ^ 1) & (self.shards.len() - 1)];
+        if self.read_fast(other) {
+            return SeqReadGuard {
+                lock: self,
+                ind: Some(other),
+            };
+        }
         if let Some(gen) = self.read_register() {
             self.read_wait_granted(gen);
         }
@@ -324,11 +342,14 @@ impl SeqRwLock {
 
     fn read_unlock(&self, ind: Option<&AtomicUsize>) {
         match ind {
-            // Release pairs with the writer's SeqCst (Acquire) loads of the shard.
-            Some(ind) => ind.fetch_sub(1, Ordering::Release),
+            // Release pairs with the writer's SeqCst (Acquire) loads of the slot, and with
+            // the next owner's Acquire CAS. A plain store: we own the slot.
+            Some(slot) => slot.store(0, Ordering::Release),
             // Release pairs with the writer's Acquire loads of `gate` in `write_drain`.
-            None => self.gate.fetch_sub(GRANT, Ordering::Release) as usize,
-        };
+            None => {
+                self.gate.fetch_sub(GRANT, Ordering::Release);
+            }
+        }
     }
 
     /// Takes the writer mutex and the writer bit; from here on no new shared reader gets
