@@ -154,12 +154,6 @@ impl Backoff {
         Backoff { step: 0 }
     }
 
-    /// `true` while `snooze` still spins (before it starts yielding): for waits that
-    /// would rather sleep than yield.
-    pub(crate) fn spinning(&self) -> bool {
-        self.step <= Self::SPIN_LIMIT
-    }
-
     pub(crate) fn snooze(&mut self) {
         // Under loom one yield is one scheduling point; spinning would only add states.
         if cfg!(loom) {

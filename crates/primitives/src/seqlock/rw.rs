@@ -139,15 +139,33 @@ fn reader_dekker_fence() {
     fence(Ordering::SeqCst);
 }
 
-/// Reader slots per CPU: a reader preempted in its section leaves its CPU's other readers
-/// a second slot before they fall back to `gate`.
-const SLOTS_PER_CPU: usize = 2;
+/// How many times a reader waiting for a grant spins or yields before it sleeps.
+const WAIT_SNOOZES: u32 = 64;
 
-/// Looks up the current CPU for this thread's later `read_lock`s: its first slot.
+/// Looks up the current CPU for this thread's later `read_lock`s.
 #[cold]
 #[inline(never)]
 fn refresh_cpu_hint() {
-    CPU_HINT.with(|h| h.set(crate::cpu::current_cpu() * SLOTS_PER_CPU));
+    CPU_HINT.with(|h| h.set(crate::cpu::current_cpu()));
+}
+
+/// One CPU's reader indicators, on one cache line (only that CPU's readers write it).
+#[derive(Default)]
+pub(super) struct CpuReaders {
+    /// 1 while a reader owns it: entered with a CAS, left with a plain store.
+    pub(super) owned: AtomicUsize,
+    /// Readers that found `owned` taken (its owner was preempted in its section, or the
+    /// hint is stale): entered and left with RMWs.
+    pub(super) shared: AtomicUsize,
+}
+
+/// Which indicator a fast-path reader is counted in.
+#[derive(Copy, Clone)]
+pub(super) enum Ind<'a> {
+    Owned(&'a AtomicUsize),
+    Shared(&'a AtomicUsize),
+    /// A granted reader, counted in `gate`.
+    Gate,
 }
 
 /// Sequence read/write lock: optimistic readers, shared (pointer-following) readers and
@@ -163,7 +181,7 @@ pub struct SeqRwLock {
     /// cache until a writer arrives.
     gate: CachePadded<AtomicU64>,
     /// Per-CPU reader indicators, one cache line each; `shards.len()` is a power of two.
-    pub(super) shards: Box<[CachePadded<AtomicUsize>]>,
+    pub(super) shards: Box<[CachePadded<CpuReaders>]>,
     /// Serializes writers; held for the whole write section, so a queued writer sleeps.
     writers: Mutex<()>,
     /// Readers waiting for a grant sleep on `granted_cv` under `park` (no lost wakeup: the
@@ -176,7 +194,11 @@ impl std::fmt::Debug for SeqRwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Relaxed: a diagnostic snapshot; the fields may be mutually inconsistent.
         let g = self.gate.load(Ordering::Relaxed);
-        let fast: usize = self.shards.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+        let fast: usize = self
+            .shards
+            .iter()
+            .map(|s| s.owned.load(Ordering::Relaxed) + s.shared.load(Ordering::Relaxed))
+            .sum();
         f.debug_struct("SeqRwLock")
             .field("seq", &self.sequence())
             .field("readers", &(fast + ((g & GRANT_MASK) / GRANT) as usize))
@@ -194,21 +216,19 @@ impl Default for SeqRwLock {
 }
 
 impl SeqRwLock {
-    /// A lock with two reader slots per CPU (rounded up to a power of two).
+    /// A lock with one reader shard per CPU (rounded up to a power of two).
     pub fn new() -> Self {
-        Self::with_shards(crate::cpu::num_cpus() * SLOTS_PER_CPU)
+        Self::with_shards(crate::cpu::num_cpus())
     }
 
-    /// A lock with `shards` reader slots (rounded up to a power of two, at least 1). Fewer
-    /// slots than CPUs only makes readers on different CPUs share lines and use `gate`.
+    /// A lock with `shards` reader shards (rounded up to a power of two, at least 1). Fewer
+    /// shards than CPUs only makes readers on different CPUs share a line.
     pub fn with_shards(shards: usize) -> Self {
         let n = shards.clamp(1, 1 << 16).next_power_of_two();
         SeqRwLock {
             seq: CachePadded::new(SeqCounter::new()),
             gate: CachePadded::new(AtomicU64::new(0)),
-            shards: (0..n)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect(),
+            shards: (0..n).map(|_| CachePadded::default()).collect(),
             writers: Mutex::new(()),
             park: Mutex::new(()),
             granted_cv: Condvar::new(),
@@ -237,64 +257,58 @@ impl SeqRwLock {
         self.read_lock_on(hint)
     }
 
-    /// `read_lock` through slot `hint % slots` (tests and loom models pick the slot).
+    /// `read_lock` through shard `hint % shards` (tests and loom models pick the shard).
     #[inline]
     pub(super) fn read_lock_on(&self, hint: usize) -> SeqReadGuard<'_> {
         // `& (len - 1)`: the length is a power of two, and a mask is cheaper than `%`.
-        let slot: &AtomicUsize = &self.shards[hint & (self.shards.len() - 1)];
-        if self.read_fast(slot) {
-            return SeqReadGuard {
-                lock: self,
-                ind: Some(slot),
-            };
+        let cpu = &self.shards[hint & (self.shards.len() - 1)];
+        match self.read_fast(cpu) {
+            Some(ind) => SeqReadGuard { lock: self, ind },
+            None => self.read_lock_slow(),
         }
-        self.read_lock_slow(hint)
     }
 
-    /// The fast path: `true` if the reader is in, owning `slot`.
+    /// The fast path: `Some(indicator)` if the reader is in, `None` if a writer is present.
     #[inline]
-    pub(super) fn read_fast(&self, slot: &AtomicUsize) -> bool {
-        // SeqCst: the reader half of the Dekker pair with `write_enter` (module docs); its
-        // Acquire half pairs with the previous owner's Release store in `read_unlock` (so
-        // that owner's section happens-before our back-out store, see below).
-        if slot
+    pub(super) fn read_fast<'a>(&self, cpu: &'a CpuReaders) -> Option<Ind<'a>> {
+        // SeqCst (both RMWs): the reader half of the Dekker pair with `write_enter` (module
+        // docs). The CAS's Acquire half pairs with the previous owner's Release store in
+        // `read_unlock`, so that owner's section happens-before our back-out store below.
+        let ind = if cpu
+            .owned
             .compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
+            .is_ok()
         {
-            return false;
-        }
+            Ind::Owned(&cpu.owned)
+        } else {
+            refresh_cpu_hint();
+            cpu.shared.fetch_add(1, Ordering::SeqCst);
+            Ind::Shared(&cpu.shared)
+        };
         reader_dekker_fence();
         // SeqCst: the Dekker pair; its Acquire half pairs with the Release CAS in
         // `write_unlock` (release sequence of `gate`).
         if self.gate.load(Ordering::SeqCst) & WRITER == 0 {
-            return true;
+            return Some(ind);
         }
-        // Release pairs with the writer's Acquire loads of the slot: the writer may read
-        // this 0 instead of the previous owner's, and must still be ordered after that one.
-        slot.store(0, Ordering::Release);
-        false
+        // Back out. Release, as in `read_unlock`: the writer may read this value instead
+        // of the previous owner's exit and must still be ordered after that exit. (For
+        // `shared`, an RMW, Relaxed would do: it continues the release sequence.)
+        self.read_unlock(ind);
+        None
     }
 
-    /// The slow path: the slot was taken (another reader of this CPU was preempted in its
-    /// section, or the hint is stale) or a writer is present. Refresh the hint, try this
-    /// CPU's other slot, then enter through `gate` (granted at once or after one writer).
+    /// The slow path: a writer is present. Enter through `gate`: granted at once if the
+    /// writer has left, else after its unlock.
     #[cold]
     #[inline(never)]
-    fn read_lock_slow(&self, hint: usize) -> SeqReadGuard<'_> {
-        refresh_cpu_hint();
-        let other: &AtomicUsize = &self.shards[(hint ^ 1) & (self.shards.len() - 1)];
-        if self.read_fast(other) {
-            return SeqReadGuard {
-                lock: self,
-                ind: Some(other),
-            };
-        }
+    fn read_lock_slow(&self) -> SeqReadGuard<'_> {
         if let Some(gen) = self.read_register() {
             self.read_wait_granted(gen);
         }
         SeqReadGuard {
             lock: self,
-            ind: None,
+            ind: Ind::Gate,
         }
     }
 
@@ -326,9 +340,12 @@ impl SeqRwLock {
         // Acquire (both loads) pairs with the Release CAS in `write_unlock` that flipped
         // GEN and counted us in `granted`: that write section happens-before our section.
         let granted = || self.gate.load(Ordering::Acquire) & GEN != gen;
-        // Spin briefly (a write section is short), then sleep. Under loom, sleep at once.
+        // Spin, then yield (a write section is short, and under oversubscription the
+        // writer needs our CPU), then sleep: waking a sleeper costs a system call and a
+        // context switch, so it is for writers that were preempted. Under loom, sleep at
+        // once (two threads spin-yielding for a third exceed loom's branch limit).
         let mut backoff = Backoff::new();
-        while !cfg!(loom) && backoff.spinning() {
+        for _ in 0..if cfg!(loom) { 0 } else { WAIT_SNOOZES } {
             if granted() {
                 return;
             }
@@ -340,13 +357,19 @@ impl SeqRwLock {
         }
     }
 
-    fn read_unlock(&self, ind: Option<&AtomicUsize>) {
+    #[inline]
+    fn read_unlock(&self, ind: Ind<'_>) {
         match ind {
-            // Release pairs with the writer's SeqCst (Acquire) loads of the slot, and with
-            // the next owner's Acquire CAS. A plain store: we own the slot.
-            Some(slot) => slot.store(0, Ordering::Release),
+            // Release pairs with the writer's SeqCst (Acquire) loads of the slot in
+            // `write_drain` and with the next owner's SeqCst (Acquire) CAS. A plain store:
+            // we own the slot.
+            Ind::Owned(slot) => slot.store(0, Ordering::Release),
+            // Release pairs with the writer's SeqCst (Acquire) loads in `write_drain`.
+            Ind::Shared(count) => {
+                count.fetch_sub(1, Ordering::Release);
+            }
             // Release pairs with the writer's Acquire loads of `gate` in `write_drain`.
-            None => {
+            Ind::Gate => {
                 self.gate.fetch_sub(GRANT, Ordering::Release);
             }
         }
@@ -370,11 +393,13 @@ impl SeqRwLock {
     /// write section (sequence odd).
     pub(super) fn write_drain(&self) {
         let mut backoff = Backoff::new();
-        for ind in self.shards.iter() {
-            // SeqCst: the Dekker pair (module docs); its Acquire half pairs with the
-            // readers' Release `fetch_sub` in `read_unlock`.
-            while ind.load(Ordering::SeqCst) != 0 {
-                backoff.snooze();
+        for cpu in self.shards.iter() {
+            for ind in [&cpu.owned, &cpu.shared] {
+                // SeqCst: the Dekker pair (module docs); its Acquire half pairs with the
+                // readers' Release store / `fetch_sub` in `read_unlock`.
+                while ind.load(Ordering::SeqCst) != 0 {
+                    backoff.snooze();
+                }
             }
         }
         // Acquire pairs with granted readers' Release `fetch_sub` in `read_unlock`.
@@ -444,16 +469,19 @@ impl SeqRwLock {
 #[must_use = "the read section ends when the guard is dropped"]
 pub struct SeqReadGuard<'a> {
     pub(super) lock: &'a SeqRwLock,
-    /// The shard indicator this reader is counted in (not the current CPU's: the thread
-    /// may have migrated), or `None` for a granted reader, counted in `gate`.
-    pub(super) ind: Option<&'a AtomicUsize>,
+    /// The indicator this reader is counted in (of the shard it entered through, not the
+    /// current CPU's: the thread may have migrated).
+    pub(super) ind: Ind<'a>,
 }
 
 impl SeqReadGuard<'_> {
     /// The guard of a reader counted in `gate` (tests that drive the slow path by hand).
     #[cfg(test)]
     pub(super) fn granted(lock: &SeqRwLock) -> SeqReadGuard<'_> {
-        SeqReadGuard { lock, ind: None }
+        SeqReadGuard {
+            lock,
+            ind: Ind::Gate,
+        }
     }
 }
 

@@ -141,10 +141,15 @@ fn seqrwlock_shard_counts() {
     assert_eq!(SeqRwLock::with_shards(3).shards.len(), 4);
     assert_eq!(SeqRwLock::with_shards(8).shards.len(), 8);
     assert!(SeqRwLock::new().shards.len() >= crate::cpu::num_cpus());
-    // Every shard works, and a guard unlocks the shard it locked.
+    // Every shard works, a second reader of a shard shares its line, and a guard unlocks
+    // what it locked.
     let l = SeqRwLock::with_shards(4);
-    let guards: Vec<_> = (0..4).map(|s| l.read_lock_on(s)).collect();
-    assert!(format!("{l:?}").contains("readers: 4"));
+    let guards: Vec<_> = (0..8).map(|s| l.read_lock_on(s)).collect();
+    assert!(format!("{l:?}").contains("readers: 8"));
+    assert!(l
+        .shards
+        .iter()
+        .all(|s| s.owned.load(SeqCst) == 1 && s.shared.load(SeqCst) == 1));
     drop(guards);
     drop(l.write_lock());
     assert_eq!(l.sequence(), 2);
@@ -159,8 +164,11 @@ fn seqrwlock_writer_grants_waiting_readers() {
     for round in 0..6u32 {
         let writers = l.write_enter();
         // The fast path backs out and leaves its shard as it was.
-        assert!(!l.read_fast(&l.shards[round as usize % 2]));
-        assert!(l.shards.iter().all(|s| s.load(SeqCst) == 0));
+        assert!(l.read_fast(&l.shards[round as usize % 2]).is_none());
+        assert!(l
+            .shards
+            .iter()
+            .all(|s| s.owned.load(SeqCst) + s.shared.load(SeqCst) == 0));
         let dbg = format!("{l:?}");
         assert!(
             dbg.contains("readers: 0") && dbg.contains("writer_present: true"),
