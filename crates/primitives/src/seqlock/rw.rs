@@ -140,7 +140,7 @@ fn reader_dekker_fence() {
 }
 
 /// How many times a reader waiting for a grant spins or yields before it sleeps.
-const WAIT_SNOOZES: u32 = 64;
+const WAIT_SNOOZES: u32 = 8;
 
 /// Looks up the current CPU for this thread's later `read_lock`s.
 #[cold]
