@@ -9,35 +9,44 @@
 //! Linux's `percpu_rw_semaphore` (and the old `brlock`) does:
 //!
 //! ```text
-//!   shards[c] = readers in through CPU shard c    RMW by shared readers (fast path)
-//!   gate      = [ waiting | granted | GEN | WRITER ]   RMW by writers and slow-path readers
-//!                 63..32    31..2     1      0
+//!   shards[c].owned  = 1 while one reader owns it      CAS 0->1 in, plain store 0 out
+//!   shards[c].shared = further readers of this shard   fetch_add in, fetch_sub out
+//!   gate = [ waiting | granted | GEN | WRITER ]        RMW by writers and slow-path readers
+//!            63..32    31..2     1      0
 //! ```
 //!
-//! * Shared reader, fast path: increment `shards[cpu]` (the guard remembers the shard, the
-//!   thread may migrate before it unlocks), then load `gate`. If `WRITER` is clear it is in;
-//!   unlocking decrements the same shard. Otherwise it backs out (decrement) and takes the
-//!   slow path. A read touches only its own CPU's line, which stays in that CPU's cache.
+//! * Shared reader, fast path: pick the shard of the CPU this thread last ran on (a
+//!   thread-local hint, see below), claim its `owned` slot with a CAS, or if that is taken
+//!   (its owner was preempted inside its section, or the hint is stale) count itself in
+//!   `shared`, which sits on the same line. Then load `gate`: if `WRITER` is clear it is
+//!   in. The guard remembers the indicator (the thread may migrate before it unlocks).
+//!   Otherwise it backs out and takes the slow path. A read touches only its CPU's line,
+//!   which stays in that CPU's cache, and the usual case costs one locked instruction (the
+//!   CAS) plus a plain store, like the exclusive lock it replaces.
 //! * Shared reader, slow path (a writer was seen): a CAS loop on `gate`. If `WRITER` is
 //!   clear, it enters as a *granted* reader (`granted += 1`, the central indicator, which
 //!   it decrements on unlock). If `WRITER` is set, it registers (`waiting += 1`) and waits
 //!   for `GEN` to flip: the writer's unlock converts every waiting reader into a granted one
 //!   in the same RMW that clears `WRITER`, so the reader is already in when it wakes.
-//! * Writer: sets `WRITER` with `fetch_or` (the writer lock: whoever finds it clear owns
-//!   it), then waits until every shard and `granted` reach zero, then makes the sequence
-//!   odd. Unlock: sequence even, then one CAS: clear `WRITER`, flip `GEN`, move `waiting`
-//!   into `granted`.
+//! * Writer: takes the `writers` mutex, sets `WRITER` (`fetch_or`), waits until every
+//!   shard's `owned` and `shared` and `granted` are zero, then makes the sequence odd.
+//!   Unlock: sequence even, then one CAS: clear `WRITER`, flip `GEN`, move `waiting` into
+//!   `granted`; wake sleeping readers if there were any; release the mutex.
+//!
+//! The shard hint is a thread-local copy of `sched_getcpu()`, refreshed only when the
+//! thread finds its shard's `owned` slot taken, which is how a collision with another
+//! CPU's reader or a migration shows. A stale hint costs cache traffic, never correctness.
 //!
 //! # Proof sketch
 //!
-//! * *Exclusion (Dekker).* A fast reader does `shards[s] += 1` then loads `gate`; a writer
-//!   does `gate |= WRITER` then loads every shard. Both pairs are separated by a full
-//!   barrier (below), so at least one side sees the other's store: either the reader sees
-//!   `WRITER` and backs out, or the writer sees the reader's increment and waits for its
-//!   decrement. Slow-path readers and writers both RMW `gate`, so they are totally ordered
-//!   by its modification order: a reader granted before `WRITER` was set is in `granted`,
-//!   which the writer drains; after, it sees `WRITER` and only registers. Writers exclude
-//!   each other by the `WRITER` bit.
+//! * *Exclusion (Dekker).* A fast reader stores to its indicator, then loads `gate`; a
+//!   writer sets `WRITER` in `gate`, then loads every indicator. Both pairs are separated
+//!   by a full barrier (below), so at least one side sees the other's store: either the
+//!   reader sees `WRITER` and backs out, or the writer sees the reader's indicator and
+//!   waits for it to clear. Slow-path readers and writers both RMW `gate`, so they are
+//!   totally ordered by its modification order: a reader granted before `WRITER` was set
+//!   is in `granted`, which the writer drains; after, it sees `WRITER` and only registers.
+//!   Writers exclude each other by the mutex.
 //! * *No writer starvation.* Once `WRITER` is set, no reader gets in: fast readers back
 //!   out, slow readers register and wait. The writer therefore waits only for readers that
 //!   were in (or granted) before, at most one section per reader thread.
@@ -48,51 +57,62 @@
 //!   one write section (plus the fast-path attempt and the CAS loop, which fails only when
 //!   another thread's RMW on `gate` succeeded). `GEN` cannot flip twice while a reader
 //!   waits (no ABA): the second flip needs a writer that has drained this granted reader.
-//! * *Writers among themselves* are not FIFO: like [`super::SeqLock`], whoever finds
-//!   `WRITER` clear gets it (a ticket lock would hand the lock to a preempted waiter under
-//!   oversubscription). Writers on the rename lock are rare.
-//! * *Counters.* Shards count in `usize`; `granted` and `waiting` have 30 and 32 bits,
-//!   which bounds the number of threads, not the number of operations (every RMW that adds
-//!   is undone by a later one).
+//! * *Writers among themselves* queue on the mutex (`std::sync::Mutex`: not FIFO, but
+//!   queued writers sleep). Writers on the rename lock are rare.
+//! * *Counters.* `shared` counts in `usize`; `granted` and `waiting` have 30 and 32 bits,
+//!   which bounds the number of threads, not of operations (every add is undone later).
 //!
 //! # Memory ordering
 //!
-//! * *The Dekker pair.* Reader: `shards[s].fetch_add(SeqCst)` then `gate.load(SeqCst)`.
-//!   Writer: `gate.fetch_or(SeqCst)`, `fence(SeqCst)`, then `shards[i].load(SeqCst)`. All
-//!   four are SeqCst accesses, so they lie in the single total order S, consistent with
-//!   program order: if the reader's load misses `WRITER`, it precedes the `fetch_or` in S,
-//!   so the reader's increment does too, and the writer's SeqCst load of that shard sees it
-//!   (or a later value). On x86 the reader's side is `lock xadd` + plain `mov`, no `mfence`
-//!   (a locked RMW already drains the store buffer). Loom models SeqCst *accesses* only as
-//!   AcqRel (a documented loom limitation) but models SeqCst *fences*, so under loom the
-//!   reader also issues `fence(SeqCst)` between the two (fence/fence Dekker, also valid
-//!   C11) and the models check the rest of the protocol on top of it.
+//! * *The Dekker pair.* Reader: `owned.compare_exchange(SeqCst)` (or
+//!   `shared.fetch_add(SeqCst)`) then `gate.load(SeqCst)`. Writer: `gate.fetch_or(SeqCst)`,
+//!   `fence(SeqCst)`, then `owned`/`shared` `.load(SeqCst)`. All are SeqCst accesses, so
+//!   they lie in the single total order S, consistent with program order: if the reader's
+//!   load misses `WRITER`, it precedes the `fetch_or` in S, so the reader's RMW does too,
+//!   and the writer's SeqCst load of that indicator sees it (or a later value). On x86 the
+//!   reader's side is `lock cmpxchg` + plain `mov`, no `mfence` (a locked RMW already
+//!   drains the store buffer). Loom models SeqCst *accesses* only as AcqRel (a documented
+//!   loom limitation) but models SeqCst *fences*, so under loom the reader also issues
+//!   `fence(SeqCst)` between the two (fence/fence Dekker, also valid C11), pairing with
+//!   the writer's fence; the models check the protocol on top of it (and fail without it).
 //! * *Reader entry.* The fast reader's SeqCst (so Acquire) load of `gate`, and the slow
 //!   reader's Acquire CAS/loads of `gate`, pair with the Release CAS in `write_unlock`;
 //!   every later change of `gate` is an RMW, so the release sequence reaches whatever value
 //!   the reader reads, and the last write section happens-before the read section.
-//! * *Reader exit.* The Release `fetch_sub` on a shard (or on `gate` for a granted reader)
-//!   pairs with the writer's Acquire (SeqCst) loads while draining; every change of a shard
-//!   is an RMW, so the load that sees zero synchronizes with every counted reader's exit.
-//!   Backing out after seeing `WRITER` is Relaxed: that reader accessed nothing.
-//! * *Writer to writer.* The Release CAS in `write_unlock` pairs with the next writer's
-//!   Acquire (SeqCst) `fetch_or`.
+//! * *Reader exit.* The Release store to `owned` / `fetch_sub` on `shared` (or on `gate`
+//!   for a granted reader) pairs with the writer's SeqCst (Acquire) loads while draining.
+//!   `shared` changes only by RMWs, so the load that sees zero synchronizes with every
+//!   counted reader's exit. `owned` is stored to, so each owner's SeqCst (Acquire) CAS
+//!   synchronizes with the previous owner's exit store, chaining every earlier owner's
+//!   section before the last store the writer reads. Backing out is a Release store too
+//!   (the writer may read it instead of the previous owner's exit).
+//! * *Writer to writer.* The mutex (its unlock Releases, the next lock Acquires).
+//! * *Sleeping readers.* A waiting reader checks `GEN` under `park` before sleeping on
+//!   `granted_cv`; the writer flips `GEN` (the CAS) before taking `park` to notify, so the
+//!   wakeup cannot be lost.
 //! * The sequence counter's orderings are [`SeqCounter`]'s (module docs): writers bump it
 //!   inside the write section; shared readers never touch it.
 //!
+//! # Lock order
+//!
+//! `writers` -> `park` (a writer's unlock notifies under `park` while holding `writers`).
+//! Readers take only `park`, and only while waiting. Both are leaves otherwise.
+//!
 //! # Cost and memory
 //!
-//! A shared read is `sched_getcpu` (a load from the rseq area), one `lock xadd` on a line
-//! owned by this CPU, a load of `gate` (shared, clean) and one `lock xadd` to leave. A
-//! write visits every shard: `O(CPUs)`, which is the price of rare writers. Each lock holds
-//! one cache line per shard (`num_cpus()` rounded up to a power of two): it is meant for a
-//! few global locks (the rename lock), not for one per object.
+//! A shared read: a thread-local load, one `lock cmpxchg` on a line owned by this CPU, a
+//! load of `gate` (shared, clean) and a plain store to leave. A write visits every shard:
+//! `O(CPUs)`, the price of rare writers. Each lock holds one cache line per shard
+//! (`num_cpus()` rounded up to a power of two): it is meant for a few global locks (the
+//! rename lock), not for one per object.
 //!
 //! # Waiting
 //!
-//! Every wait is [`Backoff`]'s spin-then-yield. No parking: a writer waits for readers in
-//! sections (short), readers wait for one write section. Under oversubscription a waiter
-//! may yield many times while the thread it waits for is preempted.
+//! A writer draining readers spins, then yields ([`Backoff`]): readers leave quickly unless
+//! preempted. A reader waiting for a grant spins briefly, then sleeps on a condition
+//! variable: under oversubscription, yielding waiters kept taking the CPU from the
+//! preempted readers and writer they waited for (64 threads on 2 CPUs measured slower than
+//! the exclusive lock with yield-only waits, faster with sleeps).
 //!
 //! Optimistic readers ([`SeqRwLock::read_begin`]) never touch the reader/writer lock: they
 //! only read the sequence counter, which is on its own cache line.
@@ -120,8 +140,9 @@ const WAIT: u64 = 1 << 32;
 
 thread_local! {
     /// This thread's shard hint: the CPU it last looked up. Refreshed (`sched_getcpu`) only
-    /// when the shard it picks is busy, which is how a collision with a reader on another
-    /// CPU (or a migration) shows; a stale hint costs cache traffic, never correctness.
+    /// when its shard's `owned` slot is taken, which is how a collision with a reader on
+    /// another CPU (or a migration) shows; a stale hint costs cache traffic, never
+    /// correctness. Shared by all locks: it describes the thread, not the lock.
     static CPU_HINT: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -130,7 +151,7 @@ fn lock_unit(m: &Mutex<()>) -> MutexGuard<'_, ()> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The full barrier between a reader's indicator increment and its load of `gate`. Not
+/// The full barrier between a reader's indicator RMW and its load of `gate`. Not
 /// needed outside loom (both are SeqCst accesses, see the module docs); loom models SeqCst
 /// accesses only as AcqRel, so there the barrier is an explicit SeqCst fence.
 #[inline(always)]
@@ -139,13 +160,18 @@ fn reader_dekker_fence() {
     fence(Ordering::SeqCst);
 }
 
-/// How many times a reader waiting for a grant spins or yields before it sleeps.
+/// How many [`Backoff::snooze`]s (spins, then one yield) a reader waiting for a grant
+/// tries before it sleeps. Measured: sleeping sooner (3) or later (64) both lost under
+/// oversubscription.
 const WAIT_SNOOZES: u32 = 8;
 
-/// Looks up the current CPU for this thread's later `read_lock`s.
+/// Looks up the current CPU for this thread's later `read_lock`s. Not under loom, whose
+/// model threads share one OS thread's thread-locals: the hint would carry over from one
+/// explored execution to the next, and loom needs every execution to replay exactly.
 #[cold]
 #[inline(never)]
 fn refresh_cpu_hint() {
+    #[cfg(not(loom))]
     CPU_HINT.with(|h| h.set(crate::cpu::current_cpu()));
 }
 
@@ -340,10 +366,10 @@ impl SeqRwLock {
         // Acquire (both loads) pairs with the Release CAS in `write_unlock` that flipped
         // GEN and counted us in `granted`: that write section happens-before our section.
         let granted = || self.gate.load(Ordering::Acquire) & GEN != gen;
-        // Spin, then yield (a write section is short, and under oversubscription the
-        // writer needs our CPU), then sleep: waking a sleeper costs a system call and a
-        // context switch, so it is for writers that were preempted. Under loom, sleep at
-        // once (two threads spin-yielding for a third exceed loom's branch limit).
+        // Spin briefly (a write section is short), then sleep, leaving the CPU to the
+        // writer and to preempted readers it waits for (module docs, "Waiting"). Under
+        // loom, sleep at once (two threads spin-yielding for a third exceed loom's branch
+        // limit).
         let mut backoff = Backoff::new();
         for _ in 0..if cfg!(loom) { 0 } else { WAIT_SNOOZES } {
             if granted() {
@@ -429,7 +455,7 @@ impl SeqRwLock {
             // Clear WRITER, flip GEN, turn every waiting reader into a granted one.
             let new = (g & GEN ^ GEN) | (g / WAIT * GRANT);
             // Release pairs with readers' Acquire loads/CAS of `gate` (`read_fast`,
-            // `read_register`, `read_wait_granted`) and the next writer's `fetch_or`.
+            // `read_register`, `read_wait_granted`).
             match self
                 .gate
                 .compare_exchange_weak(g, new, Ordering::Release, Ordering::Relaxed)
