@@ -287,7 +287,11 @@ impl SeqRwLock {
     #[inline]
     pub(super) fn read_lock_on(&self, hint: usize) -> SeqReadGuard<'_> {
         // `& (len - 1)`: the length is a power of two, and a mask is cheaper than `%`.
-        let cpu = &self.shards[hint & (self.shards.len() - 1)];
+        let i = hint & (self.shards.len() - 1);
+        // SAFETY: `with_shards` makes the length a power of two, so at least 1, and
+        // `hint & (len - 1) <= len - 1`: `i` is in bounds (this skips the bounds check
+        // on the hottest path).
+        let cpu = unsafe { self.shards.get_unchecked(i) };
         match self.read_fast(cpu) {
             Some(ind) => SeqReadGuard { lock: self, ind },
             None => self.read_lock_slow(),
