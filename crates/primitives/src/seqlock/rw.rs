@@ -109,10 +109,13 @@
 //! # Waiting
 //!
 //! A writer draining readers spins, then yields ([`Backoff`]): readers leave quickly unless
-//! preempted. A reader waiting for a grant spins briefly, then sleeps on a condition
-//! variable: under oversubscription, yielding waiters kept taking the CPU from the
-//! preempted readers and writer they waited for (64 threads on 2 CPUs measured slower than
-//! the exclusive lock with yield-only waits, faster with sleeps).
+//! preempted. A reader waiting for a grant spins and yields, then sleeps on a condition
+//! variable. How long it stays awake depends on how many readers already wait: while the
+//! waiters and the writer fit on the CPUs, the writer is probably running and will be done
+//! soon, and a wakeup would cost more than the wait (2 threads on 2 CPUs lost to the
+//! exclusive lock when waiters slept early). Beyond that, yielding waiters kept taking the
+//! CPU from the preempted readers and writer they waited for (16 and 64 threads on 2 CPUs
+//! lost to the exclusive lock with yield-only waits), so they sleep soon.
 //!
 //! Optimistic readers ([`SeqRwLock::read_begin`]) never touch the reader/writer lock: they
 //! only read the sequence counter, which is on its own cache line.
@@ -161,9 +164,20 @@ fn reader_dekker_fence() {
 }
 
 /// How many [`Backoff::snooze`]s (spins, then one yield) a reader waiting for a grant
-/// tries before it sleeps. Measured: sleeping sooner (3) or later (64) both lost under
-/// oversubscription.
+/// tries before it sleeps, when more readers wait than there are CPUs. Measured with 64
+/// threads on 2 CPUs: sleeping sooner (3) or later (64) both lost.
 const WAIT_SNOOZES: u32 = 8;
+/// The same while the waiters and the writer fit on the CPUs: mostly yields.
+const WAIT_SNOOZES_FEW: u32 = 256;
+
+/// A reader registered as waiting for a writer's unlock (`read_register`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Waiter {
+    /// `gate`'s GEN bit when it registered: the writer's unlock flips it.
+    pub(super) gen: u64,
+    /// Readers already waiting for this writer.
+    pub(super) ahead: u64,
+}
 
 /// Looks up the current CPU for this thread's later `read_lock`s. Not under loom, whose
 /// model threads share one OS thread's thread-locals: the hint would carry over from one
@@ -333,8 +347,8 @@ impl SeqRwLock {
     #[cold]
     #[inline(never)]
     fn read_lock_slow(&self) -> SeqReadGuard<'_> {
-        if let Some(gen) = self.read_register() {
-            self.read_wait_granted(gen);
+        if let Some(w) = self.read_register() {
+            self.read_wait_granted(w);
         }
         SeqReadGuard {
             lock: self,
@@ -343,8 +357,8 @@ impl SeqRwLock {
     }
 
     /// Enters through `gate`: `None` if the reader is in (no writer; counted in `granted`),
-    /// `Some(gen)` if it registered as waiting for the writer whose generation is `gen`.
-    pub(super) fn read_register(&self) -> Option<u64> {
+    /// `Some(waiter)` if it registered as waiting for the writer present.
+    pub(super) fn read_register(&self) -> Option<Waiter> {
         // Relaxed: a first guess for the CAS, which does the ordering.
         let mut g = self.gate.load(Ordering::Relaxed);
         loop {
@@ -359,23 +373,37 @@ impl SeqRwLock {
                 .gate
                 .compare_exchange_weak(g, new, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return waiting.then_some(g & GEN),
+                Ok(_) => {
+                    return waiting.then_some(Waiter {
+                        gen: g & GEN,
+                        ahead: g / WAIT,
+                    })
+                }
                 Err(cur) => g = cur,
             }
         }
     }
 
-    /// Waits until the writer of generation `gen` has unlocked, which granted this reader.
-    pub(super) fn read_wait_granted(&self, gen: u64) {
+    /// Waits until the writer `w` registered with has unlocked, which granted this reader.
+    pub(super) fn read_wait_granted(&self, w: Waiter) {
         // Acquire (both loads) pairs with the Release CAS in `write_unlock` that flipped
         // GEN and counted us in `granted`: that write section happens-before our section.
-        let granted = || self.gate.load(Ordering::Acquire) & GEN != gen;
-        // Spin briefly (a write section is short), then sleep, leaving the CPU to the
-        // writer and to preempted readers it waits for (module docs, "Waiting"). Under
-        // loom, sleep at once (two threads spin-yielding for a third exceed loom's branch
-        // limit).
+        let granted = || self.gate.load(Ordering::Acquire) & GEN != w.gen;
+        // Spin, then yield, then sleep. While the waiters and the writer fit on the CPUs,
+        // the writer is probably running and a write section is short: keep the CPU
+        // (sleeping costs a wakeup each, which with frequent writes is most of the time).
+        // Past that, sleep soon, leaving the CPU to the writer and the preempted readers
+        // it waits for (module docs, "Waiting"). Under loom, sleep at once (two threads
+        // spin-yielding for a third exceed loom's branch limit).
+        let snoozes = if cfg!(loom) {
+            0
+        } else if (w.ahead as usize) + 1 < crate::cpu::num_cpus() {
+            WAIT_SNOOZES_FEW
+        } else {
+            WAIT_SNOOZES
+        };
         let mut backoff = Backoff::new();
-        for _ in 0..if cfg!(loom) { 0 } else { WAIT_SNOOZES } {
+        for _ in 0..snoozes {
             if granted() {
                 return;
             }

@@ -178,7 +178,14 @@ fn seqrwlock_writer_grants_waiting_readers() {
             .read_register()
             .expect("a writer is present: the reader must wait");
         let gen2 = l.read_register().expect("second waiter");
-        assert_eq!(gen, gen2);
+        assert_eq!(gen.ahead, 0);
+        assert_eq!(
+            gen2,
+            super::rw::Waiter {
+                gen: gen.gen,
+                ahead: 1
+            }
+        );
         assert!(format!("{l:?}").contains("readers_waiting: 2"));
         // Waiting readers are not in: the writer drains without them.
         l.write_drain();
