@@ -534,7 +534,7 @@ pub struct SeqReadGuard<'a> {
 
 impl SeqReadGuard<'_> {
     /// The guard of a reader counted in `gate` (tests that drive the slow path by hand).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(super) fn granted(lock: &SeqRwLock) -> SeqReadGuard<'_> {
         SeqReadGuard {
             lock,
