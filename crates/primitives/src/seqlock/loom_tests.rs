@@ -40,7 +40,7 @@ fn loom_seqlock_no_torn_pair() {
 #[test]
 fn loom_seqrwlock_no_torn_pair() {
     loom::model(|| {
-        let lock = Arc::new(SeqRwLock::new());
+        let lock = Arc::new(SeqRwLock::with_shards(2));
         let cell = Arc::new(SeqCell::new([0u64, 0]));
         let (l2, c2) = (lock.clone(), cell.clone());
         let w = thread::spawn(move || {
@@ -68,7 +68,7 @@ fn loom_seqrwlock_no_torn_pair() {
 #[test]
 fn loom_seqrwlock_readers_vs_writer() {
     loom::model(|| {
-        let lock = Arc::new(SeqRwLock::new());
+        let lock = Arc::new(SeqRwLock::with_shards(2));
         let data = Arc::new(UnsafeCell::new(0u64));
         let (l2, d2) = (lock.clone(), data.clone());
         let w = thread::spawn(move || {
@@ -96,12 +96,13 @@ fn loom_seqrwlock_readers_vs_writer() {
     });
 }
 
-/// Two writers and a shared reader: writer/writer exclusion, the ticket handoff, and a
-/// reader caught between two writer phases (the PHID case).
+/// Two writers and a shared reader: writer/writer exclusion, and a reader that finds a
+/// writer present, registers, and is granted by that writer's unlock while the second
+/// writer waits for it (the GEN case).
 #[test]
 fn loom_seqrwlock_two_writers_one_reader() {
     loom::model(|| {
-        let lock = Arc::new(SeqRwLock::new());
+        let lock = Arc::new(SeqRwLock::with_shards(2));
         let data = Arc::new(UnsafeCell::new(0u64));
         let ws: Vec<_> = (0..2)
             .map(|_| {
@@ -125,6 +126,39 @@ fn loom_seqrwlock_two_writers_one_reader() {
         // SAFETY: all other threads have been joined.
         assert_eq!(data.with(|p| unsafe { *p }), 2);
         assert_eq!(lock.sequence(), 4);
+    });
+}
+
+/// The per-CPU indicator vs writer-flag handshake (Dekker): a reader counted in shard 0
+/// and one in shard 1 against a writer. The writer must see each reader's increment or
+/// the reader must see the writer's flag; the plain cell reports any overlap.
+#[test]
+fn loom_seqrwlock_percpu_handshake() {
+    loom::model(|| {
+        let lock = Arc::new(SeqRwLock::with_shards(2));
+        let data = Arc::new(UnsafeCell::new(0u64));
+        let rs: Vec<_> = (0..2)
+            .map(|shard| {
+                let (l, d) = (lock.clone(), data.clone());
+                thread::spawn(move || {
+                    let _g = l.read_lock_on(shard);
+                    // SAFETY: shared readers only read; the writer is excluded.
+                    let v = d.with(|p| unsafe { *p });
+                    assert!(v <= 1);
+                })
+            })
+            .collect();
+        {
+            let _g = lock.write_lock();
+            // SAFETY: the write lock excludes both readers (what this model checks).
+            data.with_mut(|p| unsafe { *p += 1 });
+        }
+        for r in rs {
+            r.join().unwrap();
+        }
+        // SAFETY: all other threads have been joined.
+        assert_eq!(data.with(|p| unsafe { *p }), 1);
+        assert!(format!("{lock:?}").contains("readers: 0"));
     });
 }
 
@@ -162,7 +196,7 @@ fn loom_seqlock_read_or_lock_fallback() {
 #[test]
 fn loom_seqrwlock_read_or_lock_fallback() {
     loom::model(|| {
-        let lock = Arc::new(SeqRwLock::new());
+        let lock = Arc::new(SeqRwLock::with_shards(2));
         let cell = Arc::new(SeqCell::new([0u64, 0]));
         let plain = Arc::new(UnsafeCell::new(0u64));
         let (l2, c2, p2) = (lock.clone(), cell.clone(), plain.clone());

@@ -15,8 +15,8 @@
 //!   optimistic readers undisturbed. [`SeqLock::read_or_lock`] is
 //!   `read_seqbegin_or_lock`/`need_seqretry`/`done_seqretry`: one optimistic pass, then
 //!   one pass under the lock, which cannot fail.
-//! * [`SeqRwLock`] is seed 004's *sequence read/write lock*: the counter plus a phase-fair
-//!   reader/writer lock. Its *shared readers* ([`SeqRwLock::read_lock`]) exclude writers,
+//! * [`SeqRwLock`] is seed 004's *sequence read/write lock*: the counter plus a per-CPU
+//!   ("big reader") reader/writer lock in which neither readers nor writers starve. Its *shared readers* ([`SeqRwLock::read_lock`]) exclude writers,
 //!   not each other, and do not bump the counter, so many pointer-following readers (the
 //!   `d_path()`s the seed is about) proceed together, which `SeqLock`'s exclusive locking
 //!   reader (the rename lock before the seed) could not. [`SeqRwLock::read_or_lock`] falls
@@ -84,7 +84,8 @@
 //!
 //! # Lock order
 //!
-//! Both locks are leaves as far as this module is concerned: no method takes any other lock.
+//! Both locks are leaves as far as this module is concerned: no method takes any lock
+//! outside this module (`SeqRwLock`'s internal mutexes are ordered in its own docs).
 //! A shared reader of a `SeqRwLock` must not try to take its write lock (self-deadlock, as
 //! with any rwlock), and a write section must not call `read_begin` on its own lock (it
 //! would wait for itself, forever, because the counter is odd).
@@ -97,9 +98,10 @@
 //!
 //! # Waiting
 //!
-//! Every wait is spin-then-yield ([`Backoff`]): a few dozen `spin_loop` hints, then
+//! Waits spin, then yield ([`Backoff`]): a few dozen `spin_loop` hints, then
 //! [`crate::sync::yield_now`] on every round, so 64 threads on 2 CPUs make progress instead
-//! of spinning through a preempted lock holder's time slice.
+//! of spinning through a preempted lock holder's time slice. `SeqRwLock`'s writers and its
+//! readers waiting for a writer also sleep (mutex, condition variable); see its docs.
 
 mod excl;
 mod rw;

@@ -1,124 +1,250 @@
-//! [`SeqRwLock`]: seed 004's sequence read/write lock, on a phase-fair reader/writer lock.
+//! [`SeqRwLock`]: seed 004's sequence read/write lock, on a per-CPU ("big reader") lock.
 //!
-//! # The reader/writer lock and its fairness policy
+//! # The reader/writer lock
 //!
-//! The seed layered its `seqrwlock_t` on the kernel's `rwlock_t`, which prefers readers:
-//! "writers may be starved if there is a lot of contention", and on the rename lock
-//! (every `rename()` is a writer, every `d_path()`/`getcwd()` a shared reader) that is a
-//! real risk. We use a *phase-fair* ticket lock instead (Brandenburg & Anderson, "Spin-Based
-//! Reader-Writer Synchronization for Multiprocessor Real-Time Systems", 2010, PF-T):
-//! reader phases and writer phases alternate whenever both are waiting.
+//! The seed layered its `seqrwlock_t` on the kernel's `rwlock_t`, whose readers all RMW one
+//! shared word: on a read-mostly lock (every `d_path()`/`getcwd()` a shared reader, every
+//! `rename()` a writer) that word's cache line bounces between CPUs on every read, and a
+//! single reader pays two atomic RMWs on it. We use per-CPU reader indicators instead, as
+//! Linux's `percpu_rw_semaphore` (and the old `brlock`) does:
 //!
 //! ```text
-//!   rin   = [ readers entered (units of RINC) | PRES | PHID ]   written by readers + writers
-//!   rout  = [ readers left    (units of RINC) |   0  |  0   ]   written by readers
-//!   win   = writer tickets handed out                          written by writers
-//!   wout  = writer tickets served                              written by the holder
+//!   shards[c].owned  = 1 while one reader owns it      CAS 0->1 in, plain store 0 out
+//!   shards[c].shared = further readers of this shard   fetch_add in, fetch_sub out
+//!   gate = [ waiting | granted | GEN | WRITER ]        RMW by writers and slow-path readers
+//!            63..32    31..2     1      0
 //! ```
 //!
-//! * Shared reader: `w = fetch_add(rin, RINC) & WBITS`. If `w == 0` it is in. Otherwise a
-//!   writer is present; it waits until `rin & WBITS != w`, i.e. until *that* writer leaves
-//!   (bits cleared) or the next one arrives (bits set with the other PHID). Leaving:
-//!   `fetch_add(rout, RINC)`.
-//! * Writer: takes a ticket on `win`, waits for `wout` to reach it (writers are FIFO), then
-//!   `fetch_add(rin, PRES | ticket & PHID)` and waits until `rout` equals the reader count
-//!   that `fetch_add` returned, i.e. until every reader that entered before it has left.
-//!   Leaving: clear the bits in `rin`, then `wout += 1`.
+//! * Shared reader, fast path: pick the shard of the CPU this thread last ran on (a
+//!   thread-local hint, see below), claim its `owned` slot with a CAS, or if that is taken
+//!   (its owner was preempted inside its section, or the hint is stale) count itself in
+//!   `shared`, which sits on the same line. Then load `gate`: if `WRITER` is clear it is
+//!   in. The guard remembers the indicator (the thread may migrate before it unlocks).
+//!   Otherwise it backs out and takes the slow path. A read touches only its CPU's line,
+//!   which stays in that CPU's cache, and the usual case costs one locked instruction (the
+//!   CAS) plus a plain store, like the exclusive lock it replaces.
+//! * Shared reader, slow path (a writer was seen): a CAS loop on `gate`. If `WRITER` is
+//!   clear, it enters as a *granted* reader (`granted += 1`, the central indicator, which
+//!   it decrements on unlock). If `WRITER` is set, it registers (`waiting += 1`) and waits
+//!   for `GEN` to flip: the writer's unlock converts every waiting reader into a granted one
+//!   in the same RMW that clears `WRITER`, so the reader is already in when it wakes.
+//! * Writer: takes the `writers` mutex, sets `WRITER` (`fetch_or`), waits until every
+//!   shard's `owned` and `shared` and `granted` are zero, then makes the sequence odd.
+//!   Unlock: sequence even, then one CAS: clear `WRITER`, flip `GEN`, move `waiting` into
+//!   `granted`; wake sleeping readers if there were any; release the mutex.
+//!
+//! The shard hint is a thread-local copy of `sched_getcpu()`, refreshed only when the
+//! thread finds its shard's `owned` slot taken, which is how a collision with another
+//! CPU's reader or a migration shows. A stale hint costs cache traffic, never correctness.
 //!
 //! # Proof sketch
 //!
-//! * *Exclusion.* All `rin` updates are RMWs, so they are totally ordered. A reader whose
-//!   `fetch_add` precedes a writer's is counted in the writer's reader ticket and the writer
-//!   waits for its `rout` increment; a reader whose `fetch_add` follows sees the writer's
-//!   bits and waits for them to change, which happens only when that writer unlocks or the
-//!   next writer, which counted this reader and so waits for it, sets its bits. Writers
-//!   exclude each other by the ticket.
-//! * *No writer starvation.* Once a writer's ticket is served and its bits are in `rin`,
-//!   every later reader waits, so it waits only for readers already in (at most one
-//!   section per reader thread) and then enters. Writers ahead of it are served FIFO, each
-//!   likewise bounded. A stream of new readers cannot delay it.
-//! * *No reader starvation.* A reader that finds writer bits waits for at most that one
-//!   writer: the next writer in line has counted the reader (its `fetch_add` on `rin` comes
-//!   later) and waits for it, and its PHID differs from the current writer's, so the reader
-//!   sees the change even if it missed the moment the bits were clear. It cannot miss two
-//!   changes (ABA): the writer after next cannot start before the next one, which is waiting
-//!   for this reader. A stream of writers therefore delays a reader by one write section.
-//! * *Wrap-around.* `rin`/`rout` count modulo 2^32 in units of `RINC`, and `win`/`wout`
-//!   modulo 2^32; only equality is tested, and the low bits of `rout` are always zero.
-//!
-//! *Known cost under oversubscription.* Fairness means a writer waits for a shared reader
-//! that was preempted inside its section, and every new shared reader waits for that
-//! writer; waiters spin briefly and then `yield`, which on CFS can keep handing the CPU to
-//! other yielders before the preempted reader. With 16 threads on 2 CPUs and one write per
-//! ~16000 reads, always-shared readers measured several times slower than one exclusive
-//! lock. This is why `d_path` uses [`SeqRwLock::read_or_lock`], whose shared pass is rare.
-//! Parking waiters (futex) would remove the convoy; not done.
-//!
-//! Optimistic readers ([`SeqRwLock::read_begin`]) never touch the reader/writer lock: they
-//! only read the sequence counter, which is on its own cache line so that shared readers'
-//! `rin`/`rout` traffic does not evict it.
+//! * *Exclusion (Dekker).* A fast reader stores to its indicator, then loads `gate`; a
+//!   writer sets `WRITER` in `gate`, then loads every indicator. Both pairs are separated
+//!   by a full barrier (below), so at least one side sees the other's store: either the
+//!   reader sees `WRITER` and backs out, or the writer sees the reader's indicator and
+//!   waits for it to clear. Slow-path readers and writers both RMW `gate`, so they are
+//!   totally ordered by its modification order: a reader granted before `WRITER` was set
+//!   is in `granted`, which the writer drains; after, it sees `WRITER` and only registers.
+//!   Writers exclude each other by the mutex.
+//! * *No writer starvation.* Once `WRITER` is set, no reader gets in: fast readers back
+//!   out, slow readers register and wait. The writer therefore waits only for readers that
+//!   were in (or granted) before, at most one section per reader thread.
+//! * *No reader starvation.* A reader that registers waits for the one writer holding
+//!   `WRITER` at that moment: that writer's unlock grants it in the same RMW that clears
+//!   `WRITER`, and the next writer, which can set `WRITER` only afterwards, finds it in
+//!   `granted` and waits for it. So a stream of writers delays a shared reader by at most
+//!   one write section (plus the fast-path attempt and the CAS loop, which fails only when
+//!   another thread's RMW on `gate` succeeded). `GEN` cannot flip twice while a reader
+//!   waits (no ABA): the second flip needs a writer that has drained this granted reader.
+//! * *Writers among themselves* queue on the mutex (`std::sync::Mutex`: not FIFO, but
+//!   queued writers sleep). Writers on the rename lock are rare.
+//! * *Counters.* `shared` counts in `usize`; `granted` and `waiting` have 30 and 32 bits,
+//!   which bounds the number of threads, not of operations (every add is undone later).
 //!
 //! # Memory ordering
 //!
-//! * Reader entry: the Acquire `fetch_add`/load on `rin` pairs with the Release `fetch_and`
-//!   on `rin` in writer unlock; later writers' RMWs on `rin` (Relaxed) continue that
-//!   release sequence, so a reader released by seeing the next writer's bits is ordered too.
-//! * Reader exit: the Release `fetch_add` on `rout` pairs with the writer's Acquire loads
-//!   of `rout`; every `rout` update is an RMW, so the load that sees the final count
-//!   synchronizes with every counted reader's exit.
-//! * Writer to writer: the Release `fetch_add` on `wout` in unlock pairs with the next
-//!   writer's Acquire load of `wout`.
-//! * The writer's `fetch_add` on `rin` can be Relaxed: exclusion follows from the
-//!   modification order of `rin` (above), and its own section is ordered after the readers
-//!   by the Acquire on `rout` and after the previous writer by the Acquire on `wout`.
+//! * *The Dekker pair.* Reader: `owned.compare_exchange(SeqCst)` (or
+//!   `shared.fetch_add(SeqCst)`) then `gate.load(SeqCst)`. Writer: `gate.fetch_or(SeqCst)`,
+//!   `fence(SeqCst)`, then `owned`/`shared` `.load(SeqCst)`. All are SeqCst accesses, so
+//!   they lie in the single total order S, consistent with program order: if the reader's
+//!   load misses `WRITER`, it precedes the `fetch_or` in S, so the reader's RMW does too,
+//!   and the writer's SeqCst load of that indicator sees it (or a later value). On x86 the
+//!   reader's side is `lock cmpxchg` + plain `mov`, no `mfence` (a locked RMW already
+//!   drains the store buffer). Loom models SeqCst *accesses* only as AcqRel (a documented
+//!   loom limitation) but models SeqCst *fences*, so under loom the reader also issues
+//!   `fence(SeqCst)` between the two (fence/fence Dekker, also valid C11), pairing with
+//!   the writer's fence; the models check the protocol on top of it (and fail without it).
+//! * *Reader entry.* The fast reader's SeqCst (so Acquire) load of `gate`, and the slow
+//!   reader's Acquire CAS/loads of `gate`, pair with the Release CAS in `write_unlock`;
+//!   every later change of `gate` is an RMW, so the release sequence reaches whatever value
+//!   the reader reads, and the last write section happens-before the read section.
+//! * *Reader exit.* The Release store to `owned` / `fetch_sub` on `shared` (or on `gate`
+//!   for a granted reader) pairs with the writer's SeqCst (Acquire) loads while draining.
+//!   `shared` changes only by RMWs, so the load that sees zero synchronizes with every
+//!   counted reader's exit. `owned` is stored to, so each owner's SeqCst (Acquire) CAS
+//!   synchronizes with the previous owner's exit store, chaining every earlier owner's
+//!   section before the last store the writer reads. Backing out is a Release store too
+//!   (the writer may read it instead of the previous owner's exit).
+//! * *Writer to writer.* The mutex (its unlock Releases, the next lock Acquires).
+//! * *Sleeping readers.* A waiting reader checks `GEN` under `park` before sleeping on
+//!   `granted_cv`; the writer flips `GEN` (the CAS) before taking `park` to notify, so the
+//!   wakeup cannot be lost.
 //! * The sequence counter's orderings are [`SeqCounter`]'s (module docs): writers bump it
 //!   inside the write section; shared readers never touch it.
+//!
+//! # Lock order
+//!
+//! `writers` -> `park` (a writer's unlock notifies under `park` while holding `writers`).
+//! Readers take only `park`, and only while waiting. Both are leaves otherwise.
+//!
+//! # Cost and memory
+//!
+//! A shared read: a thread-local load, one `lock cmpxchg` on a line owned by this CPU, a
+//! load of `gate` (shared, clean) and a plain store to leave. A write visits every shard:
+//! `O(CPUs)`, the price of rare writers. Each lock holds one cache line per shard
+//! (`num_cpus()` rounded up to a power of two): it is meant for a few global locks (the
+//! rename lock), not for one per object.
+//!
+//! # Waiting
+//!
+//! A writer draining readers spins, then yields ([`Backoff`]): readers leave quickly unless
+//! preempted. A reader waiting for a grant spins and yields, then sleeps on a condition
+//! variable. How long it stays awake depends on how many readers already wait: while the
+//! waiters and the writer fit on the CPUs, the writer is probably running and will be done
+//! soon, and a wakeup would cost more than the wait (2 threads on 2 CPUs lost to the
+//! exclusive lock when waiters slept early). Beyond that, yielding waiters kept taking the
+//! CPU from the preempted readers and writer they waited for (16 and 64 threads on 2 CPUs
+//! lost to the exclusive lock with yield-only waits), so they sleep soon.
+//!
+//! Optimistic readers ([`SeqRwLock::read_begin`]) never touch the reader/writer lock: they
+//! only read the sequence counter, which is on its own cache line.
 
 use super::{Backoff, ReadMode, SeqCount, SeqCounter};
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
+use std::cell::Cell;
+// Blocking waits: loom's versions under loom, so the models see them block (a model with
+// two threads spin-yielding for a third exceeds loom's branch limit).
+#[cfg(loom)]
+use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::{Condvar, Mutex, MutexGuard};
 
-/// Writer present.
-const PRES: u32 = 0b10;
-/// Writer phase id: the parity of the present writer's ticket.
-const PHID: u32 = 0b01;
-const WBITS: u32 = PRES | PHID;
-/// One reader in `rin`/`rout`.
-pub(super) const RINC: u32 = 0x100;
+/// A writer holds the lock (or is draining readers to take it).
+const WRITER: u64 = 1;
+/// Flipped by every writer unlock: tells waiting readers they have been granted.
+const GEN: u64 = 2;
+/// One granted (slow-path) reader in the read section.
+const GRANT: u64 = 4;
+const GRANT_MASK: u64 = 0xffff_fffc;
+/// One reader waiting for the current writer's unlock.
+const WAIT: u64 = 1 << 32;
+
+thread_local! {
+    /// This thread's shard hint: the CPU it last looked up. Refreshed (`sched_getcpu`) only
+    /// when its shard's `owned` slot is taken, which is how a collision with a reader on
+    /// another CPU (or a migration) shows; a stale hint costs cache traffic, never
+    /// correctness. Shared by all locks: it describes the thread, not the lock.
+    static CPU_HINT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Locks a mutex that guards no data (`()`), so a poisoned one is as good as any.
+fn lock_unit(m: &Mutex<()>) -> MutexGuard<'_, ()> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The full barrier between a reader's indicator RMW and its load of `gate`. Not
+/// needed outside loom (both are SeqCst accesses, see the module docs); loom models SeqCst
+/// accesses only as AcqRel, so there the barrier is an explicit SeqCst fence.
+#[inline(always)]
+fn reader_dekker_fence() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+}
+
+/// How many [`Backoff::snooze`]s (spins, then one yield) a reader waiting for a grant
+/// tries before it sleeps, when more readers wait than there are CPUs. Measured with 64
+/// threads on 2 CPUs: sleeping sooner (3) or later (64) both lost.
+const WAIT_SNOOZES: u32 = 8;
+/// The same while the waiters and the writer fit on the CPUs: mostly yields.
+const WAIT_SNOOZES_FEW: u32 = 256;
+
+/// A reader registered as waiting for a writer's unlock (`read_register`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Waiter {
+    /// `gate`'s GEN bit when it registered: the writer's unlock flips it.
+    pub(super) gen: u64,
+    /// Readers already waiting for this writer.
+    pub(super) ahead: u64,
+}
+
+/// Looks up the current CPU for this thread's later `read_lock`s. Not under loom, whose
+/// model threads share one OS thread's thread-locals: the hint would carry over from one
+/// explored execution to the next, and loom needs every execution to replay exactly.
+#[cold]
+#[inline(never)]
+fn refresh_cpu_hint() {
+    #[cfg(not(loom))]
+    CPU_HINT.with(|h| h.set(crate::cpu::current_cpu()));
+}
+
+/// One CPU's reader indicators, on one cache line (only that CPU's readers write it).
+#[derive(Default)]
+pub(super) struct CpuReaders {
+    /// 1 while a reader owns it: entered with a CAS, left with a plain store.
+    pub(super) owned: AtomicUsize,
+    /// Readers that found `owned` taken (its owner was preempted in its section, or the
+    /// hint is stale): entered and left with RMWs.
+    pub(super) shared: AtomicUsize,
+}
+
+/// Which indicator a fast-path reader is counted in.
+#[derive(Copy, Clone)]
+pub(super) enum Ind<'a> {
+    Owned(&'a AtomicUsize),
+    Shared(&'a AtomicUsize),
+    /// A granted reader, counted in `gate`.
+    Gate,
+}
 
 /// Sequence read/write lock: optimistic readers, shared (pointer-following) readers and
-/// exclusive writers, with phase-fair arbitration between shared readers and writers. See
-/// the module docs for the algorithm, orderings and proof sketch. Shared sections must not
-/// nest (see the lock-order notes in [`crate::seqlock`]).
+/// exclusive writers. Shared readers use per-CPU indicators, so they scale and do not
+/// bounce a shared line; neither readers nor writers starve. See the module docs for the
+/// algorithm, orderings and proof sketch. Shared sections must not nest (see the
+/// lock-order notes in [`crate::seqlock`]).
 pub struct SeqRwLock {
-    /// Bumped only by writers; read by optimistic readers. Own cache line, so shared
-    /// readers' traffic on the words below never evicts it from optimistic readers' caches.
+    /// Bumped only by writers; read by optimistic readers. Own cache line.
     seq: CachePadded<SeqCounter>,
-    // The rwlock words share one line: a shared reader RMWs both `rin` and `rout`, and a
-    // short section usually finds the line still local at exit (one transfer, not two).
-    // Measured no worse than padding them apart on this 2-CPU machine.
-    pub(super) rin: AtomicU32,
-    pub(super) rout: AtomicU32,
-    pub(super) win: AtomicU32,
-    pub(super) wout: AtomicU32,
+    /// Writer bit, writer generation, granted and waiting slow-path readers (module docs).
+    /// Own cache line: fast readers only load it, so it stays shared-clean in every CPU's
+    /// cache until a writer arrives.
+    gate: CachePadded<AtomicU64>,
+    /// Per-CPU reader indicators, one cache line each; `shards.len()` is a power of two.
+    pub(super) shards: Box<[CachePadded<CpuReaders>]>,
+    /// Serializes writers; held for the whole write section, so a queued writer sleeps.
+    writers: Mutex<()>,
+    /// Readers waiting for a grant sleep on `granted_cv` under `park` (no lost wakeup: the
+    /// writer flips GEN before taking `park` to notify; a waiter checks GEN under `park`).
+    park: Mutex<()>,
+    granted_cv: Condvar,
 }
 
 impl std::fmt::Debug for SeqRwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Relaxed: a diagnostic snapshot; the fields may be mutually inconsistent.
-        let rin = self.rin.load(Ordering::Relaxed);
-        let rout = self.rout.load(Ordering::Relaxed);
+        let g = self.gate.load(Ordering::Relaxed);
+        let fast: usize = self
+            .shards
+            .iter()
+            .map(|s| s.owned.load(Ordering::Relaxed) + s.shared.load(Ordering::Relaxed))
+            .sum();
         f.debug_struct("SeqRwLock")
             .field("seq", &self.sequence())
-            .field("readers", &(rin.wrapping_sub(rout) / RINC))
-            .field("writer_present", &(rin & PRES != 0))
-            .field(
-                "writers_queued",
-                &self
-                    .win
-                    .load(Ordering::Relaxed)
-                    .wrapping_sub(self.wout.load(Ordering::Relaxed)),
-            )
+            .field("readers", &(fast + ((g & GRANT_MASK) / GRANT) as usize))
+            .field("writer_present", &(g & WRITER != 0))
+            .field("readers_waiting", &(g / WAIT))
+            .field("shards", &self.shards.len())
             .finish()
     }
 }
@@ -130,13 +256,22 @@ impl Default for SeqRwLock {
 }
 
 impl SeqRwLock {
+    /// A lock with one reader shard per CPU (rounded up to a power of two).
     pub fn new() -> Self {
+        Self::with_shards(crate::cpu::num_cpus())
+    }
+
+    /// A lock with `shards` reader shards (rounded up to a power of two, at least 1). Fewer
+    /// shards than CPUs only makes readers on different CPUs share a line.
+    pub fn with_shards(shards: usize) -> Self {
+        let n = shards.clamp(1, 1 << 16).next_power_of_two();
         SeqRwLock {
             seq: CachePadded::new(SeqCounter::new()),
-            rin: AtomicU32::new(0),
-            rout: AtomicU32::new(0),
-            win: AtomicU32::new(0),
-            wout: AtomicU32::new(0),
+            gate: CachePadded::new(AtomicU64::new(0)),
+            shards: (0..n).map(|_| CachePadded::default()).collect(),
+            writers: Mutex::new(()),
+            park: Mutex::new(()),
+            granted_cv: Condvar::new(),
         }
     }
 
@@ -153,78 +288,220 @@ impl SeqRwLock {
         self.seq.read_retry(start)
     }
 
-    /// Registers a shared reader; returns the writer bits it saw (0: it is in).
+    /// Takes the lock shared (`read_seqrwlock`): waits for at most the write section in
+    /// progress, then excludes writers until the guard drops. Does not bump the sequence,
+    /// so optimistic readers do not retry because of it.
     #[inline]
-    pub(super) fn read_enter(&self) -> u32 {
-        // Acquire pairs with the Release `fetch_and` in `write_unlock` (see module docs).
-        self.rin.fetch_add(RINC, Ordering::Acquire) & WBITS
-    }
-
-    /// Waits for the writer whose bits `read_enter` saw to leave (or be followed).
-    pub(super) fn read_wait(&self, w: u32) {
-        let mut backoff = Backoff::new();
-        // Acquire pairs with the Release `fetch_and` in `write_unlock`, continued by the
-        // next writer's RMW on `rin` (release sequence).
-        while w != 0 && self.rin.load(Ordering::Acquire) & WBITS == w {
-            backoff.snooze();
-        }
-    }
-
-    /// Takes the lock shared (`read_seqrwlock`): waits for at most the writer in its section
-    /// (phase-fair), then excludes writers until the guard drops. Does not bump the
-    /// sequence, so optimistic readers do not retry because of it.
     pub fn read_lock(&self) -> SeqReadGuard<'_> {
-        let w = self.read_enter();
-        self.read_wait(w);
-        SeqReadGuard { lock: self }
+        let hint = CPU_HINT.with(Cell::get);
+        self.read_lock_on(hint)
     }
 
-    fn read_unlock(&self) {
-        // Release pairs with the writer's Acquire loads of `rout` in `write_wait_readers`.
-        self.rout.fetch_add(RINC, Ordering::Release);
+    /// `read_lock` through shard `hint % shards` (tests and loom models pick the shard).
+    #[inline]
+    pub(super) fn read_lock_on(&self, hint: usize) -> SeqReadGuard<'_> {
+        // `& (len - 1)`: the length is a power of two, and a mask is cheaper than `%`.
+        let i = hint & (self.shards.len() - 1);
+        // SAFETY: `with_shards` makes the length a power of two, so at least 1, and
+        // `hint & (len - 1) <= len - 1`: `i` is in bounds (this skips the bounds check
+        // on the hottest path).
+        let cpu = unsafe { self.shards.get_unchecked(i) };
+        match self.read_fast(cpu) {
+            Some(ind) => SeqReadGuard { lock: self, ind },
+            None => self.read_lock_slow(),
+        }
     }
 
-    /// Queues a writer and announces it in `rin`; from here on no new shared reader gets in.
-    /// Returns the reader ticket to wait for.
-    pub(super) fn write_enter(&self) -> u32 {
-        // Relaxed: the ticket orders nothing; the Acquire load of `wout` below does.
-        let ticket = self.win.fetch_add(1, Ordering::Relaxed);
+    /// The fast path: `Some(indicator)` if the reader is in, `None` if a writer is present.
+    #[inline]
+    pub(super) fn read_fast<'a>(&self, cpu: &'a CpuReaders) -> Option<Ind<'a>> {
+        // SeqCst (both RMWs): the reader half of the Dekker pair with `write_enter` (module
+        // docs). The CAS's Acquire half pairs with the previous owner's Release store in
+        // `read_unlock`, so that owner's section happens-before our back-out store below.
+        let ind = if cpu
+            .owned
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            Ind::Owned(&cpu.owned)
+        } else {
+            refresh_cpu_hint();
+            cpu.shared.fetch_add(1, Ordering::SeqCst);
+            Ind::Shared(&cpu.shared)
+        };
+        reader_dekker_fence();
+        // SeqCst: the Dekker pair; its Acquire half pairs with the Release CAS in
+        // `write_unlock` (release sequence of `gate`).
+        if self.gate.load(Ordering::SeqCst) & WRITER == 0 {
+            return Some(ind);
+        }
+        // Back out. Release, as in `read_unlock`: the writer may read this value instead
+        // of the previous owner's exit and must still be ordered after that exit. (For
+        // `shared`, an RMW, Relaxed would do: it continues the release sequence.)
+        self.read_unlock(ind);
+        None
+    }
+
+    /// The slow path: a writer is present. Enter through `gate`: granted at once if the
+    /// writer has left, else after its unlock.
+    #[cold]
+    #[inline(never)]
+    fn read_lock_slow(&self) -> SeqReadGuard<'_> {
+        if let Some(w) = self.read_register() {
+            self.read_wait_granted(w);
+        }
+        SeqReadGuard {
+            lock: self,
+            ind: Ind::Gate,
+        }
+    }
+
+    /// Enters through `gate`: `None` if the reader is in (no writer; counted in `granted`),
+    /// `Some(waiter)` if it registered as waiting for the writer present.
+    pub(super) fn read_register(&self) -> Option<Waiter> {
+        // Relaxed: a first guess for the CAS, which does the ordering.
+        let mut g = self.gate.load(Ordering::Relaxed);
+        loop {
+            let (new, waiting) = if g & WRITER == 0 {
+                (g + GRANT, false)
+            } else {
+                (g + WAIT, true)
+            };
+            // Acquire pairs with the Release CAS in `write_unlock` (when entering directly,
+            // the previous write section happens-before ours). Relaxed on failure: retried.
+            match self
+                .gate
+                .compare_exchange_weak(g, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    return waiting.then_some(Waiter {
+                        gen: g & GEN,
+                        ahead: g / WAIT,
+                    })
+                }
+                Err(cur) => g = cur,
+            }
+        }
+    }
+
+    /// Waits until the writer `w` registered with has unlocked, which granted this reader.
+    pub(super) fn read_wait_granted(&self, w: Waiter) {
+        // Acquire (both loads) pairs with the Release CAS in `write_unlock` that flipped
+        // GEN and counted us in `granted`: that write section happens-before our section.
+        let granted = || self.gate.load(Ordering::Acquire) & GEN != w.gen;
+        // Spin, then yield, then sleep. While the waiters and the writer fit on the CPUs,
+        // the writer is probably running and a write section is short: keep the CPU
+        // (sleeping costs a wakeup each, which with frequent writes is most of the time).
+        // Past that, sleep soon, leaving the CPU to the writer and the preempted readers
+        // it waits for (module docs, "Waiting"). Under loom, sleep at once (two threads
+        // spin-yielding for a third exceed loom's branch limit).
+        let snoozes = if cfg!(loom) {
+            0
+        } else if (w.ahead as usize) + 1 < crate::cpu::num_cpus() {
+            WAIT_SNOOZES_FEW
+        } else {
+            WAIT_SNOOZES
+        };
         let mut backoff = Backoff::new();
-        // Acquire pairs with the Release `fetch_add` on `wout` in `write_unlock`.
-        while self.wout.load(Ordering::Acquire) != ticket {
+        for _ in 0..snoozes {
+            if granted() {
+                return;
+            }
             backoff.snooze();
         }
-        // Relaxed: exclusion comes from `rin`'s modification order (module docs).
-        self.rin
-            .fetch_add(PRES | (ticket & PHID), Ordering::Relaxed)
-            & !WBITS
+        let mut p = lock_unit(&self.park);
+        while !granted() {
+            p = self.granted_cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
-    /// Waits until every reader counted in `rticket` has left, then starts the section.
-    pub(super) fn write_wait_readers(&self, rticket: u32) {
+    #[inline]
+    fn read_unlock(&self, ind: Ind<'_>) {
+        match ind {
+            // Release pairs with the writer's SeqCst (Acquire) loads of the slot in
+            // `write_drain` and with the next owner's SeqCst (Acquire) CAS. A plain store:
+            // we own the slot.
+            Ind::Owned(slot) => slot.store(0, Ordering::Release),
+            // Release pairs with the writer's SeqCst (Acquire) loads in `write_drain`.
+            Ind::Shared(count) => {
+                count.fetch_sub(1, Ordering::Release);
+            }
+            // Release pairs with the writer's Acquire loads of `gate` in `write_drain`.
+            Ind::Gate => {
+                self.gate.fetch_sub(GRANT, Ordering::Release);
+            }
+        }
+    }
+
+    /// Takes the writer mutex and the writer bit; from here on no new shared reader gets
+    /// in. Returns the writer mutex's guard, held until the write section ends.
+    pub(super) fn write_enter(&self) -> MutexGuard<'_, ()> {
+        let w = lock_unit(&self.writers);
+        // SeqCst: the writer half of the Dekker pair (module docs). The previous writer's
+        // section is ordered before ours by the mutex (its Release unlock, our Acquire lock).
+        let old = self.gate.fetch_or(WRITER, Ordering::SeqCst);
+        debug_assert!(old & WRITER == 0, "writer bit set without the writer mutex");
+        // SeqCst fence: pairs with the reader's `reader_dekker_fence` under loom; outside
+        // loom redundant with the SeqCst accesses, and cheap next to a drain.
+        fence(Ordering::SeqCst);
+        w
+    }
+
+    /// Waits until every reader that got in before `write_enter` has left, then starts the
+    /// write section (sequence odd).
+    pub(super) fn write_drain(&self) {
         let mut backoff = Backoff::new();
-        // Acquire pairs with the readers' Release `fetch_add` on `rout` in `read_unlock`.
-        while self.rout.load(Ordering::Acquire) != rticket {
+        for cpu in self.shards.iter() {
+            for ind in [&cpu.owned, &cpu.shared] {
+                // SeqCst: the Dekker pair (module docs); its Acquire half pairs with the
+                // readers' Release store / `fetch_sub` in `read_unlock`.
+                while ind.load(Ordering::SeqCst) != 0 {
+                    backoff.snooze();
+                }
+            }
+        }
+        // Acquire pairs with granted readers' Release `fetch_sub` in `read_unlock`.
+        while self.gate.load(Ordering::Acquire) & GRANT_MASK != 0 {
             backoff.snooze();
         }
         self.seq.write_begin();
     }
 
-    /// Takes the lock exclusively (`write_seqrwlock`) and makes the sequence odd. Waits for
-    /// the writers queued before it (FIFO) and the shared readers already in; blocks new
-    /// shared readers from the moment it is first in line.
+    /// Takes the lock exclusively (`write_seqrwlock`) and makes the sequence odd. Blocks
+    /// new shared readers at once, then waits for the ones already in.
     pub fn write_lock(&self) -> SeqWriteGuard<'_> {
-        let rticket = self.write_enter();
-        self.write_wait_readers(rticket);
-        SeqWriteGuard { lock: self }
+        let writers = self.write_enter();
+        self.write_drain();
+        SeqWriteGuard {
+            lock: self,
+            _writers: writers,
+        }
     }
 
     fn write_unlock(&self) {
         self.seq.write_end();
-        // Release pairs with the readers' Acquire RMW/loads of `rin` in `read_enter`/`read_wait`.
-        self.rin.fetch_and(!WBITS, Ordering::Release);
-        // Release pairs with the next writer's Acquire load of `wout` in `write_enter`.
-        self.wout.fetch_add(1, Ordering::Release);
+        // Relaxed: a first guess for the CAS.
+        let mut g = self.gate.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(g & WRITER != 0 && g & GRANT_MASK == 0);
+            // Clear WRITER, flip GEN, turn every waiting reader into a granted one.
+            let new = (g & GEN ^ GEN) | (g / WAIT * GRANT);
+            // Release pairs with readers' Acquire loads/CAS of `gate` (`read_fast`,
+            // `read_register`, `read_wait_granted`).
+            match self
+                .gate
+                .compare_exchange_weak(g, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(cur) => g = cur,
+            }
+        }
+        if g >= WAIT {
+            // Some granted readers may be asleep. Taking `park` orders this notify after
+            // any waiter's GEN check under `park` (no lost wakeup).
+            let _p = lock_unit(&self.park);
+            self.granted_cv.notify_all();
+        }
     }
 
     /// The d_path/getcwd reader: one optimistic pass; if a writer interfered, one pass
@@ -250,11 +527,26 @@ impl SeqRwLock {
 #[must_use = "the read section ends when the guard is dropped"]
 pub struct SeqReadGuard<'a> {
     pub(super) lock: &'a SeqRwLock,
+    /// The indicator this reader is counted in (of the shard it entered through, not the
+    /// current CPU's: the thread may have migrated).
+    pub(super) ind: Ind<'a>,
+}
+
+impl SeqReadGuard<'_> {
+    /// The guard of a reader counted in `gate` (tests that drive the slow path by hand).
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn granted(lock: &SeqRwLock) -> SeqReadGuard<'_> {
+        SeqReadGuard {
+            lock,
+            ind: Ind::Gate,
+        }
+    }
 }
 
 impl Drop for SeqReadGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.lock.read_unlock();
+        self.lock.read_unlock(self.ind);
     }
 }
 
@@ -262,6 +554,8 @@ impl Drop for SeqReadGuard<'_> {
 #[must_use = "the write section ends when the guard is dropped"]
 pub struct SeqWriteGuard<'a> {
     pub(super) lock: &'a SeqRwLock,
+    /// The writer mutex, released after `write_unlock` (fields drop after `drop`).
+    pub(super) _writers: MutexGuard<'a, ()>,
 }
 
 impl Drop for SeqWriteGuard<'_> {

@@ -136,20 +136,79 @@ fn seqrwlock_read_or_lock_modes() {
 }
 
 #[test]
-fn seqrwlock_counters_wrap() {
-    // Start every counter just below the wrap point.
-    let l = SeqRwLock::new();
-    l.rin.store(0u32.wrapping_sub(2 * super::rw::RINC), SeqCst);
-    l.rout.store(0u32.wrapping_sub(2 * super::rw::RINC), SeqCst);
-    l.win.store(u32::MAX, SeqCst);
-    l.wout.store(u32::MAX, SeqCst);
-    for _ in 0..4 {
-        drop(l.read_lock());
-        drop(l.write_lock());
-        let _a = l.read_lock();
-        let _b = l.read_lock();
+fn seqrwlock_shard_counts() {
+    assert_eq!(SeqRwLock::with_shards(0).shards.len(), 1);
+    assert_eq!(SeqRwLock::with_shards(3).shards.len(), 4);
+    assert_eq!(SeqRwLock::with_shards(8).shards.len(), 8);
+    assert!(SeqRwLock::new().shards.len() >= crate::cpu::num_cpus());
+    // Every shard works, a second reader of a shard shares its line, and a guard unlocks
+    // what it locked.
+    let l = SeqRwLock::with_shards(4);
+    let guards: Vec<_> = (0..8).map(|s| l.read_lock_on(s)).collect();
+    assert!(format!("{l:?}").contains("readers: 8"));
+    assert!(l
+        .shards
+        .iter()
+        .all(|s| s.owned.load(SeqCst) == 1 && s.shared.load(SeqCst) == 1));
+    drop(guards);
+    drop(l.write_lock());
+    assert_eq!(l.sequence(), 2);
+}
+
+/// The slow path by hand: a writer present turns readers away from the fast path and
+/// registers them; its unlock grants them (flipping GEN), and the next writer waits for
+/// them. Several rounds, so GEN flips both ways.
+#[test]
+fn seqrwlock_writer_grants_waiting_readers() {
+    let l = SeqRwLock::with_shards(2);
+    for round in 0..6u32 {
+        let writers = l.write_enter();
+        // The fast path backs out and leaves its shard as it was.
+        assert!(l.read_fast(&l.shards[round as usize % 2]).is_none());
+        assert!(l
+            .shards
+            .iter()
+            .all(|s| s.owned.load(SeqCst) + s.shared.load(SeqCst) == 0));
+        let dbg = format!("{l:?}");
+        assert!(
+            dbg.contains("readers: 0") && dbg.contains("writer_present: true"),
+            "{dbg}"
+        );
+        let gen = l
+            .read_register()
+            .expect("a writer is present: the reader must wait");
+        let gen2 = l.read_register().expect("second waiter");
+        assert_eq!(gen.ahead, 0);
+        assert_eq!(
+            gen2,
+            super::rw::Waiter {
+                gen: gen.gen,
+                ahead: 1
+            }
+        );
+        assert!(format!("{l:?}").contains("readers_waiting: 2"));
+        // Waiting readers are not in: the writer drains without them.
+        l.write_drain();
+        drop(SeqWriteGuard {
+            lock: &l,
+            _writers: writers,
+        });
+        assert_eq!(l.sequence(), 2 * (round + 1));
+        // Both were granted by the unlock and are in now.
+        l.read_wait_granted(gen);
+        l.read_wait_granted(gen2);
+        let dbg = format!("{l:?}");
+        assert!(
+            dbg.contains("readers: 2") && dbg.contains("readers_waiting: 0"),
+            "{dbg}"
+        );
+        drop(SeqReadGuard::granted(&l));
+        drop(SeqReadGuard::granted(&l));
+        // No writer: the slow path enters directly.
+        assert_eq!(l.read_register(), None);
+        drop(SeqReadGuard::granted(&l));
     }
-    let _w = l.write_lock();
+    assert!(format!("{l:?}").contains("readers: 0"));
 }
 
 const WRITER_ITERS: u64 = 2_000;
@@ -295,6 +354,46 @@ fn stress_seqrwlock_exclusion() {
     assert_eq!(lock.sequence(), 2 * 4 * WRITER_ITERS as u32);
 }
 
+/// 64 threads on (typically) 2 CPUs: shared readers migrate between shards mid-section
+/// and are preempted inside it; writers still never overlap them and nobody hangs.
+#[test]
+fn stress_seqrwlock_oversubscribed() {
+    const THREADS: usize = 64;
+    const ITERS: usize = 300;
+    let lock = Arc::new(SeqRwLock::new());
+    // Shared readers inside (high half) and writers inside (low bit), in one word.
+    let inside = Arc::new(StdUsize::new(0));
+    let hs: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (lock, inside) = (lock.clone(), inside.clone());
+            thread::spawn(move || {
+                for i in 0..ITERS {
+                    if t % 16 == 0 {
+                        let _g = lock.write_lock();
+                        assert_eq!(inside.fetch_add(1, SeqCst), 0, "writer overlaps");
+                        thread::yield_now();
+                        inside.fetch_sub(1, SeqCst);
+                    } else {
+                        let _g = lock.read_lock();
+                        let was = inside.fetch_add(2, SeqCst);
+                        assert_eq!(was & 1, 0, "shared reader overlaps a writer");
+                        if i % 8 == 0 {
+                            // Invite a migration while counted in a shard.
+                            thread::yield_now();
+                        }
+                        inside.fetch_sub(2, SeqCst);
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert_eq!(lock.sequence(), 2 * (THREADS / 16 * ITERS) as u32);
+    assert!(format!("{lock:?}").contains("readers: 0"));
+}
+
 /// Shared readers really share: two threads hold `read_lock` at the same time.
 #[test]
 fn shared_readers_overlap() {
@@ -341,11 +440,14 @@ fn writer_not_starved_by_reader_stream() {
         while passes.load(SeqCst) < p0 + 2 * READERS {
             thread::yield_now();
         }
-        let rticket = lock.write_enter();
+        let writers = lock.write_enter();
         let before = passes.load(SeqCst);
-        lock.write_wait_readers(rticket);
+        lock.write_drain();
         let after = passes.load(SeqCst);
-        let _g = SeqWriteGuard { lock: &lock };
+        let _g = SeqWriteGuard {
+            lock: &lock,
+            _writers: writers,
+        };
         assert!(
             after - before <= READERS,
             "{} reader passes completed while a writer waited",
@@ -358,8 +460,9 @@ fn writer_not_starved_by_reader_stream() {
     }
 }
 
-/// A continuous stream of writers cannot starve a shared reader: once it has registered,
-/// at most one write section (the one in progress) completes before it gets in.
+/// A continuous stream of writers cannot starve a shared reader: once it has registered
+/// (slow path, a writer present), at most one write section (the one in progress)
+/// completes before it gets in.
 #[test]
 fn reader_not_starved_by_writer_stream() {
     const WRITERS: usize = 8;
@@ -382,11 +485,17 @@ fn reader_not_starved_by_writer_stream() {
         while passes.load(SeqCst) < p0 + 2 * WRITERS {
             thread::yield_now();
         }
-        let w = lock.read_enter();
+        // Register while a writer is present (else we got straight in: leave, try again).
+        let gen = loop {
+            match lock.read_register() {
+                Some(gen) => break gen,
+                None => drop(SeqReadGuard::granted(&lock)),
+            }
+        };
         let before = passes.load(SeqCst);
-        lock.read_wait(w);
+        lock.read_wait_granted(gen);
         let after = passes.load(SeqCst);
-        drop(SeqReadGuard { lock: &lock });
+        drop(SeqReadGuard::granted(&lock));
         assert!(
             after - before <= 1,
             "{} write sections completed while a reader waited",
