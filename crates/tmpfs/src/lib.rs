@@ -36,6 +36,10 @@ pub const PAGE: usize = 4096;
 const BOGO_DIRENT_SIZE: u64 = 20;
 /// The position a directory reaches at its end (Linux's `DIR_OFFSET_EOD`).
 pub const DIR_OFFSET_EOD: u64 = i32::MAX as u64;
+/// The position that stands for "the newest entry" (Linux's `DIR_OFFSET_FIRST`).
+const DIR_OFFSET_FIRST: u64 = 2;
+/// The first cookie an entry gets (Linux's `DIR_OFFSET_MIN`).
+const DIR_OFFSET_MIN: u64 = 3;
 /// Largest file size (`MAX_LFS_FILESIZE`).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
@@ -84,8 +88,10 @@ impl DirMap {
             .map(|e| &e.1)
     }
     fn insert(&mut self, name: &[u8], inode: InodeRef) {
-        // Cookies 0 and 1 are "." and ".."; the end of the directory is DIR_OFFSET_EOD.
-        let c = self.next_cookie.clamp(2, DIR_OFFSET_EOD - 1);
+        // Positions 0 and 1 are "." and "..", 2 means "the newest entry", and the end of
+        // the directory is DIR_OFFSET_EOD; entries get cookies from 3 up, as Linux's
+        // simple_offset directories (tmpfs) do.
+        let c = self.next_cookie.clamp(DIR_OFFSET_MIN, DIR_OFFSET_EOD - 1);
         self.next_cookie = c + 1;
         self.by_name.insert(name.into(), c);
         self.by_cookie.insert(c, (name.into(), inode));
@@ -447,22 +453,42 @@ impl FileSystem for Tmpfs {
             }
             pos = 1;
         }
+        let m = dir_map(dir)?.read();
+        // Entries are listed newest first, in falling cookie order, as Linux 6.14+ lists
+        // tmpfs directories; each entry's `d_off` is the next (older) entry's cookie, so a
+        // scan that resumes from it never returns an entry twice nor skips one that stayed.
+        let newest = || {
+            m.by_cookie
+                .keys()
+                .next_back()
+                .copied()
+                .unwrap_or(DIR_OFFSET_EOD)
+        };
         if pos == 1 {
             if !emit(DirEmit {
                 ino: parent_ino,
-                next_pos: 2,
+                next_pos: newest() as i64,
                 d_type: libc::DT_DIR,
                 name: b"..",
             }) {
                 return Ok(false);
             }
-            pos = 2;
+            pos = DIR_OFFSET_FIRST;
         }
-        let m = dir_map(dir)?.read();
-        for (&c, (name, inode)) in m.by_cookie.range(pos..) {
+        if pos >= DIR_OFFSET_EOD {
+            return Ok(true);
+        }
+        let from = if pos <= DIR_OFFSET_FIRST {
+            u64::MAX
+        } else {
+            pos
+        };
+        let mut entries = m.by_cookie.range(..=from).rev().peekable();
+        while let Some((_, (name, inode))) = entries.next() {
+            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c);
             if !emit(DirEmit {
                 ino: inode.ino,
-                next_pos: (c + 1) as i64,
+                next_pos: next_pos as i64,
                 d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
                 name,
             }) {
@@ -659,21 +685,29 @@ mod tests {
             vec![
                 b".".to_vec(),
                 b"..".to_vec(),
-                b"a".to_vec(),
+                b"c".to_vec(),
                 b"b".to_vec(),
-                b"c".to_vec()
-            ]
+                b"a".to_vec()
+            ],
+            "newest first, as Linux lists tmpfs directories"
         );
-        // Resume after "a"; remove "b" and add "d" meanwhile: "c" and "d" follow, once each.
-        let after_a = all[2].1;
+        // Resume after "c"; remove "b" and add "d" meanwhile: only "a" follows. "d" is newer
+        // than the resume point, and "b" is gone: nothing is returned twice.
+        let after_c = all[2].1;
         let b = fs.lookup(&root, b"b").unwrap().unwrap();
         fs.unlink(&root, b"b", &b).unwrap();
         fs.create(&root, b"d", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        let rest: Vec<_> = names(&fs, &root, after_a)
+        let rest: Vec<_> = names(&fs, &root, after_c)
             .into_iter()
             .map(|(n, _)| n)
             .collect();
-        assert_eq!(rest, vec![b"c".to_vec(), b"d".to_vec()]);
+        assert_eq!(rest, vec![b"a".to_vec()]);
+        // Positions: 2 is "the newest entry", a cookie resumes at that entry, the end is EOD.
+        let from =
+            |pos| -> Vec<Vec<u8>> { names(&fs, &root, pos).into_iter().map(|(n, _)| n).collect() };
+        assert_eq!(from(2), vec![b"d".to_vec(), b"c".to_vec(), b"a".to_vec()]);
+        assert_eq!(from(DIR_OFFSET_MIN as i64), vec![b"a".to_vec()]);
+        assert!(from(DIR_OFFSET_EOD as i64).is_empty());
         assert_eq!(root.size(), 40 + 3 * 20);
     }
 
