@@ -39,8 +39,9 @@
 //!   `SEEK_HOLE` after truncating and re-allocating a file can differ from a host tmpfs that
 //!   uses large folios.
 //! * No `RLIMIT_FSIZE`, and reads/writes are not clamped to `MAX_RW_COUNT`.
-//! * Directory order is creation order; a name removed and created again during a
-//!   `getdents64` scan may be reported again (a new entry), as on Linux.
+//! * Directory order is Linux 6.14+ tmpfs's: newest entry first, cookies from 3, position 2
+//!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
+//!   a new entry (newer than the scan's position), so it is not reported twice.
 //! * Relative paths read the process cwd under a per-process lock (shared): threads of one
 //!   process using relative paths share that lock's cache line; absolute paths and `*at`
 //!   calls with a directory descriptor do not touch it.
