@@ -25,9 +25,12 @@ use parking_lot::RwLock;
 #[cfg(test)]
 use scalevfs_vfs::erc::Erc;
 use scalevfs_vfs::fs::DirEmit;
+use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, SuperBlock, SysResult};
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Page size of file data chunks.
@@ -73,11 +76,96 @@ enum Node {
     Special,
 }
 
+/// A directory's entries. Each name is stored once, in `by_name`'s key (a [`ThinName`]);
+/// `by_cookie` borrows it through a [`NameRef`]. Both maps change together, under the
+/// directory lock (`&mut self`), so a `NameRef` never outlives its name.
 #[derive(Default)]
 struct DirMap {
-    by_name: HashMap<Box<[u8]>, u64>,
-    by_cookie: BTreeMap<u64, (Box<[u8]>, InodeRef)>,
+    by_name: HashMap<ThinName, u64>,
+    by_cookie: BTreeMap<u64, (NameRef, InodeRef)>,
     next_cookie: u64,
+}
+
+/// An owned file name in one allocation: a length byte, then the bytes (a name is at most
+/// `NAME_MAX` = 255 bytes). A thin pointer: 8 bytes in a hash bucket, where `Box<[u8]>` takes 16.
+struct ThinName(NonNull<u8>);
+
+// SAFETY: an owned, immutable byte buffer.
+unsafe impl Send for ThinName {}
+// SAFETY: as above.
+unsafe impl Sync for ThinName {}
+
+impl ThinName {
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(1 + len, 1).expect("at most 256 bytes")
+    }
+    /// `None` if `name` is longer than `NAME_MAX`.
+    fn new(name: &[u8]) -> Option<ThinName> {
+        let len = u8::try_from(name.len()).ok()?;
+        let layout = Self::layout(name.len());
+        // SAFETY: the layout has a non-zero size.
+        let p =
+            NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout));
+        // SAFETY: `p` has room for the length byte and `name`; the regions do not overlap.
+        unsafe {
+            p.as_ptr().write(len);
+            std::ptr::copy_nonoverlapping(name.as_ptr(), p.as_ptr().add(1), name.len());
+        }
+        Some(ThinName(p))
+    }
+    fn as_ref(&self) -> NameRef {
+        NameRef(self.0)
+    }
+}
+
+impl Drop for ThinName {
+    fn drop(&mut self) {
+        // SAFETY: the name is still allocated; `new` allocated it with this layout.
+        let len = unsafe { self.as_ref().bytes() }.len();
+        // SAFETY: as above.
+        unsafe { dealloc(self.0.as_ptr(), Self::layout(len)) }
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for ThinName {
+    fn borrow(&self) -> &[u8] {
+        // SAFETY: the name lives as long as `self`.
+        unsafe { self.as_ref().bytes() }
+    }
+}
+
+// Hash and Eq agree with `[u8]`'s, as `Borrow` requires (lookups are by `&[u8]`).
+impl std::hash::Hash for ThinName {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        std::borrow::Borrow::<[u8]>::borrow(self).hash(h)
+    }
+}
+impl PartialEq for ThinName {
+    fn eq(&self, o: &Self) -> bool {
+        std::borrow::Borrow::<[u8]>::borrow(self) == std::borrow::Borrow::<[u8]>::borrow(o)
+    }
+}
+impl Eq for ThinName {}
+
+/// A borrowed [`ThinName`] (see [`DirMap`] for why it stays valid).
+#[derive(Clone, Copy)]
+struct NameRef(NonNull<u8>);
+
+// SAFETY: a read-only view of a `ThinName`, which is Send + Sync.
+unsafe impl Send for NameRef {}
+// SAFETY: as above.
+unsafe impl Sync for NameRef {}
+
+impl NameRef {
+    /// # Safety
+    /// The `ThinName` this came from must outlive `'a`.
+    unsafe fn bytes<'a>(self) -> &'a [u8] {
+        // SAFETY: per the contract, the buffer holds a length byte and that many bytes.
+        unsafe {
+            let len = *self.0.as_ptr() as usize;
+            std::slice::from_raw_parts(self.0.as_ptr().add(1), len)
+        }
+    }
 }
 
 impl DirMap {
@@ -93,15 +181,30 @@ impl DirMap {
         // simple_offset directories (tmpfs) do.
         let c = self.next_cookie.clamp(DIR_OFFSET_MIN, DIR_OFFSET_EOD - 1);
         self.next_cookie = c + 1;
-        self.by_name.insert(name.into(), c);
-        self.by_cookie.insert(c, (name.into(), inode));
+        // Callers reject names longer than NAME_MAX (`check_name`) before they get here.
+        let n = ThinName::new(name).expect("name checked against NAME_MAX");
+        self.by_cookie.insert(c, (n.as_ref(), inode));
+        self.by_name.insert(n, c);
     }
     fn remove(&mut self, name: &[u8]) -> Option<InodeRef> {
-        let c = self.by_name.remove(name)?;
-        self.by_cookie.remove(&c).map(|e| e.1)
+        // The cookie entry goes first: it borrows the name `by_name` owns.
+        let c = *self.by_name.get(name)?;
+        let e = self.by_cookie.remove(&c);
+        self.by_name.remove(name);
+        e.map(|e| e.1)
     }
     fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+    }
+}
+
+/// `ENAMETOOLONG` for a name longer than `NAME_MAX`, as shmem's `simple_lookup` gives
+/// (the VFS path walk already rejects such names; this guards direct callers).
+fn check_name(name: &[u8]) -> SysResult<()> {
+    if name.len() > NAME_MAX {
+        Err(Errno::ENAMETOOLONG)
+    } else {
+        Ok(())
     }
 }
 
@@ -216,6 +319,7 @@ impl Tmpfs {
 
     /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
     fn add_entry(&self, dir: &Inode, name: &[u8], inode: InodeRef) -> SysResult<()> {
+        check_name(name)?;
         let mut m = dir_map(dir)?.write();
         if m.get(name).is_some() {
             return Err(Errno::EEXIST);
@@ -361,6 +465,7 @@ impl FileSystem for Tmpfs {
         new_name: &[u8],
         flags: u32,
     ) -> SysResult<()> {
+        check_name(new_name)?;
         let same = std::ptr::eq(old_dir, new_dir);
         let src = dir_map(old_dir)?
             .read()
@@ -490,7 +595,8 @@ impl FileSystem for Tmpfs {
                 ino: inode.ino,
                 next_pos: next_pos as i64,
                 d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
-                name,
+                // SAFETY: `m` (the directory lock) keeps the entry, and so its name.
+                name: unsafe { name.bytes() },
             }) {
                 return Ok(false);
             }

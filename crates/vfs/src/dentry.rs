@@ -57,11 +57,12 @@ use crate::erc::{Erc, ErcInner};
 use crate::inode::{Inode, InodeRef};
 use crate::prims::{DRef, DRefGuard, RenameLock};
 use crate::rcuhash::{hash_name, RcuHash};
-use crossbeam_epoch::{Atomic, Guard, Owned};
+use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs_primitives::Locking;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
@@ -78,7 +79,9 @@ pub struct Dentry {
     flags: AtomicU32,
     parent_id: AtomicU64,
     parent: AtomicPtr<Dentry>,
-    name: Atomic<Vec<u8>>,
+    /// One allocation: crossbeam's length-prefixed array, so a name costs its length plus a
+    /// word (a `Vec` would add a 24-byte header allocation).
+    name: Atomic<[MaybeUninit<u8>]>,
     inode: AtomicPtr<ErcInner<Inode>>,
     lru: AtomicU64,
     dcache: *const Dcache,
@@ -171,7 +174,7 @@ impl Dentry {
         // Acquire: pairs with the Release store in d_move.
         let n = self.name.load(Ordering::Acquire, g);
         // SAFETY: names are retired through the epoch after being replaced; `g` is pinned.
-        f(unsafe { n.deref() })
+        f(name_bytes(unsafe { n.deref() }))
     }
     /// The parent (uncounted; valid under the epoch or while this dentry is referenced).
     pub fn parent_ptr(&self) -> *const Dentry {
@@ -351,6 +354,21 @@ unsafe fn erc_from_owned(p: *mut ErcInner<Inode>) -> InodeRef {
     unsafe { Erc::from_raw(p) }
 }
 
+/// A name buffer: one epoch-managed allocation holding the length and the bytes.
+fn new_name(name: &[u8]) -> Owned<[MaybeUninit<u8>]> {
+    let mut o = Owned::<[MaybeUninit<u8>]>::init(name.len());
+    for (d, s) in o.iter_mut().zip(name) {
+        d.write(*s);
+    }
+    o
+}
+
+/// The bytes of a name buffer made by [`new_name`].
+fn name_bytes(n: &[MaybeUninit<u8>]) -> &[u8] {
+    // SAFETY: `new_name` initialized every byte, and `MaybeUninit<u8>` has `u8`'s layout.
+    unsafe { &*(n as *const [MaybeUninit<u8>] as *const [u8]) }
+}
+
 /// A dentry's name buffer, referenced by its hash node instead of copied.
 ///
 /// Valid for as long as the node is reachable: the name is retired (through the epoch) only
@@ -358,7 +376,8 @@ unsafe fn erc_from_owned(p: *mut ErcInner<Inode>) -> InodeRef {
 /// unhashes before it retires the dentry (which owns the name). A lookup that still walks
 /// an unlinked node is pinned, so the retired name outlives it too.
 #[derive(Copy, Clone)]
-struct NameRef(*const Vec<u8>);
+/// A thin pointer (the buffer holds its length), so a hash node stays 40 bytes.
+struct NameRef(usize);
 
 // SAFETY: a read-only view of an epoch-managed buffer (see the type docs).
 unsafe impl Send for NameRef {}
@@ -367,8 +386,8 @@ impl NameRef {
     /// # Safety
     /// The node holding this name must be reachable, or the caller pinned while it was.
     unsafe fn get<'a>(self) -> &'a [u8] {
-        // SAFETY: per the contract.
-        unsafe { &*self.0 }
+        // SAFETY: per the contract; `self.0` came from `Shared::into_usize` of a name buffer.
+        name_bytes(unsafe { Shared::<[MaybeUninit<u8>]>::from_usize(self.0).deref() })
     }
 }
 
@@ -523,7 +542,7 @@ impl Dcache {
             flags: AtomicU32::new(0),
             parent_id: AtomicU64::new(parent_id),
             parent: AtomicPtr::new(ptr::null_mut()),
-            name: Atomic::new(name.to_vec()),
+            name: Atomic::from(new_name(name)),
             inode: AtomicPtr::new(match inode {
                 Some(i) => Erc::into_raw(i) as *mut _,
                 None => ptr::null_mut(),
@@ -573,12 +592,14 @@ impl Dcache {
             b.parent.store(parent.as_ptr() as *mut _, Ordering::Relaxed);
         }
         b.flags.store(HASHED, Ordering::Relaxed);
-        // SAFETY: the name was just set and is not shared yet.
-        let name_ref = NameRef(unsafe {
-            b.name
-                .load(Ordering::Relaxed, crossbeam_epoch::unprotected())
-                .as_raw()
-        });
+        let name_ref = NameRef(
+            // SAFETY: only the pointer is read; the name is not shared yet.
+            unsafe {
+                b.name
+                    .load(Ordering::Relaxed, crossbeam_epoch::unprotected())
+            }
+            .into_usize(),
+        );
         let raw = Box::into_raw(b);
         loop {
             match self
@@ -693,8 +714,8 @@ impl Dcache {
             old_parent = d.parent.swap(parent.as_ptr() as *mut _, Ordering::AcqRel);
             d.parent_id.store(parent.id, Ordering::Relaxed);
             let g = crossbeam_epoch::pin();
-            let new = Owned::new(name.to_vec()).into_shared(&g);
-            let name_ref = NameRef(new.as_raw());
+            let new = new_name(name).into_shared(&g);
+            let name_ref = NameRef(new.into_usize());
             // Release: pairs with the Acquire in `with_name`.
             let old = d.name.swap(new, Ordering::AcqRel, &g);
             // SAFETY: the old name is unreachable now; pinned readers keep it until they unpin.
