@@ -30,7 +30,7 @@
 //! (removed twice, or already evicted) can never remove the slot's next tenant. The links
 //! (rather than scanning the slab by index) keep iteration O(len), not O(peak len), and keep
 //! the order of surviving nodes stable, which is what the cursor's guarantee rests on.
-//! Memory: a slab does not shrink; a shard costs one slot (about 40 bytes + `T`) per item at
+//! Memory: a slab does not shrink; a shard costs one slot (24 bytes + `Option<T>`, rounded to 8) per item at
 //! its peak.
 //!
 //! ## Cursor and concurrent removal: pins
@@ -71,7 +71,6 @@
 //! Walks cost O(shards + len) and never block more than one shard.
 
 use std::fmt;
-use std::mem;
 use std::ops::Deref;
 
 use crossbeam_utils::CachePadded;
@@ -115,19 +114,31 @@ impl DListNode {
     pub fn shard(&self) -> usize {
         self.shard as usize
     }
+    /// The node as two words, for an owner that keeps it in atomics instead of a
+    /// `OnceLock<DListNode>` (8 bytes smaller). The first word is never `u64::MAX` (no slot
+    /// is numbered `u32::MAX`), so an owner may use that value for "no node".
+    pub fn to_bits(self) -> [u64; 2] {
+        [((self.shard as u64) << 32) | self.slot as u64, self.gen]
+    }
+    /// The node [`DListNode::to_bits`] gave. A forged node is harmless: `remove` with it
+    /// removes nothing, or the item that slot currently holds in that generation.
+    pub fn from_bits(bits: [u64; 2]) -> DListNode {
+        DListNode {
+            shard: (bits[0] >> 32) as u32,
+            slot: bits[0] as u32,
+            gen: bits[1],
+        }
+    }
 }
 
-enum State<T> {
-    /// On the free list.
-    Free,
-    /// Holds an item; linked.
-    Live(T),
-    /// Item removed while a cursor had the slot pinned; still linked until unpinned.
-    Zombie,
-}
-
+/// A slot's state is `item` plus `zombie`: live (`Some`, linked), free (`None`, on the free
+/// list) or zombie (`None` and `zombie`: the item was removed while a cursor had the slot
+/// pinned; still linked until unpinned). Not an enum: an `Option` of an item with a niche
+/// (a pointer, `NonZeroUsize`, `Weak`) costs no tag, and the flag fits beside `pins`, so a
+/// slot of such an item is 32 bytes rather than 40.
 struct Slot<T> {
-    state: State<T>,
+    item: Option<T>,
+    zombie: bool,
     /// Bumped when the item is removed, so stale nodes no longer match.
     gen: u64,
     /// Links of the shard's list (`next` also links the free list).
@@ -172,7 +183,8 @@ impl<T> Slab<T> {
                 .filter(|&i| i != NIL)
                 .expect("dlist: more than 2^32-1 items in one shard");
             self.slots.push(Slot {
-                state: State::Free,
+                item: None,
+                zombie: false,
                 gen: 0,
                 prev: NIL,
                 next: NIL,
@@ -187,7 +199,7 @@ impl<T> Slab<T> {
         self.head = i;
         self.len += 1;
         let s = self.slot(i);
-        s.state = State::Live(item);
+        s.item = Some(item);
         s.prev = NIL;
         s.next = head;
         (i, s.gen)
@@ -196,14 +208,15 @@ impl<T> Slab<T> {
     /// Takes the item out of slot `i` if it still holds generation `gen`.
     fn remove(&mut self, i: u32, gen: u64) -> Option<T> {
         let s = self.slots.get_mut(i as usize)?;
-        if s.gen != gen || !matches!(s.state, State::Live(_)) {
+        if s.gen != gen || s.item.is_none() {
             return None;
         }
         s.gen = s.gen.wrapping_add(1);
         let pinned = s.pins > 0;
-        let State::Live(item) = mem::replace(&mut s.state, State::Zombie) else {
+        let Some(item) = s.item.take() else {
             unreachable!("checked above")
         };
+        s.zombie = true;
         self.len -= 1;
         if !pinned {
             self.release(i);
@@ -224,7 +237,8 @@ impl<T> Slab<T> {
         }
         let free = self.free;
         let s = self.slot(i);
-        s.state = State::Free;
+        s.item = None;
+        s.zombie = false;
         s.prev = NIL;
         s.next = free;
         self.free = i;
@@ -235,7 +249,7 @@ impl<T> Slab<T> {
     fn unpin(&mut self, i: u32) -> u32 {
         let s = self.slot(i);
         s.pins -= 1;
-        if s.pins == 0 && matches!(s.state, State::Zombie) {
+        if s.pins == 0 && s.zombie {
             let next = s.next;
             self.release(i);
             next
@@ -251,7 +265,7 @@ impl<T> Slab<T> {
         while i != NIL {
             let s = self.slot(i);
             let next = s.next;
-            if let State::Live(item) = &s.state {
+            if let Some(item) = &s.item {
                 if !f(item) {
                     let gen = s.gen;
                     removed.extend(self.remove(i, gen));
@@ -369,7 +383,7 @@ impl<T> DList<T> {
             let mut s = slab.head;
             while s != NIL {
                 let slot = slab.slot(s);
-                if let State::Live(item) = &slot.state {
+                if let Some(item) = &slot.item {
                     f(item);
                 }
                 s = slot.next;
@@ -551,14 +565,14 @@ impl<T> Cursor<'_, T> {
             while self.next != NIL {
                 let i = self.next;
                 self.next = slab.slot(i).next;
-                if let State::Live(_) = slab.slot(i).state {
+                if slab.slot(i).item.is_some() {
                     let gen = slab.slot(i).gen;
                     self.current = Some(DListNode {
                         shard: self.shard as u32,
                         slot: i,
                         gen,
                     });
-                    let State::Live(item) = &self.guard.as_ref()?.slots[i as usize].state else {
+                    let Some(item) = &self.guard.as_ref()?.slots[i as usize].item else {
                         unreachable!("checked above")
                     };
                     return Some(item);
@@ -603,10 +617,7 @@ impl<T> DList<T> {
                 let slot = slab.slot(s);
                 assert_eq!(slot.prev, prev, "broken back link");
                 assert_eq!(slot.pins, 0, "pin left behind");
-                assert!(
-                    matches!(slot.state, State::Live(_)),
-                    "zombie or free slot linked"
-                );
+                assert!(slot.item.is_some(), "zombie or free slot linked");
                 linked += 1;
                 (prev, s) = (s, slot.next);
             }
@@ -614,7 +625,7 @@ impl<T> DList<T> {
             let mut free = 0;
             let mut s = slab.free;
             while s != NIL {
-                assert!(matches!(slab.slot(s).state, State::Free));
+                assert!(slab.slot(s).item.is_none() && !slab.slot(s).zombie);
                 free += 1;
                 s = slab.slot(s).next;
             }

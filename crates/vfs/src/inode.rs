@@ -102,7 +102,11 @@ pub struct Inode {
     pub private: Box<dyn Any + Send + Sync>,
     /// A slot for the file-locks code (the inode's lock context), created on first use.
     pub lock_ctx: OnceLock<Box<dyn Any + Send + Sync>>,
-    sb_node: OnceLock<InodeListNode>,
+    /// Where the inode sits on its superblock's list, as `InodeListNode::to_bits`: set once
+    /// by `new_inode` before the inode is shared, read by `evict`, which runs after the
+    /// last reference's Release decrement and Acquire fence (`Erc::drop`), so Relaxed
+    /// suffices. `u64::MAX` in the first word: not on the list (not set yet).
+    sb_node: [AtomicU64; 2],
 }
 
 // SAFETY: `sb` points to the superblock, which is Sync and outlives its inodes (see
@@ -241,7 +245,8 @@ pub struct SuperBlock {
     pub fs: Arc<dyn FileSystem>,
     pub locking: Locking,
     inodes: InodeList,
-    icache: RcuHash<u64, usize>,
+    /// Keyed by the hash alone, which is the inode number itself (no key copy: 24-byte nodes).
+    icache: RcuHash<(), usize>,
     /// Linux's `s_vfs_rename_mutex`: serializes cross-directory renames, so the ancestry
     /// checked by rename cannot change under it.
     pub rename_mutex: parking_lot::Mutex<()>,
@@ -281,17 +286,18 @@ impl SuperBlock {
             rwsem: RwLock::new(()),
             private: n.private,
             lock_ctx: OnceLock::new(),
-            sb_node: OnceLock::new(),
+            sb_node: [AtomicU64::new(u64::MAX), AtomicU64::new(0)],
         });
         let raw = Erc::as_raw(&r) as usize;
-        let node = self.inodes.add(raw);
-        let _ = r.sb_node.set(node);
+        // Non-zero: a heap address (the list stores it in an `Option` without a tag).
+        let node = self
+            .inodes
+            .add(std::num::NonZeroUsize::new(raw).expect("a heap address"));
+        for (w, b) in r.sb_node.iter().zip(node.to_bits()) {
+            w.store(b, Ordering::Relaxed);
+        }
         let ino = n.ino;
-        if self
-            .icache
-            .insert_unique(ino, ino, raw, |k| *k == ino)
-            .is_err()
-        {
+        if self.icache.insert_unique(ino, (), raw, |_| true).is_err() {
             // A file system reusing a live inode number is a bug in that file system.
             debug_assert!(false, "duplicate inode number {ino}");
         }
@@ -301,7 +307,7 @@ impl SuperBlock {
     /// The cached inode numbered `ino`, if it is live (`iget` for cached inodes). Lock-free.
     pub fn iget(&self, ino: u64) -> Option<InodeRef> {
         let g = crossbeam_epoch::pin();
-        let raw = self.icache.lookup(ino, &g, |k| *k == ino)?;
+        let raw = self.icache.lookup(ino, &g, |_| true)?;
         // SAFETY: pinned, and an inode leaves the icache (in `evict`) before its memory is
         // retired.
         unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) }
@@ -309,9 +315,10 @@ impl SuperBlock {
 
     fn evict(&self, inode: &Inode) {
         let ino = inode.ino;
-        self.icache.remove(ino, |k, _| *k == ino);
-        if let Some(node) = inode.sb_node.get() {
-            self.inodes.remove(node);
+        self.icache.remove(ino, |_, _| true);
+        let bits = inode.sb_node.each_ref().map(|w| w.load(Ordering::Relaxed));
+        if bits[0] != u64::MAX {
+            self.inodes.remove(&InodeListNode::from_bits(bits));
         }
         self.fs.evict_inode(inode);
     }
@@ -332,7 +339,7 @@ impl SuperBlock {
         while let Some(raw) = cur.next() {
             // SAFETY: we hold the shard lock, and an inode leaves the list (under that lock)
             // before its memory is retired, so `raw` is allocated.
-            let Some(r) = (unsafe { Erc::try_get_raw(raw as *const ErcInner<Inode>) }) else {
+            let Some(r) = (unsafe { Erc::try_get_raw(raw.get() as *const ErcInner<Inode>) }) else {
                 continue;
             };
             let old = prev.replace(r);

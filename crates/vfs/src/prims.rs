@@ -124,6 +124,7 @@ impl RenameLock {
 
 /// A superblock's list of inodes (seed 001): a per-CPU `DList`, or the single locked list
 /// (legacy), chosen at construction; both are the one type.
-pub type InodeList = DList<usize>;
+/// Items are inode addresses, non-zero so that a list slot needs no tag (32 bytes, not 40).
+pub type InodeList = DList<std::num::NonZeroUsize>;
 /// Where an inode sits on its superblock's list.
 pub use scalevfs_primitives::dlist::DListNode as InodeListNode;
