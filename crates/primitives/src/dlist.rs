@@ -641,6 +641,12 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{mpsc, Arc, Barrier};
 
+    #[test]
+    fn slots_of_niche_items_need_no_tag() {
+        // The inode list's slots (memory per file): `Option<NonZeroUsize>` + flag + links.
+        assert_eq!(std::mem::size_of::<Slot<std::num::NonZeroUsize>>(), 32);
+    }
+
     fn sorted(mut v: Vec<u64>) -> Vec<u64> {
         v.sort_unstable();
         v

@@ -750,6 +750,38 @@ mod tests {
     }
 
     #[test]
+    fn names_are_stored_once_in_thin_buffers() {
+        // Regression guard for memory per file: an 8-byte hash key, a 16-byte cookie value.
+        assert_eq!(std::mem::size_of::<ThinName>(), 8);
+        assert_eq!(std::mem::size_of::<(NameRef, InodeRef)>(), 16);
+        let (fs, _sb, root) = setup(TmpfsOptions::default());
+        let long = [b'x'; NAME_MAX];
+        for n in [&b"a"[..], &long[..], "é".as_bytes()] {
+            fs.create(&root, n, libc::S_IFREG | 0o644, 0, 0).unwrap();
+            assert!(fs.lookup(&root, n).unwrap().is_some());
+        }
+        let mut got: Vec<_> = names(&fs, &root, 0).into_iter().map(|e| e.0).collect();
+        got.sort();
+        let mut want = vec![
+            b".".to_vec(),
+            b"..".to_vec(),
+            b"a".to_vec(),
+            long.to_vec(),
+            "é".as_bytes().to_vec(),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+        let too_long = [b'x'; NAME_MAX + 1];
+        let r = fs.create(&root, &too_long, libc::S_IFREG | 0o644, 0, 0);
+        assert_eq!(r.err(), Some(Errno::ENAMETOOLONG));
+        assert!(fs.lookup(&root, &too_long).unwrap().is_none());
+        let li = fs.lookup(&root, &long).unwrap().unwrap();
+        fs.unlink(&root, &long, &li).unwrap();
+        assert!(fs.lookup(&root, &long).unwrap().is_none());
+        assert!(fs.lookup(&root, b"a").unwrap().is_some());
+    }
+
+    #[test]
     fn sparse_files_read_holes_as_zeros() {
         let (fs, _sb, root) = setup(TmpfsOptions::default());
         let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();

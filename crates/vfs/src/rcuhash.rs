@@ -228,6 +228,13 @@ mod tests {
     }
 
     #[test]
+    fn nodes_stay_small() {
+        // icache: keyed by the hash alone; dcache: (parent id, thin name pointer).
+        assert!(std::mem::size_of::<Node<(), usize>>() <= 24);
+        assert!(std::mem::size_of::<Node<(u64, usize), usize>>() <= 40);
+    }
+
+    #[test]
     fn hash_name_differs() {
         assert_ne!(hash_name(1, b"a"), hash_name(2, b"a"));
         assert_ne!(hash_name(1, b"a"), hash_name(1, b"b"));
