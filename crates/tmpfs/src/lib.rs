@@ -81,8 +81,9 @@ enum Node {
 /// directory lock (`&mut self`), so a `NameRef` never outlives its name.
 #[derive(Default)]
 struct DirMap {
-    by_name: HashMap<ThinName, u64>,
-    by_cookie: BTreeMap<u64, (NameRef, InodeRef)>,
+    /// Cookies are below `DIR_OFFSET_EOD` (`i32::MAX`), so `u32` holds them: 4-byte B-tree keys.
+    by_name: HashMap<ThinName, u32>,
+    by_cookie: BTreeMap<u32, (NameRef, InodeRef)>,
     next_cookie: u64,
 }
 
@@ -181,7 +182,8 @@ impl DirMap {
         // simple_offset directories (tmpfs) do.
         let c = self.next_cookie.clamp(DIR_OFFSET_MIN, DIR_OFFSET_EOD - 1);
         self.next_cookie = c + 1;
-        // Callers reject names longer than NAME_MAX (`check_name`) before they get here.
+        let c = c as u32; // below DIR_OFFSET_EOD
+                          // Callers reject names longer than NAME_MAX (`check_name`) before they get here.
         let n = ThinName::new(name).expect("name checked against NAME_MAX");
         self.by_cookie.insert(c, (n.as_ref(), inode));
         self.by_name.insert(n, c);
@@ -566,8 +568,7 @@ impl FileSystem for Tmpfs {
             m.by_cookie
                 .keys()
                 .next_back()
-                .copied()
-                .unwrap_or(DIR_OFFSET_EOD)
+                .map_or(DIR_OFFSET_EOD, |&c| c.into())
         };
         if pos == 1 {
             if !emit(DirEmit {
@@ -588,9 +589,11 @@ impl FileSystem for Tmpfs {
         } else {
             pos
         };
+        // `from` is below DIR_OFFSET_EOD, or u64::MAX for "from the newest".
+        let from = u32::try_from(from).unwrap_or(u32::MAX);
         let mut entries = m.by_cookie.range(..=from).rev().peekable();
         while let Some((_, (name, inode))) = entries.next() {
-            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c);
+            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c.into());
             if !emit(DirEmit {
                 ino: inode.ino,
                 next_pos: next_pos as i64,
