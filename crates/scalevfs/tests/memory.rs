@@ -1,7 +1,10 @@
 //! Memory per empty file (inode + dentry + directory entry + caches), measured with a
 //! counting allocator. The aim is below 512 bytes (Linux: about 800 for inode plus
-//! dentry on tmpfs). Printed with `--nocapture`; asserted against a loose bound so a
-//! regression that doubles it is caught.
+//! dentry on tmpfs). Printed with `--nocapture`: about 490 bytes here (the benchmark's
+//! figure, with fewer files, went from 590 to about 525 when the per-file objects shrank: one-allocation dentry names, tmpfs names stored once in thin
+//! buffers, tag-free inode-list slots, key-free icache nodes). Asserted below 600 so that a
+//! regression is caught with room for a field or two; the per-object sizes are guarded by
+//! unit tests in the vfs, tmpfs and primitives crates.
 
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -58,6 +61,6 @@ fn bytes_per_empty_file() {
     let per_file = (LIVE.load(Ordering::Relaxed) - before) / n as isize;
     println!("memory per empty file (inode + dentry + dir entry): {per_file} bytes");
     assert!(per_file > 100, "the measurement counts the objects");
-    assert!(per_file < 1024, "{per_file} bytes per empty file");
+    assert!(per_file < 600, "{per_file} bytes per empty file");
     assert_eq!(vfs.inode_count(), 1 + 1 + 2000 + n);
 }
