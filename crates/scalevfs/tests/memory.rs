@@ -1,10 +1,11 @@
 //! Memory per empty file (inode + dentry + directory entry + caches), measured with a
 //! counting allocator. The aim is below 512 bytes (Linux: about 800 for inode plus
-//! dentry on tmpfs). Printed with `--nocapture`: about 490 bytes here (the benchmark's
-//! figure, with fewer files, went from 590 to about 525 when the per-file objects shrank: one-allocation dentry names, tmpfs names stored once in thin
-//! buffers, tag-free inode-list slots, key-free icache nodes). Asserted below 600 so that a
-//! regression is caught with room for a field or two; the per-object sizes are guarded by
-//! unit tests in the vfs, tmpfs and primitives crates.
+//! dentry on tmpfs). Printed with `--nocapture`: about 490 bytes here. (The benchmark's
+//! figure, with fewer files, went from 590 to about 525 when the per-file objects shrank:
+//! one-allocation dentry names, tmpfs names stored once in thin buffers, tag-free
+//! inode-list slots, key-free icache nodes.) Asserted below 600 so that a regression is
+//! caught with room for a field or two; the per-object sizes are guarded by unit tests in
+//! the vfs, tmpfs and primitives crates.
 
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use std::alloc::{GlobalAlloc, Layout, System};
