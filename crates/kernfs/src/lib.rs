@@ -73,6 +73,8 @@
 //! * Removal: nodes can disappear under the VFS; a dentry's node is stale once
 //!   `!is_active()` (kernfs's `d_revalidate`).
 //!
+//! [`KernfsFs`] (module [`vfs`]) is that mapping: `Vfs::mount("/sys", KernfsFs::new(tree))`.
+//!
 //! ## Differences from Linux
 //!
 //! * Removal wakes the removed files' pollers (Linux leaves them asleep).
@@ -91,6 +93,7 @@ pub mod file;
 pub mod node;
 pub mod perm;
 pub mod table;
+pub mod vfs;
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -108,6 +111,7 @@ pub use crate::file::{
 };
 pub use crate::node::{AttributeOps, FnAttr, KernfsAttr, KernfsNode, NodeKind, SetAttr, ATTR_SIZE};
 pub use crate::perm::{Creds, MAY_EXEC, MAY_READ, MAY_WRITE};
+pub use crate::vfs::KernfsFs;
 
 /// Lock class of the legacy tree rwsem.
 pub static TREE_RWSEM_CLASS: LockClass = LockClass::new("kernfs_rwsem");

@@ -110,6 +110,22 @@ pub trait FileSystem: Send + Sync + 'static {
     fn write_file(&self, f: &OpenFile, off: u64, buf: &[u8]) -> SysResult<usize> {
         self.write(f.inode(), off, buf)
     }
+    /// `lseek` through an open file at position `pos`, for file systems whose seek rules
+    /// differ from the generic ones (kernfs: a 2^31-1 limit, `ENODEV` once removed):
+    /// `Some(new position)` or `Some(errno)`; `None` (the default) is the generic seek.
+    fn llseek(&self, _f: &OpenFile, _pos: i64, _off: i64, _whence: i32) -> Option<SysResult<i64>> {
+        None
+    }
+    /// `->setattr` of `chmod`/`chown` (the VFS checked permission and computed the new
+    /// values, type bits included): the file system may refuse (`ENOENT` for a node
+    /// removed behind the VFS) or record them in its own objects, before the VFS updates
+    /// the inode.
+    fn setattr(&self, _inode: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<()> {
+        Ok(())
+    }
+    /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
+    /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).
+    fn getattr(&self, _inode: &Inode) {}
     /// Whether names can change behind the VFS's back (kernfs), so cached dentries must be
     /// revalidated: path walk then leaves rcu-walk for this file system's directories and
     /// asks [`FileSystem::revalidate`] about every cached answer.

@@ -1,0 +1,337 @@
+//! kernfs mounted in a scalevfs `Vfs` at /sys: the system-call API on the demo tree.
+
+use std::sync::Arc;
+
+use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+use scalevfs_kernfs::demo::{demo_tree, gid_path, gid_string, DemoTree};
+use scalevfs_kernfs::{Kernfs, KernfsFs, Locking, SetAttr};
+use scalevfs_vfs::core::decode_dirents;
+use scalevfs_vfs::Errno;
+
+const RO: i32 = libc::O_RDONLY;
+
+fn setup(locking: Locking) -> (Arc<Vfs>, Kernfs, DemoTree, Process) {
+    let vfs = Vfs::new(VfsOptions {
+        locking,
+        ..Default::default()
+    });
+    let root = Process::new(&vfs, Credentials::root());
+    root.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+    let k = Kernfs::new(locking);
+    let demo = demo_tree(&k).unwrap();
+    vfs.mount("/sys", KernfsFs::new(k.clone())).unwrap();
+    (vfs, k, demo, root)
+}
+
+fn gid(i: usize) -> String {
+    format!("/sys/{}", gid_path(i))
+}
+
+fn read_all(p: &Process, fd: i32, chunk: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; chunk];
+    loop {
+        let n = p.read(fd, &mut buf).unwrap();
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+fn names(p: &Process, dir: &str) -> Vec<String> {
+    let fd = p
+        .openat(libc::AT_FDCWD, dir, RO | libc::O_DIRECTORY, 0)
+        .unwrap();
+    let mut all = Vec::new();
+    let mut buf = vec![0u8; 512];
+    loop {
+        let n = p.getdents64(fd, &mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        all.extend(decode_dirents(&buf[..n]));
+    }
+    p.close(fd).unwrap();
+    all.into_iter()
+        .map(|e| String::from_utf8(e.name).unwrap())
+        .collect()
+}
+
+#[test]
+fn gid_files_read_in_40_byte_pieces_and_seek() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, _k, _d, p) = setup(locking);
+        for i in [0, 7, 253] {
+            let fd = p.openat(libc::AT_FDCWD, gid(i), RO, 0).unwrap();
+            let mut b = [0u8; 40];
+            let n = p.read(fd, &mut b).unwrap();
+            assert_eq!(&b[..n], &gid_string(i).as_bytes()[..40]);
+            assert_eq!(read_all(&p, fd, 3), &gid_string(i).as_bytes()[40..]);
+            // lseek: back to 5 re-shows from 5; SEEK_END is relative to 4096.
+            assert_eq!(p.lseek(fd, 5, libc::SEEK_SET), Ok(5));
+            assert_eq!(read_all(&p, fd, 7), &gid_string(i).as_bytes()[5..]);
+            assert_eq!(
+                p.lseek(fd, -6, libc::SEEK_CUR),
+                Ok(gid_string(i).len() as i64 - 6)
+            );
+            assert_eq!(p.lseek(fd, 0, libc::SEEK_END), Ok(4096));
+            assert_eq!(p.lseek(fd, 1 << 31, libc::SEEK_SET), Err(Errno::EINVAL));
+            assert_eq!(p.lseek(fd, -1, libc::SEEK_SET), Err(Errno::EINVAL));
+            assert_eq!(p.lseek(fd, 4096, libc::SEEK_DATA), Err(Errno::ENXIO));
+            p.close(fd).unwrap();
+        }
+    }
+}
+
+#[test]
+fn stat_getdents_and_readlink() {
+    let (_vfs, k, d, p) = setup(Locking::Scalable);
+    let st = p.newfstatat(libc::AT_FDCWD, gid(3), 0).unwrap();
+    assert_eq!(st.mode, libc::S_IFREG | 0o444);
+    assert_eq!((st.size, st.nlink, st.uid, st.gid), (4096, 1, 0, 0));
+    assert_eq!(st.ino, d.gids[3].ino());
+    let st = p
+        .newfstatat(libc::AT_FDCWD, "/sys/kernel/scalevfs/knob", 0)
+        .unwrap();
+    assert_eq!(st.mode, libc::S_IFREG | 0o644);
+    let st = p.newfstatat(libc::AT_FDCWD, "/sys/class", 0).unwrap();
+    assert_eq!(st.mode, libc::S_IFDIR | 0o755);
+    assert_eq!(st.nlink, 3); // 2 + infiniband
+    let link = "/sys/class/infiniband/mlx5_0/device";
+    let st = p
+        .newfstatat(libc::AT_FDCWD, link, libc::AT_SYMLINK_NOFOLLOW)
+        .unwrap();
+    assert_eq!(st.mode & libc::S_IFMT, libc::S_IFLNK);
+    let mut b = [0u8; 256];
+    let n = p.readlinkat(libc::AT_FDCWD, link, &mut b).unwrap();
+    assert_eq!(&b[..n], b"../../../devices/pci0000:00/0000:00:03.0");
+    // Following the link reaches the PCI device.
+    let fd = p
+        .openat(libc::AT_FDCWD, format!("{link}/vendor"), RO, 0)
+        .unwrap();
+    assert_eq!(read_all(&p, fd, 64), b"0x15b3\n");
+    p.close(fd).unwrap();
+
+    let gids = names(&p, "/sys/class/infiniband/mlx5_0/ports/1/gids");
+    assert_eq!(gids.len(), 2 + 254);
+    assert_eq!(&gids[..3], [".", "..", "0"]);
+    assert_eq!(gids[255], "253");
+    assert_eq!(
+        names(&p, "/sys/kernel/scalevfs")[2..],
+        ["knob", "gid_reads", "writes"]
+    );
+
+    // The embedder's changes show through the cached dentries.
+    k.setattr(
+        &d.gids[3],
+        &SetAttr {
+            mode: Some(0o400),
+            uid: Some(5),
+            gid: None,
+        },
+    )
+    .unwrap();
+    let st = p.newfstatat(libc::AT_FDCWD, gid(3), 0).unwrap();
+    assert_eq!((st.mode, st.uid), (libc::S_IFREG | 0o400, 5));
+    k.create_dir(&d.gids_dir, "extra", 0o700, 0, 0).unwrap();
+    assert!(names(&p, "/sys/class/infiniband/mlx5_0/ports/1/gids").contains(&"extra".into()));
+    let st = p.newfstatat(
+        libc::AT_FDCWD,
+        "/sys/class/infiniband/mlx5_0/ports/1/gids/extra",
+        0,
+    );
+    assert_eq!(st.unwrap().mode, libc::S_IFDIR | 0o700);
+}
+
+#[test]
+fn knob_writes_reach_store_and_its_errors_reach_the_writer() {
+    let (_vfs, _k, d, p) = setup(Locking::Scalable);
+    let knob = "/sys/kernel/scalevfs/knob";
+    let fd = p.openat(libc::AT_FDCWD, knob, libc::O_RDWR, 0).unwrap();
+    assert_eq!(p.write(fd, b"42\n"), Ok(3));
+    assert_eq!(d.knob_value.load(std::sync::atomic::Ordering::Relaxed), 42);
+    assert_eq!(p.write(fd, b"nope"), Err(Errno::EINVAL));
+    assert_eq!(p.write(fd, b"99999999999"), Err(Errno::ERANGE));
+    assert_eq!(p.pread64(fd, &mut [0u8; 16], 0), Ok(3));
+    assert_eq!(p.lseek(fd, 0, libc::SEEK_SET), Ok(0));
+    assert_eq!(read_all(&p, fd, 16), b"42\n");
+    p.close(fd).unwrap();
+    let fd = p
+        .openat(libc::AT_FDCWD, "/sys/kernel/scalevfs/writes", RO, 0)
+        .unwrap();
+    assert_eq!(read_all(&p, fd, 16), b"1\n");
+    p.close(fd).unwrap();
+    // Read-only attribute: no w bit, EACCES even for root; O_TRUNC is accepted on the knob.
+    assert_eq!(
+        p.openat(libc::AT_FDCWD, gid(0), libc::O_WRONLY, 0),
+        Err(Errno::EACCES)
+    );
+    let fd = p
+        .openat(libc::AT_FDCWD, knob, libc::O_WRONLY | libc::O_TRUNC, 0)
+        .unwrap();
+    assert_eq!(p.write(fd, b"7"), Ok(1));
+    p.close(fd).unwrap();
+    assert_eq!(d.knob_value.load(std::sync::atomic::Ordering::Relaxed), 7);
+}
+
+#[test]
+fn namespace_changes_are_refused_as_sysfs_does() {
+    let (_vfs, _k, _d, p) = setup(Locking::Scalable);
+    let dir = "/sys/kernel/scalevfs";
+    let at = libc::AT_FDCWD;
+    assert_eq!(
+        p.mkdirat(at, format!("{dir}/new"), 0o755),
+        Err(Errno::EPERM)
+    );
+    assert_eq!(p.symlinkat("x", at, format!("{dir}/l")), Err(Errno::EPERM));
+    assert_eq!(p.unlinkat(at, format!("{dir}/knob"), 0), Err(Errno::EPERM));
+    assert_eq!(p.unlinkat(at, dir, libc::AT_REMOVEDIR), Err(Errno::EPERM));
+    assert_eq!(
+        p.renameat2(at, format!("{dir}/knob"), at, format!("{dir}/k2"), 0),
+        Err(Errno::EPERM)
+    );
+    assert_eq!(
+        p.openat(
+            at,
+            format!("{dir}/new"),
+            libc::O_CREAT | libc::O_WRONLY,
+            0o644
+        ),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(
+        p.openat(
+            at,
+            format!("{dir}/knob"),
+            libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
+            0
+        ),
+        Err(Errno::EEXIST)
+    );
+    // Across the mount: EXDEV.
+    p.mkdirat(at, "/tmp", 0o777).unwrap();
+    assert_eq!(
+        p.renameat2(at, format!("{dir}/knob"), at, "/tmp/knob", 0),
+        Err(Errno::EXDEV)
+    );
+    assert_eq!(
+        p.linkat(at, format!("{dir}/knob"), at, "/tmp/knob", 0),
+        Err(Errno::EXDEV)
+    );
+    let fd = p
+        .openat(at, "/tmp/f", libc::O_CREAT | libc::O_WRONLY, 0o644)
+        .unwrap();
+    p.close(fd).unwrap();
+    assert_eq!(
+        p.renameat2(at, "/tmp/f", at, format!("{dir}/f"), 0),
+        Err(Errno::EXDEV)
+    );
+    assert_eq!(p.lseek(-1, 0, 0), Err(Errno::EBADF));
+}
+
+#[test]
+fn removal_gives_enoent_to_lookups_and_enodev_to_open_files() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, k, d, p) = setup(locking);
+        let fd = p.openat(libc::AT_FDCWD, gid(9), RO, 0).unwrap();
+        let fd2 = p.openat(libc::AT_FDCWD, gid(9), RO, 0).unwrap();
+        let mut b = [0u8; 10];
+        assert_eq!(p.read(fd, &mut b), Ok(10));
+        k.remove(&d.gids[9]).unwrap();
+        assert_eq!(p.newfstatat(libc::AT_FDCWD, gid(9), 0), Err(Errno::ENOENT));
+        assert_eq!(p.openat(libc::AT_FDCWD, gid(9), RO, 0), Err(Errno::ENOENT));
+        // Buffered bytes are still returned; anything needing the node is ENODEV.
+        let rest = gid_string(9).len() - 10;
+        assert_eq!(p.read(fd, &mut [0u8; 64]), Ok(rest));
+        assert_eq!(p.read(fd, &mut [0u8; 64]), Err(Errno::ENODEV));
+        assert_eq!(p.read(fd2, &mut [0u8; 64]), Err(Errno::ENODEV));
+        assert_eq!(p.lseek(fd2, 0, libc::SEEK_SET), Err(Errno::ENODEV));
+        assert_eq!(p.fchmod(fd2, 0o600), Err(Errno::ENOENT));
+        p.close(fd).unwrap();
+        p.close(fd2).unwrap();
+        // A whole removed directory.
+        let gdir = "/sys/class/infiniband/mlx5_0/ports/1/gids";
+        assert!(p.newfstatat(libc::AT_FDCWD, gid(1), 0).is_ok());
+        k.remove(&d.gids_dir).unwrap();
+        assert_eq!(p.newfstatat(libc::AT_FDCWD, gid(1), 0), Err(Errno::ENOENT));
+        assert_eq!(p.newfstatat(libc::AT_FDCWD, gdir, 0), Err(Errno::ENOENT));
+        assert!(!names(&p, "/sys/class/infiniband/mlx5_0/ports/1").contains(&"gids".into()));
+    }
+}
+
+#[test]
+fn permissions_as_a_non_root_process() {
+    let (vfs, _k, d, root) = setup(Locking::Scalable);
+    let user = Process::new(&vfs, Credentials::user(1000, 1000));
+    let at = libc::AT_FDCWD;
+    let knob = "/sys/kernel/scalevfs/knob";
+    // 0444 readable by anyone; 0644 root-owned knob not writable.
+    let fd = user.openat(at, gid(0), RO, 0).unwrap();
+    user.close(fd).unwrap();
+    assert_eq!(user.openat(at, knob, libc::O_WRONLY, 0), Err(Errno::EACCES));
+    // A non-root caller is refused by the directory's permission first.
+    assert_eq!(user.mkdirat(at, "/sys/kernel/x", 0o755), Err(Errno::EACCES));
+    assert_eq!(
+        user.openat(at, "/sys/kernel/x", libc::O_CREAT | libc::O_WRONLY, 0o644),
+        Err(Errno::EACCES)
+    );
+    assert_eq!(user.unlinkat(at, knob, 0), Err(Errno::EACCES));
+    assert_eq!(user.fchmodat(at, knob, 0o666, 0), Err(Errno::EPERM));
+    // chown/chmod by root reach the node; then the user owns the knob.
+    root.fchownat(at, knob, 1000, 1000, 0).unwrap();
+    assert_eq!(d.knob.getattr().uid, 1000);
+    user.fchmodat(at, knob, 0o600, 0).unwrap();
+    assert_eq!(d.knob.mode(), 0o600);
+    let fd = user.openat(at, knob, libc::O_RDWR, 0).unwrap();
+    assert_eq!(user.write(fd, b"5"), Ok(1));
+    user.close(fd).unwrap();
+    assert_eq!(
+        root.newfstatat(at, knob, 0).unwrap().mode,
+        libc::S_IFREG | 0o600
+    );
+    // A directory without search permission.
+    _k.setattr(
+        &d.gids_dir,
+        &SetAttr {
+            mode: Some(0o700),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(user.openat(at, gid(0), RO, 0), Err(Errno::EACCES));
+    assert!(root.openat(at, gid(0), RO, 0).is_ok());
+}
+
+#[test]
+fn remove_while_reading_through_the_vfs() {
+    let (vfs, k, d, _root) = setup(Locking::Scalable);
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let vfs = vfs.clone();
+            s.spawn(move || {
+                let p = Process::new(&vfs, Credentials::user(1000 + t, 1000));
+                for i in 0..2000usize {
+                    let g = (i * 7 + t as usize) % 254;
+                    match p.openat(libc::AT_FDCWD, gid(g), RO, 0) {
+                        Ok(fd) => {
+                            let mut b = [0u8; 40];
+                            match p.read(fd, &mut b) {
+                                Ok(n) => assert_eq!(&b[..n], &gid_string(g).as_bytes()[..n]),
+                                Err(e) => assert_eq!(e, Errno::ENODEV),
+                            }
+                            p.close(fd).unwrap();
+                        }
+                        Err(e) => assert_eq!(e, Errno::ENOENT),
+                    }
+                }
+            });
+        }
+        for g in d.gids.iter().step_by(3) {
+            k.remove(g).unwrap();
+        }
+    });
+    let p = Process::new(&vfs, Credentials::root());
+    assert_eq!(p.openat(libc::AT_FDCWD, gid(0), RO, 0), Err(Errno::ENOENT));
+    assert!(p.openat(libc::AT_FDCWD, gid(1), RO, 0).is_ok());
+}
