@@ -16,12 +16,13 @@
 //!
 //! The embedder changes the tree behind the VFS, so the superblock `revalidates()`: every
 //! cached answer in a kernfs directory is checked on each walk. A positive entry stands
-//! while its node is active and still has that parent and name (read under the node's
-//! linkage spinlock, which is per node: no shared line is written); a negative entry is
+//! while its node is active and still is the directory's child of that name
+//! ([`Kernfs::is_child`]: a lock-free search that takes no reference, so walks through
+//! shared directories write no shared cache line); a negative entry is
 //! never trusted (the lockless lookup that replaces it is as cheap as a check). Attributes
 //! the embedder changed (mode, owner, link count) are copied into the inode there, and by
 //! `getattr` before `stat`, but only when they differ, so walks write no shared inode.
-//! The legacy design takes the tree rwsem for reading in `revalidate`, as Linux's
+//! The legacy design takes the tree rwsem for reading there, as Linux's
 //! `kernfs_dop_revalidate` does.
 //!
 //! ## Open files
@@ -353,19 +354,13 @@ impl FileSystem for KernfsFs {
         let Ok(node) = node_of(inode) else {
             return false;
         };
-        let _tree = self.fs.tree_read();
-        if !node.is_active() {
-            drop(_tree);
-            self.forget(node);
+        if !self.fs.is_child(dnode, name, node) {
+            if !node.is_active() {
+                self.forget(node);
+            }
             return false;
         }
-        let same = {
-            let l = node.linkage.lock();
-            l.parent.as_ref().is_some_and(|p| Arc::ptr_eq(p, dnode)) && &*l.name == name
-        };
-        if same {
-            refresh(inode, &node.getattr());
-        }
-        same
+        refresh(inode, &node.getattr());
+        true
     }
 }
