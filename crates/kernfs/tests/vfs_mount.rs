@@ -119,7 +119,7 @@ fn stat_getdents_and_readlink() {
     assert_eq!(gids[255], "253");
     assert_eq!(
         names(&p, "/sys/kernel/scalevfs")[2..],
-        ["knob", "gid_reads", "writes"]
+        ["knob", "gid_reads", "writes", "lock_stat"]
     );
 
     // The embedder's changes show through the cached dentries.
@@ -161,6 +161,13 @@ fn knob_writes_reach_store_and_its_errors_reach_the_writer() {
         .openat(libc::AT_FDCWD, "/sys/kernel/scalevfs/writes", RO, 0)
         .unwrap();
     assert_eq!(read_all(&p, fd, 16), b"1\n");
+    p.close(fd).unwrap();
+    let fd = p
+        .openat(libc::AT_FDCWD, "/sys/kernel/scalevfs/lock_stat", RO, 0)
+        .unwrap();
+    let table = read_all(&p, fd, 100);
+    assert!(table.starts_with(b"lock_stat version"), "{table:?}");
+    assert!(table.len() <= 4095);
     p.close(fd).unwrap();
     // Read-only attribute: no w bit, EACCES even for root; O_TRUNC is accepted on the knob.
     assert_eq!(
