@@ -34,6 +34,16 @@
 //! checked permission with the caller's credentials; kernfs's own open checks (no `w`
 //! bit: `EACCES` even for root) run as root. Dropping the open file is `release`.
 //!
+//! ## Poll and epoll
+//!
+//! [`FileSystem::pollable`] gives the open file's [`KernfsFile`], a VFS [`Pollable`]: its
+//! mask is [`KernfsOpenFile::poll`]; its VFS wait queue is woken, with the event mask, by a
+//! kernfs waiter registered on first use (so `Kernfs::notify` reaches `poll(2)` sleepers
+//! and epoll items). The waiter holds only the wait queue (an `Arc`), never the file, so
+//! the file is freed with its last reference; `release` unhooks epoll items and the
+//! waiter first. Lock order: kernfs poll wait queue → VFS wait queue → epoll locks (the
+//! waker runs under the first; nothing takes them the other way round).
+//!
 //! ## Namespace changes from users
 //!
 //! As sysfs: `mkdir`, `mknod`, `symlink`, `link`, `unlink`, `rmdir`, `rename` are `EPERM`;
@@ -45,10 +55,12 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_primitives::lockstat::LockClass;
+use scalevfs_vfs::epoll::{release_file_from_epoll, EpLinks};
+use scalevfs_vfs::poll::{Pollable, WaitQueue};
 use scalevfs_vfs::{
     DirEmit, Errno, FileSystem, Inode, InodeRef, NewInode, OpenFile, SuperBlock, SysResult,
     Timespec,
@@ -56,7 +68,7 @@ use scalevfs_vfs::{
 
 use crate::node::{KernfsAttr, NodeKind, SetAttr};
 use crate::perm::Creds;
-use crate::{Kernfs, KernfsNode, KernfsOpenFile};
+use crate::{Kernfs, KernfsNode, KernfsOpenFile, WaiterKey};
 
 /// Lock class of the hashed inode-map mutexes.
 pub static INODE_MAP_CLASS: LockClass = LockClass::new("kernfs_vfs_inode_map");
@@ -72,9 +84,42 @@ fn node_of(inode: &Inode) -> SysResult<&Arc<KernfsNode>> {
     inode.private::<Arc<KernfsNode>>().ok_or(Errno::EINVAL)
 }
 
-/// The kernfs open file behind a VFS open file (none for directories and `O_PATH`).
+/// An open attribute file as the VFS keeps it (the open file's private data, shared
+/// with epoll items through the `Arc`). See the module docs.
+pub struct KernfsFile {
+    of: KernfsOpenFile,
+    wq: Arc<WaitQueue>,
+    links: EpLinks,
+    /// The kernfs waiter waking `wq`, registered by the first `pollable`.
+    waiter: OnceLock<Option<WaiterKey>>,
+}
+
+impl KernfsFile {
+    /// The kernfs open file.
+    pub fn open_file(&self) -> &KernfsOpenFile {
+        &self.of
+    }
+}
+
+impl Pollable for KernfsFile {
+    fn poll(&self) -> u32 {
+        self.of.poll()
+    }
+    fn wait_queue(&self) -> Option<&WaitQueue> {
+        Some(&self.wq)
+    }
+    fn ep_links(&self) -> Option<&EpLinks> {
+        Some(&self.links)
+    }
+}
+
+/// The kernfs file behind a VFS open file (none for directories and `O_PATH`).
+fn file_of(f: &OpenFile) -> Option<&Arc<KernfsFile>> {
+    f.private::<Arc<KernfsFile>>()
+}
+
 fn open_of(f: &OpenFile) -> SysResult<&KernfsOpenFile> {
-    f.private::<KernfsOpenFile>().ok_or(Errno::EBADF)
+    file_of(f).map(|k| &k.of).ok_or(Errno::EBADF)
 }
 
 fn ts(ns: i64) -> Timespec {
@@ -307,15 +352,35 @@ impl FileSystem for KernfsFs {
             flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC),
             &Creds::ROOT,
         )?;
-        Ok(Some(Box::new(of)))
+        Ok(Some(Box::new(Arc::new(KernfsFile {
+            of,
+            wq: Arc::new(WaitQueue::new()),
+            links: EpLinks::new(),
+            waiter: OnceLock::new(),
+        }))))
     }
 
     fn release(&self, _: &Inode, private: Box<dyn Any + Send + Sync>) {
-        drop(private);
+        if let Ok(k) = private.downcast::<Arc<KernfsFile>>() {
+            // eventpoll_release, then the kernfs waiter (so nothing wakes a dead queue).
+            release_file_from_epoll(&**k);
+            if let Some(Some(key)) = k.waiter.get() {
+                k.of.remove_waiter(*key);
+            }
+        }
+    }
+
+    fn pollable(&self, f: &OpenFile) -> Option<Arc<dyn Pollable>> {
+        let k = file_of(f)?;
+        k.waiter.get_or_init(|| {
+            let wq = k.wq.clone();
+            k.of.add_waiter(Arc::new(move |mask| wq.wake(mask)))
+        });
+        Some(k.clone())
     }
 
     fn llseek(&self, f: &OpenFile, pos: i64, off: i64, whence: i32) -> Option<SysResult<i64>> {
-        let of = f.private::<KernfsOpenFile>()?;
+        let of = &file_of(f)?.of;
         // The VFS keeps the position: make SEEK_CUR absolute from it.
         Some(match whence {
             libc::SEEK_CUR => match pos.checked_add(off) {

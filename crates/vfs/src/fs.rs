@@ -10,8 +10,10 @@
 
 use crate::file::OpenFile;
 use crate::inode::{Inode, InodeRef, SuperBlock};
+use crate::poll::Pollable;
 use crate::SysResult;
 use std::any::Any;
+use std::sync::Arc;
 
 /// One entry reported by [`FileSystem::readdir`].
 pub struct DirEmit<'a> {
@@ -126,6 +128,13 @@ pub trait FileSystem: Send + Sync + 'static {
     /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
     /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).
     fn getattr(&self, _inode: &Inode) {}
+    /// `->poll`: the open file's readiness source, for files that wake pollers (kernfs
+    /// attributes: `POLLPRI|POLLERR` on `sysfs_notify`). `None` (the default): always
+    /// ready and not watchable by epoll, as a regular file ([`crate::poll::RegularFile`]).
+    /// The same open file gives the same object every time (epoll items hook onto it).
+    fn pollable(&self, _f: &OpenFile) -> Option<Arc<dyn Pollable>> {
+        None
+    }
     /// Whether names can change behind the VFS's back (kernfs), so cached dentries must be
     /// revalidated: path walk then leaves rcu-walk for this file system's directories and
     /// asks [`FileSystem::revalidate`] about every cached answer.
