@@ -394,3 +394,48 @@ fn poll_through_the_vfs_wakes_on_notify() {
     let df = p.file(dfd).unwrap();
     assert!(df.inode().fs().pollable(&df).is_none());
 }
+
+#[test]
+fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
+    use scalevfs_vfs::epoll::{Epoll, EpollContext, EpollEvent, FdKey, EPOLL_CTL_ADD};
+    let (vfs, _k, _d, p) = setup(Locking::Scalable);
+    let knob = "/sys/kernel/scalevfs/knob";
+    let fd = p.openat(libc::AT_FDCWD, knob, RO, 0).unwrap();
+    read_all(&p, fd, 16);
+    let f = p.file(fd).unwrap();
+    let target = f.inode().fs().pollable(&f).unwrap();
+    let ep = Epoll::new(&EpollContext::new(Locking::Scalable));
+    let key = FdKey {
+        file: Arc::as_ptr(&target) as *const () as usize,
+        fd,
+    };
+    let pri = (libc::EPOLLPRI | libc::EPOLLERR) as u32;
+    ep.ctl(
+        EPOLL_CTL_ADD,
+        key,
+        &target,
+        EpollEvent::new(pri | libc::EPOLLET as u32, 7),
+    )
+    .unwrap();
+    let mut evs = [EpollEvent::default(); 4];
+    assert_eq!(ep.wait(&mut evs, 0, None), Ok(0));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let w = Process::new(&vfs, Credentials::root());
+            let wfd = w.openat(libc::AT_FDCWD, knob, libc::O_WRONLY, 0).unwrap();
+            w.write(wfd, b"3").unwrap();
+            w.close(wfd).unwrap();
+        });
+        assert_eq!(ep.wait(&mut evs, 10_000, None), Ok(1));
+    });
+    assert_eq!((evs[0].events & pri, evs[0].data), (pri, 7));
+    // The last close unhooks the item: no reference cycle keeps the file alive.
+    drop((target, f));
+    p.close(fd).unwrap();
+    let w = Process::new(&vfs, Credentials::root());
+    let wfd = w.openat(libc::AT_FDCWD, knob, libc::O_WRONLY, 0).unwrap();
+    w.write(wfd, b"4").unwrap();
+    w.close(wfd).unwrap();
+    assert_eq!(ep.wait(&mut evs, 0, None), Ok(0));
+}
