@@ -23,7 +23,9 @@
 //! the embedder changed (mode, owner, link count) are copied into the inode there, and by
 //! `getattr` before `stat`, but only when they differ, so walks write no shared inode.
 //! The legacy design takes the tree rwsem for reading there, as Linux's
-//! `kernfs_dop_revalidate` does.
+//! `kernfs_dop_revalidate` does, and refuses rcu-walk (`-ECHILD`) as Linux does; the
+//! scalable design revalidates in rcu-walk too (`revalidate_rcu`), so a walk through
+//! `/sys/class/...` takes no reference on the shared directories' dentries.
 //!
 //! ## Open files
 //!
@@ -68,7 +70,7 @@ use scalevfs_vfs::{
 
 use crate::node::{KernfsAttr, NodeKind, SetAttr};
 use crate::perm::Creds;
-use crate::{Kernfs, KernfsNode, KernfsOpenFile, WaiterKey};
+use crate::{Kernfs, KernfsNode, KernfsOpenFile, Locking, WaiterKey};
 
 /// Lock class of the hashed inode-map mutexes.
 pub static INODE_MAP_CLASS: LockClass = LockClass::new("kernfs_vfs_inode_map");
@@ -410,6 +412,24 @@ impl FileSystem for KernfsFs {
 
     fn revalidates(&self) -> bool {
         true
+    }
+
+    /// Lock-free in the scalable design ([`Kernfs::is_child`] takes no reference and
+    /// blocks on nothing), so path walks through kernfs stay in rcu-walk and take no
+    /// reference on the shared directories' dentries (Linux's kernfs answers `-ECHILD`
+    /// and walks them with references). The legacy design falls back to ref-walk, as
+    /// Linux does. A stale entry falls back too (ref-walk then forgets its inode).
+    fn revalidate_rcu(&self, dir: &Inode, name: &[u8], inode: &Inode) -> bool {
+        if self.fs.locking() == Locking::Legacy {
+            return false;
+        }
+        match (node_of(dir), node_of(inode)) {
+            (Ok(d), Ok(n)) if self.fs.is_child(d, name, n) => {
+                refresh(inode, &n.getattr());
+                true
+            }
+            _ => false,
+        }
     }
 
     fn revalidate(&self, dir: &Inode, name: &[u8], inode: Option<&Inode>) -> bool {

@@ -439,3 +439,27 @@ fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
     w.close(wfd).unwrap();
     assert_eq!(ep.wait(&mut evs, 0, None), Ok(0));
 }
+
+#[test]
+fn embedder_renames_show_through_cached_paths() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, k, d, p) = setup(locking);
+        let at = libc::AT_FDCWD;
+        let old = p.newfstatat(at, gid(5), 0).unwrap();
+        let kdir = k.lookup(k.root(), "kernel").unwrap();
+        k.rename(&d.gids[5], &kdir, "moved").unwrap();
+        assert_eq!(p.newfstatat(at, gid(5), 0), Err(Errno::ENOENT));
+        let new = p.newfstatat(at, "/sys/kernel/moved", 0).unwrap();
+        assert_eq!((new.ino, new.dev), (old.ino, old.dev));
+        assert_eq!(
+            p.read_file("/sys/kernel/moved").unwrap(),
+            gid_string(5).as_bytes()
+        );
+        // A directory moved away takes its subtree's cached paths with it.
+        let ports = k.lookup(&d.gids_dir.parent().unwrap().parent().unwrap(), "1");
+        k.rename(&ports.unwrap(), &kdir, "port1").unwrap();
+        assert_eq!(p.newfstatat(at, gid(6), 0), Err(Errno::ENOENT));
+        let g6 = "/sys/kernel/port1/gids/6";
+        assert_eq!(p.read_file(g6).unwrap(), gid_string(6).as_bytes());
+    }
+}

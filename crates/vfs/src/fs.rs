@@ -146,4 +146,11 @@ pub trait FileSystem: Send + Sync + 'static {
     fn revalidate(&self, _dir: &Inode, _name: &[u8], _inode: Option<&Inode>) -> bool {
         true
     }
+    /// [`FileSystem::revalidate`] of a positive entry during rcu-walk: called under an
+    /// epoch guard without references, it must not block nor free anything. `true` keeps
+    /// the walk lock-free; `false` (the default, Linux's `-ECHILD`) falls back to
+    /// ref-walk, which calls `revalidate`.
+    fn revalidate_rcu(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> bool {
+        false
+    }
 }
