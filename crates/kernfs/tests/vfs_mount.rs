@@ -39,6 +39,14 @@ fn read_all(p: &Process, fd: i32, chunk: usize) -> Vec<u8> {
     }
 }
 
+/// Writes `val` to `path` as root (a store that notifies pollers when the value changes).
+fn store(vfs: &Arc<Vfs>, path: &str, val: &[u8]) {
+    let w = Process::new(vfs, Credentials::root());
+    let fd = w.openat(libc::AT_FDCWD, path, libc::O_WRONLY, 0).unwrap();
+    assert_eq!(w.write(fd, val), Ok(val.len()));
+    w.close(fd).unwrap();
+}
+
 fn names(p: &Process, dir: &str) -> Vec<String> {
     let fd = p
         .openat(libc::AT_FDCWD, dir, RO | libc::O_DIRECTORY, 0)
@@ -371,10 +379,7 @@ fn poll_through_the_vfs_wakes_on_notify() {
     std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            let w = Process::new(&vfs, Credentials::root());
-            let wfd = w.openat(libc::AT_FDCWD, knob, libc::O_WRONLY, 0).unwrap();
-            w.write(wfd, b"17").unwrap();
-            w.close(wfd).unwrap();
+            store(&vfs, knob, b"17");
         });
         assert_eq!(poll(&mut fds, 10_000, None), Ok(1));
     });
@@ -422,10 +427,7 @@ fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
     std::thread::scope(|s| {
         s.spawn(|| {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            let w = Process::new(&vfs, Credentials::root());
-            let wfd = w.openat(libc::AT_FDCWD, knob, libc::O_WRONLY, 0).unwrap();
-            w.write(wfd, b"3").unwrap();
-            w.close(wfd).unwrap();
+            store(&vfs, knob, b"3");
         });
         assert_eq!(ep.wait(&mut evs, 10_000, None), Ok(1));
     });
@@ -433,10 +435,7 @@ fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
     // The last close unhooks the item: no reference cycle keeps the file alive.
     drop((target, f));
     p.close(fd).unwrap();
-    let w = Process::new(&vfs, Credentials::root());
-    let wfd = w.openat(libc::AT_FDCWD, knob, libc::O_WRONLY, 0).unwrap();
-    w.write(wfd, b"4").unwrap();
-    w.close(wfd).unwrap();
+    store(&vfs, knob, b"4");
     assert_eq!(ep.wait(&mut evs, 0, None), Ok(0));
 }
 
