@@ -85,6 +85,10 @@
 //! * readdir lists in creation order with stable cookies (kernfs: name-hash order).
 //! * `lseek` is kernfs's (generic, relative to the 4096-byte size for `SEEK_END`), not
 //!   `seq_lseek`: that is what a 6.x host does (tests/read_semantics.rs compares).
+//! * Under the VFS ([`vfs`]): writes of one attribute through different open files are
+//!   serialized by the VFS inode's rwsem (Linux's kernfs takes only `of->mutex`), and a
+//!   write's mtime update of the VFS inode lasts until the next refresh from the node;
+//!   the scalable design revalidates in rcu-walk (Linux's kernfs refuses it).
 
 pub mod active;
 pub mod demo;
