@@ -399,9 +399,12 @@ mod tests {
     #[test]
     #[ignore = "measurement; run in release with --nocapture"]
     fn measure_showgids() {
-        for threads in [1, 2, 16] {
-            for &design in ShowGids.designs() {
-                let Ok(inst) = ShowGids.setup(design, threads) else {
+        for (w, threads) in [1, 2, 16]
+            .into_iter()
+            .flat_map(|t| [(&ShowGids as &dyn Workload, t), (&ShowGidsVfs, t)])
+        {
+            for &design in w.designs() {
+                let Ok(inst) = w.setup(design, threads) else {
                     continue;
                 };
                 let cpu0 = process_cpu_ns();
@@ -427,7 +430,8 @@ mod tests {
                 // what contention costs (the host design's kernel time counts too).
                 let cpu = process_cpu_ns() - cpu0;
                 println!(
-                    "kernfs-showgids {design:>8} {threads:>2} threads: {:>8.3} Mops/s, {:>6.0} CPU ns/op",
+                    "{:<20} {design:>8} {threads:>2} threads: {:>8.3} Mops/s, {:>6.0} CPU ns/op",
+                    w.name(),
                     ops as f64 / 1e6,
                     cpu as f64 / ops as f64
                 );
