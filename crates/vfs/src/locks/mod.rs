@@ -384,7 +384,9 @@ impl ListedLock {
 /// [`LockManager::new_context`]; unregisters itself from the listing when dropped.
 pub struct FileLockContext {
     inner: Arc<CtxInner>,
-    mgr: Arc<Shared>,
+    /// The manager that made it: `OpenFile::release` reaches it through here, without an
+    /// `Arc` clone (a shared counter write) on every last close of a locked file.
+    mgr: LockManager,
     slot: scalevfs_primitives::dlist::DListNode,
 }
 
@@ -396,7 +398,14 @@ pub(crate) struct CtxInner {
 
 impl Drop for FileLockContext {
     fn drop(&mut self) {
-        self.mgr.registry.remove(&self.slot);
+        self.mgr.shared.registry.remove(&self.slot);
+    }
+}
+
+impl FileLockContext {
+    /// The manager this context belongs to.
+    pub fn manager(&self) -> &LockManager {
+        &self.mgr
     }
 }
 
@@ -474,14 +483,14 @@ impl LockManager {
         let slot = self.shared.registry.insert(&inner);
         FileLockContext {
             inner,
-            mgr: self.shared.clone(),
+            mgr: self.clone(),
             slot,
         }
     }
 
     fn lock<'a>(&'a self, ctx: &'a FileLockContext) -> Guard<'a> {
         debug_assert!(
-            Arc::ptr_eq(&ctx.mgr, &self.shared),
+            Arc::ptr_eq(&ctx.mgr.shared, &self.shared),
             "context of another manager"
         );
         let legacy = self.shared.legacy.as_ref().map(|l| l.lock());
