@@ -52,4 +52,5 @@ pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};
