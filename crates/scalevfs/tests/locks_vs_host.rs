@@ -731,7 +731,6 @@ fn deadlock_cycles_of_two_and_three() {
 /// POSIX request, blocked by owner 0's OFD lock whose description waits on owner 1, fails
 /// with `EDEADLK`.
 #[test]
-#[ignore = "the lock manager does not follow OFD waiters in its wait-for graph yet"]
 fn deadlock_through_an_ofd_waiter() {
     let w = |s: usize, start: i64| Op::Fcntl(s, F_SETLKW, lk(F_WRLCK, start, 1));
     let s = vec![
