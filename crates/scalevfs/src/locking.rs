@@ -89,7 +89,12 @@ impl Caller<'_> {
         let inode = f.inode();
         let ctx = context(self.mgr, inode);
         let file = FcntlFile {
-            pos: *f.pos.lock(),
+            // The position lock is the description's: take it only when the range needs it.
+            pos: if fl.l_whence as i32 == libc::SEEK_CUR {
+                *f.pos.lock()
+            } else {
+                0
+            },
             size: inode.size() as i64,
             readable: f.readable(),
             writable: f.writable(),
