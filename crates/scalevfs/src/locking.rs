@@ -114,16 +114,14 @@ impl Caller<'_> {
         Ok(0)
     }
 
-    /// `flock(fd, op)` on the open file `f`.
-    pub(crate) fn flock(
-        &self,
-        f: &OpenFile,
-        op: i32,
-        cancel: Option<&CancelToken>,
-    ) -> SysResult<()> {
-        // Linux: the operation is decoded first (EINVAL before EBADF), then an fd with
-        // neither read nor write access (O_PATH) is refused.
-        flock_op_type(op)?;
+    /// `flock(fd, op)`. Linux's order: `LOCK_MAND` succeeds and a bad operation is
+    /// `EINVAL` before the descriptor is looked at; then a bad or `O_PATH` descriptor is
+    /// `EBADF`.
+    pub(crate) fn flock(&self, op: i32, cancel: Option<&CancelToken>) -> SysResult<()> {
+        if flock_op_type(op)?.is_none() {
+            return Ok(());
+        }
+        let f = self.fds.get(self.fd)?;
         if f.is_path() {
             return Err(Errno::EBADF);
         }

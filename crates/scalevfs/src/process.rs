@@ -267,13 +267,11 @@ impl Process {
     /// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`. The lock
     /// belongs to the open file description.
     pub fn flock(&self, fd: i32, op: i32) -> SysResult<()> {
-        let f = self.fds.get(fd)?;
-        self.lock_caller(fd).flock(&f, op, None)
+        self.lock_caller(fd).flock(op, None)
     }
     /// [`flock`](Self::flock) whose wait gives up with `EINTR` when `cancel` fires.
     pub fn flock_interruptible(&self, fd: i32, op: i32, cancel: &CancelToken) -> SysResult<()> {
-        let f = self.fds.get(fd)?;
-        self.lock_caller(fd).flock(&f, op, Some(cancel))
+        self.lock_caller(fd).flock(op, Some(cancel))
     }
 
     fn core(&self) -> &VfsCore {

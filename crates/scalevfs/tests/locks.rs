@@ -180,3 +180,19 @@ fn interruptible_waits_end_with_eintr_or_the_grant() {
         assert_eq!(t.join().unwrap(), Ok(()));
     });
 }
+
+#[test]
+fn flock_checks_the_operation_before_the_descriptor() {
+    let (_vfs, p) = setup(Locking::Scalable);
+    // As on Linux 6.x: EINVAL and LOCK_MAND's success come before the fd lookup.
+    assert_eq!(p.flock(999, 0), Err(Errno::EINVAL));
+    assert_eq!(p.flock(999, 32 | LOCK_SH), Ok(()));
+    assert_eq!(p.flock(999, LOCK_SH), Err(Errno::EBADF));
+    let fd = p.open("/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    let path = p.open("/f", libc::O_PATH, 0).unwrap();
+    for op in [LOCK_SH, LOCK_EX | LOCK_NB, libc::LOCK_UN] {
+        assert_eq!(p.flock(path, op), Err(Errno::EBADF));
+    }
+    assert_eq!(set(&p, path, F_SETLK, F_RDLCK, 0, 1), Err(Errno::EBADF));
+    assert_eq!(holder(&p, fd), None);
+}
