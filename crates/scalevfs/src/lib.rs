@@ -30,8 +30,9 @@
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` and `mknod` are not provided;
 //!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
-//! * `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`) return `EINVAL` until
-//!   the file-locks work wires them.
+//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
+//!   except that deadlock detection follows wait chains of any length (Linux stops after
+//!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.
 //! * Timestamps use `CLOCK_REALTIME` at nanosecond resolution (Linux uses the coarse clock);
 //!   reads update atime with `relatime` rules; `stat` may see seconds and nanoseconds of a
 //!   concurrently changing time torn, as Linux may.
@@ -47,8 +48,10 @@
 //!   calls with a directory descriptor do not touch it.
 
 pub mod fdtable;
+pub mod locking;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};
