@@ -43,6 +43,7 @@
 //! ([`report::Report`]).
 
 pub mod cli;
+pub mod memory;
 pub mod plot;
 pub mod report;
 pub mod runner;

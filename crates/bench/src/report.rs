@@ -83,6 +83,9 @@ pub struct Report {
     pub results: Vec<Record>,
     #[serde(default)]
     pub errors: Vec<ErrorRecord>,
+    /// Memory per empty file for each VFS design (empty when not measured).
+    #[serde(default)]
+    pub memory: Vec<crate::memory::MemoryRecord>,
 }
 
 impl Machine {
@@ -198,6 +201,7 @@ impl Report {
                     error: f.error.clone(),
                 })
                 .collect(),
+            memory: Vec::new(),
         }
     }
 
@@ -273,6 +277,23 @@ impl Report {
         );
         self.summary(&mut s, Design::Legacy);
         self.summary(&mut s, Design::Host);
+        if !self.memory.is_empty() {
+            let _ = writeln!(
+                s,
+                "## Memory per empty file
+
+Bytes one more empty file adds (inode, dentry, \
+                 directory entry, cache slots), counted by the allocator over {} files \
+                 (Linux tmpfs: about 800 for inode plus dentry).
+
+| design | bytes |\n|---|--:|",
+                self.memory[0].files
+            );
+            for m in &self.memory {
+                let _ = writeln!(s, "| {} | {:.0} |", m.design, m.bytes_per_file);
+            }
+            s.push('\n');
+        }
         for w in &self.workloads {
             self.workload_section(&mut s, w);
         }
@@ -490,6 +511,11 @@ pub(crate) mod tests {
                 threads: 2,
                 error: "setup: EMFILE".into(),
             }],
+            memory: vec![crate::memory::MemoryRecord {
+                design: "scalable".into(),
+                bytes_per_file: 586.4,
+                files: 1000,
+            }],
         }
     }
 
@@ -555,6 +581,8 @@ pub(crate) mod tests {
             md.contains("#### Lock statistics: 2 threads, scalable\n\n```\nclass acq\nx 1\n```")
         );
         assert!(md.contains("- w / host / 2 threads: setup: EMFILE"));
+        assert!(md.contains("## Memory per empty file"), "{md}");
+        assert!(md.contains("| scalable | 586 |"), "{md}");
         assert!(md.contains("Thread counts above 2 are oversubscribed."));
     }
 

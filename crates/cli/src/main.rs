@@ -4,6 +4,11 @@ use clap::{Parser, Subcommand};
 
 mod sys;
 
+/// Counts allocations only while `scalevfs bench` measures memory per empty file; otherwise
+/// one relaxed load per allocation (see `scalevfs_bench::memory`).
+#[global_allocator]
+static ALLOC: scalevfs_bench::memory::CountingAlloc = scalevfs_bench::memory::CountingAlloc;
+
 #[derive(Parser)]
 #[command(
     name = "scalevfs",

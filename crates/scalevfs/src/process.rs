@@ -15,13 +15,16 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
+use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{
     Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, SysResult, Timespec, VfsCore,
 };
 
 use crate::fdtable::FdTable;
+use crate::locking;
 
 pub use scalevfs_primitives::Locking;
 
@@ -39,6 +42,8 @@ pub struct VfsOptions {
 pub struct Vfs {
     core: Arc<VfsCore>,
     options: VfsOptions,
+    /// File locks (`fcntl` record locks, OFD locks, `flock`); see [`crate::locking`].
+    locks: LockManager,
 }
 
 impl Vfs {
@@ -60,7 +65,12 @@ impl Vfs {
             fs,
         )
         .expect("mounting the root tmpfs cannot fail");
-        Arc::new(Vfs { core, options })
+        let locks = LockManager::new(options.locking);
+        Arc::new(Vfs {
+            core,
+            options,
+            locks,
+        })
     }
 
     pub fn options(&self) -> &VfsOptions {
@@ -82,6 +92,16 @@ impl Vfs {
         };
         let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
         self.core.mount(&at, fs).map(|_| ())
+    }
+
+    /// The file-lock manager.
+    pub fn locks(&self) -> &LockManager {
+        &self.locks
+    }
+
+    /// Every held and waiting file lock, in `/proc/locks` format.
+    pub fn proc_locks(&self) -> String {
+        self.locks.proc_locks()
     }
 
     /// Live inodes over every mounted file system.
@@ -211,9 +231,47 @@ impl Process {
     pub fn file(&self, fd: i32) -> SysResult<FileRef> {
         self.fds.get(fd)
     }
-    /// Process exit: closes every descriptor.
+    /// Process exit: closes every descriptor, which releases the process's POSIX locks
+    /// and, with each last close, the OFD and flock locks of the open file descriptions.
     pub fn exit(&self) {
+        for (fd, _, _) in self.fds.snapshot() {
+            let _ = self.close(fd);
+        }
         self.fds.close_all();
+    }
+    /// The record-lock context of a call on `fd` (see [`crate::locking`]).
+    fn lock_caller(&self, fd: i32) -> locking::Caller<'_> {
+        locking::Caller {
+            mgr: &self.vfs.locks,
+            fds: &self.fds,
+            fd,
+            pid: self.pid,
+        }
+    }
+    /// `fcntl` whose blocking lock commands (`F_SETLKW`, `F_OFD_SETLKW`) give up with
+    /// `EINTR` when `cancel` fires (a signal; FUSE_INTERRUPT). Other commands behave as
+    /// [`fcntl`](Self::fcntl).
+    pub fn fcntl_interruptible(
+        &self,
+        fd: i32,
+        cmd: i32,
+        arg: FcntlArg<'_>,
+        cancel: &CancelToken,
+    ) -> SysResult<i32> {
+        if !locking::is_lock_cmd(cmd) {
+            return self.fcntl(fd, cmd, arg);
+        }
+        let f = self.fds.get(fd)?;
+        self.lock_caller(fd).fcntl(&f, cmd, arg, Some(cancel))
+    }
+    /// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`. The lock
+    /// belongs to the open file description.
+    pub fn flock(&self, fd: i32, op: i32) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, None)
+    }
+    /// [`flock`](Self::flock) whose wait gives up with `EINTR` when `cancel` fires.
+    pub fn flock_interruptible(&self, fd: i32, op: i32, cancel: &CancelToken) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, Some(cancel))
     }
 
     fn core(&self) -> &VfsCore {
@@ -284,6 +342,7 @@ impl Process {
     }
     pub fn close(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.close(fd)?;
+        locking::on_close(&f, self.pid);
         drop(f);
         Ok(())
     }
@@ -591,7 +650,9 @@ impl Process {
             return Ok(newfd);
         }
         let old = self.fds.replace(newfd, f, false)?;
-        drop(old);
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
         Ok(newfd)
     }
     pub fn dup3(&self, oldfd: i32, newfd: i32, flags: i32) -> SysResult<i32> {
@@ -600,7 +661,9 @@ impl Process {
         }
         let f = self.fds.get(oldfd)?;
         let old = self.fds.replace(newfd, f, flags & libc::O_CLOEXEC != 0)?;
-        drop(old);
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
         Ok(newfd)
     }
     pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
@@ -647,8 +710,13 @@ impl Process {
                 f.set_status_flags(v);
                 Ok(0)
             }
-            // Record locks (F_GETLK, F_SETLK, F_SETLKW, F_OFD_*) are wired by the file-locks
-            // work; until then they are refused like an unknown command.
+            // Record locks: POSIX (owner: this process) and OFD (owner: the open file).
+            libc::F_GETLK
+            | libc::F_SETLK
+            | libc::F_SETLKW
+            | libc::F_OFD_GETLK
+            | libc::F_OFD_SETLK
+            | libc::F_OFD_SETLKW => self.lock_caller(fd).fcntl(&f, cmd, arg, None),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -687,6 +755,13 @@ impl Process {
     pub fn fdatasync(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.core().fsync(&f)
+    }
+}
+
+impl Drop for Process {
+    /// Dropping a process is its exit: its locks go with its descriptors.
+    fn drop(&mut self) {
+        self.exit();
     }
 }
 
