@@ -53,9 +53,10 @@
 //! ## Shutdown
 //!
 //! [`Server::unmount`]: set the shutdown eventfd (wakes every worker's poll), cancel every
-//! waiting lock request (they answer `EINTR`), detach the mount (`umount2(MNT_DETACH)`,
-//! which succeeds with files still open), join the workers and close `/dev/fuse`, which
-//! aborts the connection: processes still holding files get `ENOTCONN`.
+//! waiting lock request (they answer `EINTR`), abort the connection through fusectl
+//! (pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`: closing `/dev/fuse` is not
+//! enough while a forked child holds a copy of it), detach the mount
+//! (`umount2(MNT_DETACH)`, which succeeds with files still open) and join the workers.
 //!
 //! ## Locks and orderings
 //!
@@ -375,6 +376,9 @@ pub struct Server {
     inner: Arc<Inner>,
     workers: Vec<JoinHandle<io::Result<()>>>,
     mountpoint: PathBuf,
+    /// The connection's name under `/sys/fs/fuse/connections`: the minor number of the
+    /// mount's anonymous device.
+    conn: u32,
 }
 
 struct Inner {
@@ -420,7 +424,10 @@ impl Server {
             .mount_option("fsname=scalevfs-spike")
             .posix_locks(true)
             .flock_locks(true);
+        let canonical = std::fs::canonicalize(mountpoint).map_err(MountError::Mount)?;
         let session = Session::mount(mountpoint.to_owned(), config).map_err(MountError::Mount)?;
+        // Not stat(2): that would send GETATTR to a server with no workers yet.
+        let conn = connection_id(&canonical).map_err(MountError::Mount)?;
         let fd = session.as_raw_fd();
         // SAFETY: F_GETFL/F_SETFL on the session's open /dev/fuse fd.
         unsafe {
@@ -447,6 +454,7 @@ impl Server {
             inner,
             workers,
             mountpoint: mountpoint.to_owned(),
+            conn,
         })
     }
 
@@ -471,7 +479,12 @@ impl Server {
         for t in self.inner.fs.waits.values() {
             t.cancel();
         }
-        let res = detach(&self.mountpoint);
+        // Requests in flight (a close(2) flushing, a lock waiter) would wait for a reply
+        // forever, and closing our /dev/fuse fd does not end the connection while another
+        // process (a forked child) holds a copy: abort it explicitly. Abort *before* the
+        // detach: while mounted, the connection's fusectl name is surely still ours.
+        let aborted = abort_connection(self.conn);
+        let detached = detach(&self.mountpoint);
         for w in self.workers.drain(..) {
             match w.join() {
                 Ok(Ok(())) => {}
@@ -479,7 +492,7 @@ impl Server {
                 Err(_) => eprintln!("scalevfs-fuse: worker panicked"),
             }
         }
-        res
+        aborted.and(detached)
     }
 }
 
@@ -487,6 +500,73 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.stop();
     }
+}
+
+/// The minor device number of the FUSE mount on `mountpoint` (canonical), from
+/// `/proc/self/mountinfo` (the last matching line is the mount on top).
+fn connection_id(mountpoint: &Path) -> io::Result<u32> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let want = mountpoint.as_os_str().as_bytes();
+    info.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let fstype = f.iter().skip_while(|x| **x != "-").nth(1)?;
+            (fstype.starts_with("fuse") && unescape_mountinfo(f.get(4)?) == want)
+                .then(|| f[2].split_once(':')?.1.parse().ok())?
+        })
+        .next_back()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "FUSE mount not in mountinfo"))
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo` octal escapes.
+fn unescape_mountinfo(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) if b[i] == b'\\' => {
+                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Writes to the connection's `abort` file in fusectl (mounting fusectl if it is not):
+/// pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`.
+fn abort_connection(conn: u32) -> io::Result<()> {
+    const DIR: &str = "/sys/fs/fuse/connections";
+    let abort = PathBuf::from(format!("{DIR}/{conn}/abort"));
+    if !abort.exists() {
+        let fusectl_mounted = std::fs::read_to_string("/proc/self/mounts")?
+            .lines()
+            .any(|l| l.split(' ').nth(2) == Some("fusectl"));
+        if fusectl_mounted {
+            return Ok(()); // the connection is already gone
+        }
+        let c = |s: &str| CString::new(s).expect("no NUL");
+        let (src, dir, ty) = (c("fusectl"), c(DIR), c("fusectl"));
+        // SAFETY: all pointers are valid NUL-terminated strings for the call; no data.
+        let r =
+            unsafe { libc::mount(src.as_ptr(), dir.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
+        // EBUSY: someone mounted it meanwhile.
+        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY) {
+            return Err(io::Error::last_os_error());
+        }
+        if !abort.exists() {
+            return Ok(());
+        }
+    }
+    std::fs::write(&abort, b"1")
 }
 
 /// `umount2(MNT_DETACH)`: the mount leaves the namespace now, even while busy.
@@ -765,7 +845,6 @@ impl Inner {
                         }
                         let ino = op.ino();
                         let sleep = op.sleep();
-                        drop(op);
                         self.lock_op(req, ino, sleep, move |fs, ctx, token| {
                             fs.locks.setlk(ctx, &lr, token)
                         })
@@ -777,7 +856,6 @@ impl Inner {
                 let (ino, fh) = (op.ino(), op.fh());
                 let lop = op.op().unwrap_or(0) as i32;
                 let pid = req.pid() as i32;
-                drop(op);
                 match fs.open_file(fh, ino) {
                     Err(e) => req.reply_error(e),
                     Ok(_) => {
@@ -853,5 +931,46 @@ impl Inner {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(unescape_mountinfo(r"/tmp/a\040b\134c"), b"/tmp/a b\\c");
+        assert_eq!(
+            unescape_mountinfo(r"/x\09"),
+            b"/x\\09",
+            "not three octal digits"
+        );
+        assert_eq!(unescape_mountinfo("/plain"), b"/plain");
+    }
+
+    #[test]
+    fn fuse_lock_ranges_convert_to_lock_requests() {
+        let r = lock_request(LockOwner::Process(7), 42, libc::F_WRLCK as u32, 5, u64::MAX).unwrap();
+        assert_eq!(
+            (r.start, r.end, r.ty, r.pid),
+            (5, OFFSET_MAX, LockType::Write, 42)
+        );
+        assert_eq!(
+            lock_request(LockOwner::Process(7), 1, 99, 0, 1),
+            Err(libc::EINVAL),
+            "bad type"
+        );
+        assert_eq!(
+            lock_request(
+                LockOwner::Process(7),
+                1,
+                libc::F_RDLCK as u32,
+                u64::MAX,
+                u64::MAX
+            ),
+            Err(libc::EINVAL),
+            "start beyond OFFSET_MAX"
+        );
     }
 }
