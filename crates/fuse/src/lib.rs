@@ -7,9 +7,11 @@
 //!
 //! ## What it serves
 //!
-//! `/hello`, `/lockme` (4 KiB of zeros), `/sub/inner`: lookup, forget, getattr, opendir,
+//! `/hello`, `/lockme` (4 KiB of zeros), `/sub/inner`, and `/event`, a sysfs-like
+//! attribute whose count [`Server::notify_event`] bumps: lookup, forget, getattr, opendir,
 //! readdir, releasedir, open, read, write (in place, no growth), flush, release, statfs,
-//! getlk, setlk, setlkw and flock. Every other opcode gets `ENOSYS`.
+//! getlk, setlk, setlkw, flock and poll (with `FUSE_NOTIFY_POLL` wake-ups, the path kernfs
+//! notify will take). Every other opcode gets `ENOSYS`.
 //!
 //! ## Threads
 //!
@@ -82,7 +84,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 use polyfuse::op::{Forget, Operation};
 use polyfuse::reply::{
-    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, ReaddirOut, StatfsOut, WriteOut,
+    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut,
 };
 use polyfuse::{KernelConfig, Request, Session};
 use scalevfs_primitives::Locking;
@@ -208,6 +210,9 @@ impl<V: Clone> Shards<V> {
 enum Kind {
     Dir(Vec<(OsString, u64)>),
     File(RwLock<Vec<u8>>),
+    /// A sysfs-like attribute: reads give the event count; poll reports `POLLPRI |
+    /// POLLERR` once [`Server::notify_event`] has run since the open file last read it.
+    Event,
 }
 
 struct Node {
@@ -225,6 +230,8 @@ struct OpenFile {
     /// POSIX-style owners that locked through this handle and have not flushed it since:
     /// at release these can only be OFD owners (see `docs/fuse.md`).
     owners: Mutex<Vec<u64>>,
+    /// The event count this open file last read (`Kind::Event` only).
+    seen: AtomicU64,
 }
 
 /// Counters a test reads to see what reached the server.
@@ -242,6 +249,8 @@ pub struct Stats {
     pub interrupts: u64,
     /// Open file handles.
     pub open_files: u64,
+    /// Poll handles (`kh`) waiting for a notification.
+    pub poll_handles: u64,
 }
 
 struct Fs {
@@ -253,6 +262,11 @@ struct Fs {
     posix_requests: AtomicU64,
     flock_requests: AtomicU64,
     interrupts: AtomicU64,
+    /// The event node's count (Release in `notify_event`, Acquire in poll and read).
+    event: AtomicU64,
+    /// fh -> kh of open event files that asked to be notified. One mutex: only the one
+    /// event node uses it (the real server keeps this per kernfs open file).
+    polls: Mutex<HashMap<u64, u64>>,
 }
 
 impl Fs {
@@ -269,11 +283,16 @@ impl Fs {
             |v: &[(&str, u64)]| Kind::Dir(v.iter().map(|(n, i)| (OsString::from(n), *i)).collect());
         let file = |b: &[u8]| Kind::File(RwLock::new(b.to_vec()));
         let nodes = vec![
-            mk(1, 1, dir(&[("hello", 2), ("lockme", 3), ("sub", 4)])),
+            mk(
+                1,
+                1,
+                dir(&[("hello", 2), ("lockme", 3), ("sub", 4), ("event", 6)]),
+            ),
             mk(2, 1, file(b"hello, fuse\n")),
             mk(3, 1, file(&[0; 4096])),
             mk(4, 1, dir(&[("inner", 5)])),
             mk(5, 4, file(b"inner\n")),
+            mk(6, 1, Kind::Event),
         ];
         Fs {
             nodes,
@@ -284,6 +303,8 @@ impl Fs {
             posix_requests: AtomicU64::new(0),
             flock_requests: AtomicU64::new(0),
             interrupts: AtomicU64::new(0),
+            event: AtomicU64::new(0),
+            polls: Mutex::new(HashMap::new()),
         }
     }
 
@@ -309,6 +330,11 @@ impl Fs {
                 attr.nlink(1);
                 attr.size(data.read().len() as u64);
             }
+            Kind::Event => {
+                attr.mode(libc::S_IFREG | 0o444);
+                attr.nlink(1);
+                attr.size(4096); // as sysfs: the real length is known only by reading
+            }
         }
         attr.blksize(4096);
     }
@@ -324,6 +350,7 @@ impl Fs {
             waiting: self.waits.len() as u64,
             interrupts: self.interrupts.load(Ordering::Relaxed),
             open_files: self.files.len() as u64,
+            poll_handles: self.polls.lock().len() as u64,
         }
     }
 
@@ -464,6 +491,20 @@ impl Server {
 
     pub fn stats(&self) -> Stats {
         self.inner.fs.stats()
+    }
+
+    /// `sysfs_notify` on `/event`: bumps its count and wakes every poller through
+    /// `FUSE_NOTIFY_POLL` (the kernel then polls again and sees `POLLPRI`).
+    pub fn notify_event(&self) {
+        let fs = &self.inner.fs;
+        // Release: pairs with the Acquire loads in FUSE_POLL and FUSE_READ.
+        fs.event.fetch_add(1, Ordering::Release);
+        let khs: Vec<u64> = fs.polls.lock().drain().map(|(_, kh)| kh).collect();
+        let notifier = self.inner.session.notifier();
+        for kh in khs {
+            // Fails only if the connection is gone.
+            let _ = notifier.poll_wakeup(kh);
+        }
     }
 
     /// Detaches the mount and stops the server, even with files open or lockers waiting.
@@ -640,7 +681,7 @@ impl Inner {
                         .find(|(n, _)| n.as_os_str() == op.name())
                         .map(|(_, i)| *i)
                         .ok_or(libc::ENOENT),
-                    Kind::File(_) => Err(libc::ENOTDIR),
+                    Kind::File(_) | Kind::Event => Err(libc::ENOTDIR),
                 });
                 match r {
                     Ok(ino) => {
@@ -680,7 +721,7 @@ impl Inner {
             },
             Operation::Opendir(op) => match fs.node(op.ino()).map(|n| &n.kind) {
                 Ok(Kind::Dir(_)) => req.reply(OpenOut::default()),
-                Ok(Kind::File(_)) => req.reply_error(libc::ENOTDIR),
+                Ok(Kind::File(_) | Kind::Event) => req.reply_error(libc::ENOTDIR),
                 Err(e) => req.reply_error(e),
             },
             Operation::Readdir(op) => match fs.node(op.ino()) {
@@ -699,7 +740,7 @@ impl Inner {
                     .chain(children.iter().map(|(name, i)| {
                         let t = match fs.nodes[*i as usize - 1].kind {
                             Kind::Dir(_) => libc::DT_DIR,
-                            Kind::File(_) => libc::DT_REG,
+                            Kind::File(_) | Kind::Event => libc::DT_REG,
                         };
                         (name.as_os_str(), *i, t)
                     }));
@@ -715,23 +756,38 @@ impl Inner {
             },
             Operation::Releasedir(_) => req.reply(()),
             Operation::Open(op) => match fs.node(op.ino()).map(|n| &n.kind) {
-                Ok(Kind::File(_)) => {
+                Ok(kind @ (Kind::File(_) | Kind::Event)) => {
                     let fh = fs.next_fh.fetch_add(1, Ordering::Relaxed);
                     fs.files.insert(
                         fh,
                         Arc::new(OpenFile {
                             ino: op.ino(),
                             owners: Mutex::new(Vec::new()),
+                            seen: AtomicU64::new(fs.event.load(Ordering::Acquire)),
                         }),
                     );
                     let mut out = OpenOut::default();
                     out.fh(fh);
+                    // Attribute reads must reach us each time, not the page cache.
+                    out.direct_io(matches!(kind, Kind::Event));
                     req.reply(out)
                 }
                 Ok(Kind::Dir(_)) => req.reply_error(libc::EISDIR),
                 Err(e) => req.reply_error(e),
             },
             Operation::Read(op) => match fs.node(op.ino()).map(|n| &n.kind) {
+                Ok(Kind::Event) => match fs.open_file(op.fh(), op.ino()) {
+                    Ok(f) => {
+                        // Acquire: pairs with the Release in `notify_event`.
+                        let ev = fs.event.load(Ordering::Acquire);
+                        f.seen.store(ev, Ordering::Relaxed);
+                        let text = format!("{ev}\n").into_bytes();
+                        let start = (op.offset() as usize).min(text.len());
+                        let end = start.saturating_add(op.size() as usize).min(text.len());
+                        req.reply(text[start..end].to_vec())
+                    }
+                    Err(e) => req.reply_error(e),
+                },
                 Ok(Kind::File(data)) => {
                     let d = data.read();
                     let start = (op.offset() as usize).min(d.len());
@@ -759,6 +815,7 @@ impl Inner {
                     }
                 }
                 Ok(Kind::Dir(_)) => req.reply_error(libc::EISDIR),
+                Ok(Kind::Event) => req.reply_error(libc::EACCES),
                 Err(e) => req.reply_error(e),
             },
             Operation::Flush(op) => {
@@ -778,6 +835,7 @@ impl Inner {
                         fs.locks.release_posix(&n.locks, owner);
                     }
                     fs.locks.release_file(&n.locks, op.fh());
+                    fs.polls.lock().remove(&op.fh());
                 }
                 req.reply(())
             }
@@ -880,6 +938,24 @@ impl Inner {
                 // Not (yet or any more) waiting: the kernel requeues the interrupt only if
                 // the target is still pending.
                 None => req.reply_error(libc::EAGAIN),
+            },
+            Operation::Poll(op) => match fs.open_file(op.fh(), op.ino()) {
+                Ok(f) => {
+                    // Register before computing the mask, so a notify in between is not
+                    // lost: it either finds the kh or happened before our load below.
+                    if let Some(kh) = op.kh() {
+                        fs.polls.lock().insert(op.fh(), kh);
+                    }
+                    let mut revents = (libc::POLLIN | libc::POLLRDNORM) as u32;
+                    // Acquire: pairs with the Release in `notify_event`.
+                    if fs.event.load(Ordering::Acquire) != f.seen.load(Ordering::Relaxed) {
+                        revents |= (libc::POLLERR | libc::POLLPRI) as u32;
+                    }
+                    let mut out = PollOut::default();
+                    out.revents(revents & op.events());
+                    req.reply(out)
+                }
+                Err(e) => req.reply_error(e),
             },
             _ => req.reply_error(libc::ENOSYS),
         };

@@ -202,7 +202,7 @@ fn tree_is_served_by_many_threads() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["hello", "lockme", "sub"]);
+    assert_eq!(names, ["event", "hello", "lockme", "sub"]);
     assert!(std::fs::metadata(root.join("sub")).unwrap().is_dir());
     assert_eq!(std::fs::metadata(root.join("lockme")).unwrap().len(), 4096);
     assert_eq!(
@@ -423,8 +423,10 @@ fn blocked_flock_is_interrupted_and_woken() {
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
             let fd = libc::open(p.as_ptr(), libc::O_RDWR);
-            if flock(fd, libc::LOCK_SH) != Err(libc::EINTR) {
-                return 1;
+            match flock(fd, libc::LOCK_SH) {
+                Err(libc::EINTR) => {}
+                Ok(()) => return 1,
+                Err(e) => return 10 + e,
             }
             // Block again; this time the holder unlocks and we are woken with the lock.
             if flock(fd, libc::LOCK_SH) != Ok(()) {
@@ -614,4 +616,47 @@ fn sigterm_unmounts_cleanly_with_a_file_open() {
 fn sigint_unmounts_cleanly_with_a_file_open() {
     require_fuse!();
     signal_unmounts(libc::SIGINT);
+}
+
+#[test]
+fn poll_is_woken_by_a_notification() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let mut f = File::open(dir.path().join("event")).unwrap();
+    let mut text = String::new();
+    f.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "0\n");
+    let fd = f.as_raw_fd();
+    let poller = std::thread::spawn(move || {
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLPRI,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd; bounded by a 20 s timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, 20_000) };
+        (n, pfd.revents)
+    });
+    // The kernel asked to be notified (FUSE_POLL_SCHEDULE_NOTIFY) and is now sleeping.
+    wait_for(&server, "the poll to register", |s| s.poll_handles == 1);
+    server.notify_event();
+    let (n, revents) = poller.join().unwrap();
+    assert_eq!(
+        n, 1,
+        "poll returned because of the notification, not the timeout"
+    );
+    assert_ne!(revents & libc::POLLPRI, 0);
+    // Reading the new value consumes the event, as on sysfs.
+    let mut buf = [0u8; 8];
+    let k = nix_pread(fd, &mut buf);
+    assert_eq!(&buf[..k], b"1\n");
+    drop(f);
+    server.unmount().unwrap();
+}
+
+fn nix_pread(fd: i32, buf: &mut [u8]) -> usize {
+    // SAFETY: reads into a live buffer of the given length.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert!(n >= 0, "pread: {}", errno());
+    n as usize
 }
