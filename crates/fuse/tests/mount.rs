@@ -27,12 +27,18 @@ fn skip_reason() -> Option<String> {
     None
 }
 
+/// The mount tests run one at a time: a child forked by one test inherits every fd the
+/// other tests have open at that moment, which delays their last close (FUSE_RELEASE)
+/// until the child exits and so changes what they observe.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 macro_rules! require_fuse {
     () => {
         if let Some(why) = skip_reason() {
             eprintln!("SKIPPED: FUSE mount test needs root, /dev/fuse and fusermount3: {why}");
             return;
         }
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     };
 }
 
@@ -324,8 +330,11 @@ fn posix_and_flock_reach_the_server_as_different_kinds() {
     assert_eq!(wait_child(pid), 0);
 
     // Closing f1 releases its flock (FUSE_RELEASE) *and* this process's POSIX locks
-    // (FUSE_FLUSH, the POSIX close rule), so f2 can take the flock.
+    // (FUSE_FLUSH, the POSIX close rule), so f2 can take the flock. FLUSH is synchronous,
+    // but the kernel sends RELEASE in the background after close(2) returns (it keeps no
+    // local flock to remove), so wait for it: a FUSE difference from tmpfs.
     drop(f1);
+    wait_for(&server, "f1's release", |s| s.open_files == 1);
     flock(f2.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB).unwrap();
     let pid = fork_child(|| {
         // SAFETY: raw syscalls on a valid path.
@@ -439,7 +448,13 @@ fn blocked_flock_is_interrupted_and_woken() {
     // SAFETY: signals our own child.
     unsafe { libc::kill(pid, libc::SIGUSR1) };
     wait_for(&server, "the interrupt", |s| s.interrupts == 1);
-    wait_for(&server, "the child to block again", |s| s.waiting == 1);
+    // Unlock only once the child's second flock has arrived, i.e. once the first has
+    // returned: an unlock that overtook the cancelled waiter would legitimately grant it
+    // (the signal then counts as arriving after the call), and the child would see
+    // success instead of EINTR. (Parent, child's first, child's second request.)
+    wait_for(&server, "the child's second flock", |s| {
+        s.flock_requests == 3
+    });
     flock(f.as_raw_fd(), libc::LOCK_UN).unwrap();
     assert_eq!(wait_child(pid), 0);
     server.unmount().unwrap();
@@ -470,10 +485,16 @@ fn deadlock_between_two_processes_is_edeadlk() {
     assert_eq!(ready.recv(), 1);
     wait_for(&server, "the child to block", |s| s.waiting == 1);
     let mut fl = flock_struct(libc::F_WRLCK, 1, 1);
-    assert_eq!(
-        fcntl_lock(f.as_raw_fd(), libc::F_SETLKW, &mut fl),
-        Err(libc::EDEADLK)
-    );
+    let r = fcntl_lock(f.as_raw_fd(), libc::F_SETLKW, &mut fl);
+    if r != Err(libc::EDEADLK) {
+        let mut st = 0;
+        // SAFETY: status is a live c_int.
+        let w = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+        panic!(
+            "expected EDEADLK, got {r:?}; child waitpid={w} status={st:#x}; {:?}",
+            server.stats()
+        );
+    }
     let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
     fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
     assert_eq!(
