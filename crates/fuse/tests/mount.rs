@@ -128,6 +128,19 @@ impl Drop for Pipe {
     }
 }
 
+/// Installs a SIGUSR1 handler that does nothing, without `SA_RESTART`, so that a system
+/// call it interrupts returns `EINTR`.
+fn catch_sigusr1_without_restart() {
+    extern "C" fn on_usr1(_: i32) {}
+    // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe (empty).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as extern "C" fn(i32) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}
+
 /// Forks; the child runs `f` (raw system calls only) and exits with its result.
 fn fork_child(f: impl FnOnce() -> i32) -> i32 {
     // SAFETY: the child only makes system calls through `f` and then `_exit`s; it never
@@ -364,14 +377,9 @@ fn blocked_setlkw_is_interrupted_by_a_signal() {
 
     let p = cpath(&path);
     let pid = fork_child(|| {
-        extern "C" fn on_usr1(_: i32) {}
-        // SAFETY: installs a handler that does nothing, without SA_RESTART, so that the
-        // interrupted fcntl returns EINTR; then raw syscalls.
+        catch_sigusr1_without_restart();
+        // SAFETY: raw syscalls on a valid path.
         unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_usr1 as extern "C" fn(i32) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
             let fd = libc::open(p.as_ptr(), libc::O_RDWR);
             if fd < 0 {
                 return 1;
@@ -424,13 +432,9 @@ fn blocked_flock_is_interrupted_and_woken() {
     flock(f.as_raw_fd(), libc::LOCK_EX).unwrap();
     let p = cpath(&path);
     let pid = fork_child(|| {
-        extern "C" fn on_usr1(_: i32) {}
-        // SAFETY: as in the F_SETLKW test.
+        catch_sigusr1_without_restart();
+        // SAFETY: raw syscalls on a valid path.
         unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_usr1 as extern "C" fn(i32) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
             let fd = libc::open(p.as_ptr(), libc::O_RDWR);
             match flock(fd, libc::LOCK_SH) {
                 Err(libc::EINTR) => {}
