@@ -482,30 +482,40 @@ fn deadlock_between_two_processes_is_edeadlk() {
             return 1;
         }
         ready.send(1);
-        // Waits for byte 0, held by the parent, until the parent unlocks it.
+        // Waits for byte 0, held by the parent, until the parent unlocks it, unless this
+        // request is the one that closes the cycle (see below).
         let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
-        fcntl_lock(fd, libc::F_SETLKW, &mut fl).map_or(2, |()| 0)
+        match fcntl_lock(fd, libc::F_SETLKW, &mut fl) {
+            Ok(()) => 0,
+            Err(libc::EDEADLK) => 3,
+            Err(_) => 2,
+        }
     });
     assert_eq!(ready.recv(), 1);
+    // `waiting` counts the child's request once the server has taken it, possibly just
+    // before the lock manager queued it. So either our request closes the cycle (EDEADLK
+    // for us, and the child gets byte 0 when we unlock), or, if the child's queueing ran
+    // after ours, the child's does (EDEADLK for the child, which exits and so releases
+    // byte 1 to us). Linux answers the same way: the request that closes the cycle fails.
     wait_for(&server, "the child to block", |s| s.waiting == 1);
     let mut fl = flock_struct(libc::F_WRLCK, 1, 1);
-    let r = fcntl_lock(f.as_raw_fd(), libc::F_SETLKW, &mut fl);
-    if r != Err(libc::EDEADLK) {
-        let mut st = 0;
-        // SAFETY: status is a live c_int.
-        let w = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-        panic!(
-            "expected EDEADLK, got {r:?}; child waitpid={w} status={st:#x}; {:?}",
-            server.stats()
-        );
+    match fcntl_lock(f.as_raw_fd(), libc::F_SETLKW, &mut fl) {
+        Err(libc::EDEADLK) => {
+            let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
+            fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+            assert_eq!(
+                wait_child(pid),
+                0,
+                "the child got byte 0 once it was unlocked"
+            );
+        }
+        Ok(()) => assert_eq!(
+            wait_child(pid),
+            3,
+            "then the child's request closed the cycle"
+        ),
+        Err(e) => panic!("F_SETLKW: errno {e}, expected EDEADLK"),
     }
-    let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
-    fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
-    assert_eq!(
-        wait_child(pid),
-        0,
-        "the child got byte 0 once it was unlocked"
-    );
     server.unmount().unwrap();
 }
 
