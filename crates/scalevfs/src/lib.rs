@@ -46,8 +46,11 @@
 //!   calls with a directory descriptor do not touch it.
 
 pub mod fdtable;
+pub mod pollfiles;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+pub use scalevfs_vfs::cancel::CancelToken;
+pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};
