@@ -449,8 +449,7 @@ pub fn write(
     }
     match s {
         Special::Pipe(p) => p.write(buf, cancel),
-        // Linux reads the first 8 bytes of a longer buffer and returns 8.
-        Special::EventFd(e) => e.write(&buf[..buf.len().min(8)], cancel),
+        Special::EventFd(e) => e.write(buf, cancel),
         Special::Epoll(_) => Err(Errno::EINVAL),
     }
 }
