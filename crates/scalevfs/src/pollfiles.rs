@@ -34,7 +34,7 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use scalevfs_primitives::Locking;
 use scalevfs_vfs::cancel::CancelToken;
@@ -194,28 +194,17 @@ impl FileSystem for AnonFs {
 /// Per-`Vfs` state for pollable files: the epoll context and the internal mount.
 pub struct PollFiles {
     ctx: Arc<EpollContext>,
-    mnt: MntRef,
-    sb: Arc<SuperBlock>,
+    locking: Locking,
+    /// Mounted on first use (a VFS that never makes a pipe has no extra dentry).
+    anon: OnceLock<(MntRef, Arc<SuperBlock>)>,
 }
 
 impl PollFiles {
-    pub fn new(core: &VfsCore, locking: Locking) -> PollFiles {
-        // The device number is outside the range VfsCore hands out (from 0x20 up).
-        let sb = Arc::new(SuperBlock::new(0x10, Arc::new(AnonFs), locking));
-        let root_inode = AnonFs.fill_super(&sb).expect("anon root");
-        let root = core.dcache.alloc_root(root_inode);
-        // Not attached anywhere (`parent: None`): no path walk reaches it. The mount
-        // table owns it and frees it with the VFS.
-        let mnt = core.mounts.add(Mount {
-            id: 0,
-            sb: sb.clone(),
-            root,
-            parent: None,
-        });
+    pub fn new(locking: Locking) -> PollFiles {
         PollFiles {
             ctx: EpollContext::new(locking),
-            mnt,
-            sb,
+            locking,
+            anon: OnceLock::new(),
         }
     }
 
@@ -223,9 +212,28 @@ impl PollFiles {
         &self.ctx
     }
 
+    fn anon(&self, core: &VfsCore) -> &(MntRef, Arc<SuperBlock>) {
+        self.anon.get_or_init(|| {
+            // The device number is outside the range VfsCore hands out (from 0x20 up).
+            let sb = Arc::new(SuperBlock::new(0x10, Arc::new(AnonFs), self.locking));
+            let root_inode = AnonFs.fill_super(&sb).expect("anon root");
+            let root = core.dcache.alloc_root(root_inode);
+            // Not attached anywhere (`parent: None`): no path walk reaches it. The mount
+            // table owns it and frees it with the VFS.
+            let mnt = core.mounts.add(Mount {
+                id: 0,
+                sb: sb.clone(),
+                root,
+                parent: None,
+            });
+            (mnt, sb)
+        })
+    }
+
     /// A path naming a new inode of the internal file system.
     fn new_path(&self, core: &VfsCore, mode: u32, uid: u32, gid: u32) -> Path {
-        let inode = self.sb.new_inode(NewInode {
+        let (mnt, sb) = self.anon(core);
+        let inode = sb.new_inode(NewInode {
             ino: next_ino(),
             mode,
             uid,
@@ -235,7 +243,7 @@ impl PollFiles {
             private: Box::new(()),
         });
         Path {
-            mnt: self.mnt,
+            mnt: *mnt,
             dentry: core.dcache.alloc_root(inode),
         }
     }
@@ -252,8 +260,10 @@ impl Drop for PollFiles {
         // Inodes point at the superblock without a count: if a description outlives
         // the VFS (a leaked `FileRef`), keep the superblock rather than free it under
         // them (the root inode is counted until the mount table drops it).
-        if self.sb.inode_count() > 1 {
-            std::mem::forget(self.sb.clone());
+        if let Some((_, sb)) = self.anon.get() {
+            if sb.inode_count() > 1 {
+                std::mem::forget(sb.clone());
+            }
         }
     }
 }

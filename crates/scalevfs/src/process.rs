@@ -66,7 +66,7 @@ impl Vfs {
             fs,
         )
         .expect("mounting the root tmpfs cannot fail");
-        let poll = PollFiles::new(&core, options.locking);
+        let poll = PollFiles::new(options.locking);
         Arc::new(Vfs {
             poll,
             core,
