@@ -41,6 +41,10 @@
 //! * No `RLIMIT_FSIZE`, and reads/writes are not clamped to `MAX_RW_COUNT`.
 //! * Directory order is creation order; a name removed and created again during a
 //!   `getdents64` scan may be reported again (a new entry), as on Linux.
+//! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
+//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
+//!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
+//!   eventfd and epoll has its own anonymous inode (Linux shares one).
 //! * Relative paths read the process cwd under a per-process lock (shared): threads of one
 //!   process using relative paths share that lock's cache line; absolute paths and `*at`
 //!   calls with a directory descriptor do not touch it.

@@ -24,6 +24,15 @@
 //! create/close of every thread. Inode numbers come from per-thread batches (Linux's
 //! `get_next_ino`), so creation touches no shared counter but once per 1024 files.
 //!
+//! ## Locks and scaling
+//!
+//! This layer takes no lock of its own on any per-call path: descriptors come from the
+//! lock-free fd table; creating a file touches the internal superblock's inode list and
+//! inode hash (sharded, as for tmpfs inodes) and the dcache's per-CPU counters; the last
+//! close runs the file object's release, which takes only that file's and its watching
+//! instances' locks (seed 003; the legacy design adds the global `epmutex`). The internal
+//! mount is created once, under a `OnceLock`.
+//!
 //! ## Differences from Linux
 //! - Every eventfd/epoll has its own inode number (Linux: one anonymous inode).
 //! - No signals: `EPIPE` comes without `SIGPIPE`; `epoll_pwait`/`ppoll` ignore the
@@ -43,7 +52,7 @@ use scalevfs_vfs::eventfd::{EventFd, EFD_CLOEXEC};
 use scalevfs_vfs::fs::DirEmit;
 use scalevfs_vfs::inode::NewInode;
 use scalevfs_vfs::mount::Mount;
-use scalevfs_vfs::poll::{self, Pollable, PollTarget, RegularFile};
+use scalevfs_vfs::poll::{self, PollTarget, Pollable, RegularFile};
 use scalevfs_vfs::{
     Errno, FileRef, FileSystem, Inode, InodeRef, MntRef, OpenFile, Path, SuperBlock, SysResult,
     VfsCore,
@@ -402,9 +411,10 @@ pub fn poll(
             let target = if p.fd < 0 {
                 PollTarget::Ignore
             } else {
+                // fdget: an O_PATH descriptor is as good as closed (POLLNVAL).
                 match fds.get(p.fd) {
-                    Ok(f) => PollTarget::File(pollable_of(&f)),
-                    Err(_) => PollTarget::BadFd,
+                    Ok(f) if !f.is_path() => PollTarget::File(pollable_of(&f)),
+                    _ => PollTarget::BadFd,
                 }
             };
             poll::PollFd::new(target, p.events as u16)
@@ -515,4 +525,3 @@ pub fn pipe_size(f: &OpenFile, set: Option<i64>, privileged: bool) -> SysResult<
         }
     }
 }
-

@@ -347,14 +347,22 @@ impl Process {
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
-            return Err(if f.readable() { Errno::ESPIPE } else { Errno::EBADF });
+            return Err(if f.readable() {
+                Errno::ESPIPE
+            } else {
+                Errno::EBADF
+            });
         }
         self.core().pread(&f, buf, offset)
     }
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
-            return Err(if f.writable() { Errno::ESPIPE } else { Errno::EBADF });
+            return Err(if f.writable() {
+                Errno::ESPIPE
+            } else {
+                Errno::EBADF
+            });
         }
         self.core().pwrite(&self.ctx(), &f, buf, offset)
     }

@@ -85,8 +85,7 @@ impl Sys for Host {
     fn epoll_wait(&self, ep: i32, max: usize, timeout: i32) -> Res<Vec<(u32, u64)>> {
         let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; max.max(1)];
         // SAFETY: evs holds at least `max` events.
-        let n = chk(unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), max as i32, timeout) }
-            as i64)?;
+        let n = chk(unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), max as i32, timeout) } as i64)?;
         Ok(evs[..n as usize]
             .iter()
             .map(|e| {
@@ -155,9 +154,9 @@ impl Sys for Host {
             N.fetch_add(1, Ordering::Relaxed)
         );
         // SAFETY: p is NUL-terminated.
-        let fd = chk(unsafe {
-            libc::open(p.as_ptr().cast(), libc::O_CREAT | libc::O_RDWR, 0o600)
-        } as i64)?;
+        let fd = chk(
+            unsafe { libc::open(p.as_ptr().cast(), libc::O_CREAT | libc::O_RDWR, 0o600) } as i64,
+        )?;
         // SAFETY: as above.
         unsafe { libc::unlink(p.as_ptr().cast()) };
         Ok(fd as i32)
@@ -276,7 +275,11 @@ fn differential(scenario: fn(&dyn Sys, &mut Log)) {
         let mut ours = Log(Vec::new());
         scenario(&Ours::new(locking), &mut ours);
         for (i, (h, o)) in host.0.iter().zip(&ours.0).enumerate() {
-            assert_eq!(h, o, "step {i} differs ({locking:?}); host log: {:#?}", host.0);
+            assert_eq!(
+                h, o,
+                "step {i} differs ({locking:?}); host log: {:#?}",
+                host.0
+            );
         }
         assert_eq!(host.0.len(), ours.0.len());
     }
@@ -334,8 +337,14 @@ fn oneshot_rearm_and_mod_del() {
         l.rec("after del", s.epoll_wait(ep, 4, 0));
         l.rec("del again", s.epoll_ctl(ep, DEL, efd, None));
         l.rec("mod missing", s.epoll_ctl(ep, MOD, efd, Some((IN, 1))));
-        l.rec("exclusive add", s.epoll_ctl(ep, ADD, efd, Some((IN | libc::EPOLLEXCLUSIVE as u32, 1))));
-        l.rec("exclusive mod", s.epoll_ctl(ep, MOD, efd, Some((IN | libc::EPOLLEXCLUSIVE as u32, 1))));
+        l.rec(
+            "exclusive add",
+            s.epoll_ctl(ep, ADD, efd, Some((IN | libc::EPOLLEXCLUSIVE as u32, 1))),
+        );
+        l.rec(
+            "exclusive mod",
+            s.epoll_ctl(ep, MOD, efd, Some((IN | libc::EPOLLEXCLUSIVE as u32, 1))),
+        );
         l.rec("mod of exclusive", s.epoll_ctl(ep, MOD, efd, Some((IN, 1))));
         s.close(efd).unwrap();
         s.close(ep).unwrap();
@@ -378,7 +387,10 @@ fn nested_epoll_and_loops() {
         let outer = s.epoll_create1(0).unwrap();
         let efd = s.eventfd(0, libc::EFD_NONBLOCK).unwrap();
         l.rec("inner add", s.epoll_ctl(inner, ADD, efd, Some((IN, 1))));
-        l.rec("outer add inner", s.epoll_ctl(outer, ADD, inner, Some((IN, 2))));
+        l.rec(
+            "outer add inner",
+            s.epoll_ctl(outer, ADD, inner, Some((IN, 2))),
+        );
         l.rec("outer idle", s.epoll_wait(outer, 4, 0));
         l.rec("sig", s.write(efd, &U64_1));
         l.rec("outer ready", s.epoll_wait(outer, 4, 0));
@@ -404,7 +416,10 @@ fn nested_epoll_and_loops() {
         for fd in chain.into_iter().chain([efd]) {
             s.close(fd).unwrap();
         }
-        assert!(l.0.iter().any(|x| x.starts_with("chain") && x.ends_with("Err(40)")));
+        assert!(l
+            .0
+            .iter()
+            .any(|x| x.starts_with("chain") && x.ends_with("Err(40)")));
     });
 }
 
@@ -443,7 +458,10 @@ fn errno_cases() {
         let efd = s.eventfd(0, libc::EFD_NONBLOCK).unwrap();
         l.rec("regular", s.epoll_ctl(ep, ADD, reg, Some((IN, 1))));
         l.rec("not epoll", s.epoll_ctl(efd, ADD, efd, Some((IN, 1))));
-        l.rec("not epoll, regular target", s.epoll_ctl(reg, ADD, reg, Some((IN, 1))));
+        l.rec(
+            "not epoll, regular target",
+            s.epoll_ctl(reg, ADD, reg, Some((IN, 1))),
+        );
         l.rec("bad epfd", s.epoll_ctl(BADFD, ADD, efd, Some((IN, 1))));
         l.rec("bad fd", s.epoll_ctl(ep, ADD, BADFD, Some((IN, 1))));
         l.rec("bad op", s.epoll_ctl(ep, 99, efd, Some((IN, 1))));
@@ -453,17 +471,28 @@ fn errno_cases() {
         l.rec("wait not epoll", s.epoll_wait(efd, 1, 0));
         l.rec("create bad flags", s.epoll_create1(1));
         l.rec("pipe bad flags", s.pipe2(libc::O_APPEND).map(|_| ()));
-        l.rec("eventfd bad flags", s.eventfd(0, libc::O_APPEND).map(|_| ()));
+        l.rec(
+            "eventfd bad flags",
+            s.eventfd(0, libc::O_APPEND).map(|_| ()),
+        );
         l.rec("eventfd empty", s.read(efd, 8));
         l.rec("eventfd short read", s.read(efd, 4));
         l.rec("eventfd short write", s.write(efd, &[1, 2, 3]));
         l.rec("eventfd max", s.write(efd, &u64::MAX.to_ne_bytes()));
-        l.rec("eventfd long write", s.write(efd, &[2, 0, 0, 0, 0, 0, 0, 0, 9, 9]));
+        l.rec(
+            "eventfd long write",
+            s.write(efd, &[2, 0, 0, 0, 0, 0, 0, 0, 9, 9]),
+        );
         l.rec("eventfd read", s.read(efd, 16));
         l.rec("eventfd fill", s.write(efd, &(u64::MAX - 1).to_ne_bytes()));
         l.rec("eventfd overflow", s.write(efd, &U64_1));
-        l.rec("eventfd poll", s.poll(&[(efd, libc::POLLIN | libc::POLLOUT)], 0));
-        let sem = s.eventfd(2, libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK).unwrap();
+        l.rec(
+            "eventfd poll",
+            s.poll(&[(efd, libc::POLLIN | libc::POLLOUT)], 0),
+        );
+        let sem = s
+            .eventfd(2, libc::EFD_SEMAPHORE | libc::EFD_NONBLOCK)
+            .unwrap();
         l.rec("sem 1", s.read(sem, 8));
         l.rec("sem 2", s.read(sem, 8));
         l.rec("sem 3", s.read(sem, 8));
@@ -473,7 +502,10 @@ fn errno_cases() {
         l.rec("pipe write on read end", s.write(r, b"x"));
         l.rec("pipe lseek", s.lseek(r, 0, libc::SEEK_CUR));
         l.rec("eventfd lseek", s.lseek(efd, 0, libc::SEEK_CUR));
-        l.rec("pipe fstat", s.fstat(r).map(|(m, sz)| (m & libc::S_IFMT, m & 0o777, sz)));
+        l.rec(
+            "pipe fstat",
+            s.fstat(r).map(|(m, sz)| (m & libc::S_IFMT, m & 0o777, sz)),
+        );
         l.rec("eventfd fstat", s.fstat(efd).map(|(m, _)| m));
         l.rec("epoll fstat", s.fstat(ep).map(|(m, _)| m));
         // Fill the pipe, then EAGAIN.
@@ -513,7 +545,10 @@ fn poll_mixed_fds() {
             (ep, libc::POLLIN),
         ];
         l.rec("poll", s.poll(&set, 0));
-        l.rec("poll empty pipe only", s.poll(&[(r, libc::POLLIN), (efd0, libc::POLLIN)], 10));
+        l.rec(
+            "poll empty pipe only",
+            s.poll(&[(r, libc::POLLIN), (efd0, libc::POLLIN)], 10),
+        );
         l.rec("write", s.write(w, b"z"));
         l.rec("poll pipe ready", s.poll(&[(r, libc::POLLIN)], 10));
         for fd in [reg, efd, efd0, r, w, ep] {
@@ -526,19 +561,27 @@ fn poll_mixed_fds() {
 fn fcntl_flags_and_pipe_size() {
     differential(|s, l| {
         let [r, w] = s.pipe2(libc::O_CLOEXEC).unwrap();
-        let efd = s.eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK).unwrap();
+        let efd = s
+            .eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+            .unwrap();
         let ep = s.epoll_create1(libc::EPOLL_CLOEXEC).unwrap();
         let ep0 = s.epoll_create1(0).unwrap();
         for (n, fd) in [("r", r), ("w", w), ("efd", efd), ("ep", ep), ("ep0", ep0)] {
             l.rec(&format!("getfd {n}"), s.fcntl(fd, libc::F_GETFD, 0));
             l.rec(&format!("getfl {n}"), s.fcntl(fd, libc::F_GETFL, 0));
         }
-        l.rec("setfl nonblock", s.fcntl(r, libc::F_SETFL, libc::O_NONBLOCK as i64));
+        l.rec(
+            "setfl nonblock",
+            s.fcntl(r, libc::F_SETFL, libc::O_NONBLOCK as i64),
+        );
         l.rec("getfl r", s.fcntl(r, libc::F_GETFL, 0));
         l.rec("read eagain", s.read(r, 4));
         l.rec("efd clear nonblock", s.fcntl(efd, libc::F_SETFL, 0));
         l.rec("getfl efd", s.fcntl(efd, libc::F_GETFL, 0));
-        l.rec("efd set nonblock", s.fcntl(efd, libc::F_SETFL, libc::O_NONBLOCK as i64));
+        l.rec(
+            "efd set nonblock",
+            s.fcntl(efd, libc::F_SETFL, libc::O_NONBLOCK as i64),
+        );
         l.rec("efd read eagain", s.read(efd, 8));
         l.rec("getpipe", s.fcntl(r, libc::F_GETPIPE_SZ, 0));
         l.rec("set 0", s.fcntl(w, libc::F_SETPIPE_SZ, 0));
@@ -676,7 +719,10 @@ fn blocking_read_is_woken_by_writer_thread() {
     );
     let (mut a, mut b) = ([0u8; 3], [0u8; 3]);
     assert_eq!(
-        p.readv(fds[0], &mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)]),
+        p.readv(
+            fds[0],
+            &mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)]
+        ),
         Ok(5)
     );
     assert_eq!((&a, &b[..2]), (b"abc", &b"de"[..]));
