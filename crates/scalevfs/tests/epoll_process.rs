@@ -820,3 +820,29 @@ fn many_threads_churn_watched_fds() {
     // visible, but the tmpfs root holds nothing and the VFS tears down cleanly.
     assert_eq!(vfs.inode_count(), 1);
 }
+
+#[test]
+fn descriptor_limits_and_unprivileged_pipe_size() {
+    let vfs = Vfs::new(VfsOptions::default());
+    let p = Process::new(&vfs, Credentials::user(1000, 1000));
+    p.set_fd_limit(4).unwrap();
+    let a = p.eventfd(0, 0).unwrap();
+    let b = p.epoll_create1(0).unwrap();
+    let c = p.eventfd(0, 0).unwrap();
+    // One descriptor left: pipe2 needs two and must not leak the first.
+    let mut fds = [-1; 2];
+    assert_eq!(p.pipe2(&mut fds, 0), Err(scalevfs::Errno::EMFILE));
+    assert_eq!(fds, [-1, -1]);
+    let last = p.eventfd(0, 0).unwrap();
+    p.close(last).unwrap();
+    p.close(c).unwrap();
+    p.pipe2(&mut fds, 0).unwrap();
+    // Growing above pipe-max-size (1 MiB) needs CAP_SYS_RESOURCE; up to it is fine.
+    let set = |n: i64| p.fcntl(fds[0], libc::F_SETPIPE_SZ, FcntlArg::Int(n));
+    assert_eq!(set(1 << 21), Err(scalevfs::Errno::EPERM));
+    assert_eq!(set(1 << 20), Ok(1 << 20));
+    assert_eq!(p.fstat(fds[0]).map(|s| (s.uid, s.gid)), Ok((1000, 1000)));
+    for fd in [a, b, fds[0], fds[1]] {
+        p.close(fd).unwrap();
+    }
+}
