@@ -8,8 +8,9 @@
 //! ([`OpenFile`]) on an internal, never-attached mount (Linux's `pipefs` and
 //! `anon_inodefs`), whose per-open state (`file->private_data`, our
 //! [`OpenFile::private`]) is the file object: a [`Special`]. So:
-//! - regular tmpfs files pay nothing new: `read`/`write` ask `private::<Special>()`, one
-//!   load of a field that is `None` for tmpfs;
+//! - regular tmpfs files pay almost nothing: `read`/`write` ask `private::<Special>()`,
+//!   one load of a field that is `None` for tmpfs, and the special paths are out of line
+//!   (`#[inline(never)]`) so they do not change how the regular path is inlined;
 //! - `fstat`, `fchmod`, `fchdir` (`ENOTDIR`), `getdents64` (`ENOTDIR`), `ftruncate`
 //!   (`EINVAL`), `fsync` (`EINVAL`) and `fallocate` (`ESPIPE`) work through the generic VFS
 //!   paths on the file's own inode (`S_IFIFO|0600` for pipe ends; `0600` with no type
@@ -440,6 +441,7 @@ pub fn ppoll_timeout(ts: Option<&libc::timespec>) -> SysResult<i32> {
 // ------------------------------------------------------------------ read, write, fcntl
 
 /// `read` on a special file.
+#[inline(never)]
 pub fn read(
     s: &Special,
     f: &OpenFile,
@@ -458,6 +460,7 @@ pub fn read(
 }
 
 /// `write` on a special file.
+#[inline(never)]
 pub fn write(
     s: &Special,
     f: &OpenFile,
@@ -476,6 +479,7 @@ pub fn write(
 
 /// `readv`: one read into a gathered buffer, scattered after (a pipe read is one
 /// operation under the pipe lock on Linux too; an eventfd needs 8 bytes in total).
+#[inline(never)]
 pub fn readv(
     s: &Special,
     f: &OpenFile,
@@ -499,6 +503,7 @@ pub fn readv(
 
 /// `pread`/`pwrite`/`lseek` on a special file: pipes are not seekable; eventfd and
 /// epoll use `noop_llseek` (position 0) and are not seekable for `pread`.
+#[inline(never)]
 pub fn seek(s: &Special) -> SysResult<i64> {
     match s {
         Special::Pipe(_) => Err(Errno::ESPIPE),
