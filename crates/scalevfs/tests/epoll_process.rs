@@ -729,6 +729,9 @@ fn blocking_read_is_woken_by_writer_thread() {
     assert_eq!(p.pread64(fds[0], &mut a, 0), Err(scalevfs::Errno::ESPIPE));
     assert_eq!(p.fchdir(fds[0]), Err(scalevfs::Errno::ENOTDIR));
     assert_eq!(p.ftruncate(fds[1], 0), Err(scalevfs::Errno::EINVAL));
+    assert_eq!(p.fsync(fds[1]), Err(scalevfs::Errno::EINVAL));
+    assert_eq!(p.fallocate(fds[1], 0, 0, 1), Err(scalevfs::Errno::ESPIPE));
+    assert_eq!(p.lseek(efd, 5, libc::SEEK_SET), Ok(0));
 }
 
 #[test]
