@@ -462,3 +462,47 @@ fn embedder_renames_show_through_cached_paths() {
         assert_eq!(p.read_file(g6).unwrap(), gid_string(6).as_bytes());
     }
 }
+
+/// The system-call surface: `poll` and `epoll_ctl`/`epoll_wait` on an attribute's fd see
+/// `POLLPRI|POLLERR` after a notifying store, as sysfs_notify gives on Linux.
+#[test]
+fn poll_and_epoll_syscalls_on_an_attribute_fd() {
+    use scalevfs::EpollEvent;
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (vfs, _k, _d, p) = setup(locking);
+        let knob = "/sys/kernel/scalevfs/knob";
+        let fd = p.openat(libc::AT_FDCWD, knob, RO, 0).unwrap();
+        read_all(&p, fd, 16);
+        let mut pfd = [libc::pollfd {
+            fd,
+            events: libc::POLLPRI,
+            revents: 0,
+        }];
+        assert_eq!(
+            p.poll(&mut pfd, 0),
+            Ok(0),
+            "{locking:?}: quiet after a read"
+        );
+        let ep = p.epoll_create1(0).unwrap();
+        let pri = (libc::EPOLLPRI | libc::EPOLLERR) as u32;
+        p.epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, Some(&EpollEvent::new(pri, 9)))
+            .unwrap();
+        let mut evs = [EpollEvent::default(); 2];
+        assert_eq!(p.epoll_wait(ep, &mut evs, 0), Ok(0));
+        store(&vfs, knob, b"21");
+        assert_eq!(p.poll(&mut pfd, 1000), Ok(1));
+        let want = libc::POLLPRI | libc::POLLERR;
+        assert_eq!(pfd[0].revents & want, want, "{locking:?}");
+        assert_eq!(p.epoll_wait(ep, &mut evs, 1000), Ok(1));
+        assert_eq!((evs[0].events & pri, evs[0].data), (pri, 9));
+        // A directory on kernfs is like a tmpfs one: always ready, and epoll refuses it.
+        let dfd = p.openat(libc::AT_FDCWD, "/sys/kernel", RO, 0).unwrap();
+        assert_eq!(
+            p.epoll_ctl(ep, libc::EPOLL_CTL_ADD, dfd, Some(&EpollEvent::new(pri, 1))),
+            Err(scalevfs::Errno::EPERM)
+        );
+        for f in [fd, dfd, ep] {
+            p.close(f).unwrap();
+        }
+    }
+}

@@ -43,15 +43,21 @@
 //! * Directory order is Linux 6.14+ tmpfs's: newest entry first, cookies from 3, position 2
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
+//! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
+//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
+//!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
+//!   eventfd and epoll has its own anonymous inode (Linux shares one).
 //! * Relative paths read the process cwd under a per-process lock (shared): threads of one
 //!   process using relative paths share that lock's cache line; absolute paths and `*at`
 //!   calls with a directory descriptor do not touch it.
 
 pub mod fdtable;
 pub mod locking;
+pub mod pollfiles;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
+pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};

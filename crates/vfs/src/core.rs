@@ -959,6 +959,9 @@ impl VfsCore {
             return Err(Errno::EBADF);
         }
         let inode = f.inode();
+        if inode.file_type() == libc::S_IFIFO {
+            return Err(Errno::ESPIPE);
+        }
         if inode.is_dir() {
             return Err(Errno::EISDIR);
         }
