@@ -9,6 +9,18 @@ step() { printf '\n==> %s\n' "$*"; }
 step "rustfmt and clippy components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+step "system packages the tests need"
+# fusermount3 (Debian's fuse3) mounts the FUSE test file systems; the FUSE tests need root
+# and /dev/fuse too, and say so when they skip.
+if ! command -v fusermount3 >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 >/dev/null) \
+            || echo "warning: could not install fuse3; the FUSE mount tests will skip"
+    else
+        echo "warning: fusermount3 missing and cannot install it (need root and apt); FUSE mount tests will skip"
+    fi
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
 use crossbeam_utils::CachePadded;
-use scalevfs_primitives::cpu;
+use scalevfs_primitives::{cpu, lockstat};
 
 use scalevfs_vfs::{Errno, SysResult};
 
@@ -38,6 +38,9 @@ pub struct DemoTree {
     pub gid_reads: Arc<KernfsNode>,
     pub writes: Arc<KernfsNode>,
     pub device_link: Arc<KernfsNode>,
+    /// `kernel/scalevfs/lock_stat`: `lockstat::report()` (empty of classes unless lockstat
+    /// is compiled in and enabled).
+    pub lock_stat: Arc<KernfsNode>,
     /// The knob's value, as the embedder sees it.
     pub knob_value: Arc<AtomicI64>,
 }
@@ -206,7 +209,20 @@ pub fn demo_tree(fs: &Kernfs) -> SysResult<DemoTree> {
         0,
         counter(Arc::new(move || writes.load(Relaxed))),
     )?;
+    let lock_stat = fs.create_file(
+        &k,
+        "lock_stat",
+        0o444,
+        0,
+        0,
+        FnAttr::ro(|_, buf| {
+            // `show` output is cut to one page less one byte, as sysfs does.
+            buf.extend_from_slice(lockstat::report().as_bytes());
+            Ok(())
+        }),
+    )?;
     Ok(DemoTree {
+        lock_stat,
         gids_dir,
         gids,
         knob,

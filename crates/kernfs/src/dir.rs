@@ -273,6 +273,24 @@ impl Kernfs {
         }
     }
 
+    /// Whether `node` is live and is `dir`'s child `name` (the VFS's `d_revalidate`):
+    /// one lock-free table search under an epoch guard, writing no shared cache line (no
+    /// reference is taken), so path walks through shared directories do not contend.
+    /// The legacy design takes the tree rwsem for reading, as Linux's revalidate does.
+    pub fn is_child(&self, dir: &KernfsNode, name: &[u8], node: &KernfsNode) -> bool {
+        let Some(d) = dir.dir() else {
+            return false;
+        };
+        let _tree = self.tree_read();
+        if !dir.is_active() || name.len() > NAME_MAX {
+            return false;
+        }
+        let guard = epoch::pin();
+        d.table
+            .find(name, name_hash(name), &guard)
+            .is_some_and(|n| std::ptr::eq(&**n, node) && n.is_active())
+    }
+
     /// Resolves a `/`-separated path from the root, as a path walk would: search
     /// permission (`MAY_EXEC`) on every directory passed, symlinks followed (at most
     /// [`MAX_SYMLINKS`], then `ELOOP`), the final symlink too if `follow`. Empty and `.`

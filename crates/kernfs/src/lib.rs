@@ -73,6 +73,8 @@
 //! * Removal: nodes can disappear under the VFS; a dentry's node is stale once
 //!   `!is_active()` (kernfs's `d_revalidate`).
 //!
+//! [`KernfsFs`] (module [`vfs`]) is that mapping: `Vfs::mount("/sys", KernfsFs::new(tree))`.
+//!
 //! ## Differences from Linux
 //!
 //! * Removal wakes the removed files' pollers (Linux leaves them asleep).
@@ -83,6 +85,10 @@
 //! * readdir lists in creation order with stable cookies (kernfs: name-hash order).
 //! * `lseek` is kernfs's (generic, relative to the 4096-byte size for `SEEK_END`), not
 //!   `seq_lseek`: that is what a 6.x host does (tests/read_semantics.rs compares).
+//! * Under the VFS ([`vfs`]): writes of one attribute through different open files are
+//!   serialized by the VFS inode's rwsem (Linux's kernfs takes only `of->mutex`), and a
+//!   write's mtime update of the VFS inode lasts until the next refresh from the node;
+//!   the scalable design revalidates in rcu-walk (Linux's kernfs refuses it).
 
 pub mod active;
 pub mod demo;
@@ -91,6 +97,7 @@ pub mod file;
 pub mod node;
 pub mod perm;
 pub mod table;
+pub mod vfs;
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -108,6 +115,7 @@ pub use crate::file::{
 };
 pub use crate::node::{AttributeOps, FnAttr, KernfsAttr, KernfsNode, NodeKind, SetAttr, ATTR_SIZE};
 pub use crate::perm::{Creds, MAY_EXEC, MAY_READ, MAY_WRITE};
+pub use crate::vfs::KernfsFs;
 
 /// Lock class of the legacy tree rwsem.
 pub static TREE_RWSEM_CLASS: LockClass = LockClass::new("kernfs_rwsem");

@@ -141,6 +141,29 @@ fn run_kernfs(of: &KernfsOpenFile, ops: &[Op]) -> Vec<Res> {
         .collect()
 }
 
+/// The script through the system-call API on the file mounted in a scalevfs VFS.
+fn run_vfs(p: &scalevfs::Process, fd: i32, ops: &[Op]) -> Vec<Res> {
+    let e = |e: Errno| Res::Err(e.0);
+    ops.iter()
+        .map(|op| {
+            let mut buf = vec![0u8; 8192];
+            let r = match *op {
+                Op::Read(n) => p.read(fd, &mut buf[..n]),
+                Op::Pread(n, off) => p.pread64(fd, &mut buf[..n], off),
+                Op::Write(d) => p.write(fd, d),
+                Op::Seek(off, wh) => return p.lseek(fd, off, wh).map_or_else(e, Res::Pos),
+            };
+            match r {
+                Ok(n) => {
+                    buf.truncate(n);
+                    Res::Data(buf)
+                }
+                Err(x) => e(x),
+            }
+        })
+        .collect()
+}
+
 fn host_file() -> Option<(&'static str, Vec<u8>)> {
     HOST_FILES.iter().find_map(|p| {
         std::fs::read(p)
@@ -180,6 +203,53 @@ fn same_results_as_host_sysfs() {
         // The host and we agree on stat too.
         let md = std::fs::metadata(path).unwrap();
         assert_eq!(fs.getattr(&f).unwrap().size, md.len());
+    }
+}
+
+/// The same script through `Process::read`/`pread64`/`lseek`/`write` on the attribute
+/// mounted at /sys of a scalevfs VFS: the VFS keeps the position, kernfs the seq_file.
+#[test]
+fn same_results_as_host_sysfs_through_the_vfs() {
+    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+    let Some((path, content)) = host_file() else {
+        eprintln!("no readable sysfs attribute on this host; skipping");
+        return;
+    };
+    let ops = script();
+    let host = run_host(path, &ops);
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        fs.create_file(
+            fs.root(),
+            "attr",
+            0o644,
+            0,
+            0,
+            FnAttr::constant(content.clone()),
+        )
+        .unwrap();
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
+        let fd = p
+            .openat(
+                libc::AT_FDCWD,
+                "/sys/attr",
+                libc::O_RDONLY | libc::O_CLOEXEC,
+                0,
+            )
+            .unwrap();
+        let ours = run_vfs(&p, fd, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        let md = std::fs::metadata(path).unwrap();
+        assert_eq!(p.fstat(fd).unwrap().size as u64, md.len());
+        p.close(fd).unwrap();
     }
 }
 

@@ -30,8 +30,9 @@
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` and `mknod` are not provided;
 //!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
-//! * `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`) return `EINVAL` until
-//!   the file-locks work wires them.
+//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
+//!   except that deadlock detection follows wait chains of any length (Linux stops after
+//!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.
 //! * Timestamps use `CLOCK_REALTIME` at nanosecond resolution (Linux uses the coarse clock);
 //!   reads update atime with `relatime` rules; `stat` may see seconds and nanoseconds of a
 //!   concurrently changing time torn, as Linux may.
@@ -42,13 +43,21 @@
 //! * Directory order is Linux 6.14+ tmpfs's: newest entry first, cookies from 3, position 2
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
+//! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
+//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
+//!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
+//!   eventfd and epoll has its own anonymous inode (Linux shares one).
 //! * Relative paths read the process cwd under a per-process lock (shared): threads of one
 //!   process using relative paths share that lock's cache line; absolute paths and `*at`
 //!   calls with a directory descriptor do not touch it.
 
 pub mod fdtable;
+pub mod locking;
+pub mod pollfiles;
 pub mod process;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+pub use scalevfs_vfs::cancel::CancelToken;
+pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};

@@ -15,13 +15,18 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
+use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{
     Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, SysResult, Timespec, VfsCore,
 };
 
 use crate::fdtable::FdTable;
+use crate::locking;
+use crate::pollfiles::{self, special, PollFiles};
+use scalevfs_vfs::epoll::EpollEvent;
 
 pub use scalevfs_primitives::Locking;
 
@@ -37,8 +42,13 @@ pub struct VfsOptions {
 
 /// A mounted tree: the mount table and the dentry and inode caches.
 pub struct Vfs {
+    /// Pipes, eventfds and epolls (the epoll context and their internal mount); dropped
+    /// before `core`, whose mount table frees that mount.
+    poll: PollFiles,
     core: Arc<VfsCore>,
     options: VfsOptions,
+    /// File locks (`fcntl` record locks, OFD locks, `flock`); see [`crate::locking`].
+    locks: LockManager,
 }
 
 impl Vfs {
@@ -60,7 +70,14 @@ impl Vfs {
             fs,
         )
         .expect("mounting the root tmpfs cannot fail");
-        Arc::new(Vfs { core, options })
+        let locks = LockManager::new(options.locking);
+        let poll = PollFiles::new(options.locking);
+        Arc::new(Vfs {
+            poll,
+            core,
+            options,
+            locks,
+        })
     }
 
     pub fn options(&self) -> &VfsOptions {
@@ -70,6 +87,11 @@ impl Vfs {
     /// The VFS core (dcache, mounts, operations).
     pub fn core(&self) -> &Arc<VfsCore> {
         &self.core
+    }
+
+    /// The epoll context (the nesting lock; the legacy ablation's global release lock).
+    pub fn epoll_context(&self) -> &Arc<scalevfs_vfs::epoll::EpollContext> {
+        self.poll.epoll_context()
     }
 
     /// Mounts `fs` on the directory at absolute `path` (resolved as root).
@@ -82,6 +104,16 @@ impl Vfs {
         };
         let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
         self.core.mount(&at, fs).map(|_| ())
+    }
+
+    /// The file-lock manager.
+    pub fn locks(&self) -> &LockManager {
+        &self.locks
+    }
+
+    /// Every held and waiting file lock, in `/proc/locks` format.
+    pub fn proc_locks(&self) -> String {
+        self.locks.proc_locks()
     }
 
     /// Live inodes over every mounted file system.
@@ -211,9 +243,47 @@ impl Process {
     pub fn file(&self, fd: i32) -> SysResult<FileRef> {
         self.fds.get(fd)
     }
-    /// Process exit: closes every descriptor.
+    /// Process exit: closes every descriptor, which releases the process's POSIX locks
+    /// and, with each last close, the OFD and flock locks of the open file descriptions.
     pub fn exit(&self) {
+        for (fd, _, _) in self.fds.snapshot() {
+            let _ = self.close(fd);
+        }
         self.fds.close_all();
+    }
+    /// The record-lock context of a call on `fd` (see [`crate::locking`]).
+    fn lock_caller(&self, fd: i32) -> locking::Caller<'_> {
+        locking::Caller {
+            mgr: &self.vfs.locks,
+            fds: &self.fds,
+            fd,
+            pid: self.pid,
+        }
+    }
+    /// `fcntl` whose blocking lock commands (`F_SETLKW`, `F_OFD_SETLKW`) give up with
+    /// `EINTR` when `cancel` fires (a signal; FUSE_INTERRUPT). Other commands behave as
+    /// [`fcntl`](Self::fcntl).
+    pub fn fcntl_interruptible(
+        &self,
+        fd: i32,
+        cmd: i32,
+        arg: FcntlArg<'_>,
+        cancel: &CancelToken,
+    ) -> SysResult<i32> {
+        if !locking::is_lock_cmd(cmd) {
+            return self.fcntl(fd, cmd, arg);
+        }
+        let f = self.fds.get(fd)?;
+        self.lock_caller(fd).fcntl(&f, cmd, arg, Some(cancel))
+    }
+    /// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`. The lock
+    /// belongs to the open file description.
+    pub fn flock(&self, fd: i32, op: i32) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, None)
+    }
+    /// [`flock`](Self::flock) whose wait gives up with `EINTR` when `cancel` fires.
+    pub fn flock_interruptible(&self, fd: i32, op: i32, cancel: &CancelToken) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, Some(cancel))
     }
 
     fn core(&self) -> &VfsCore {
@@ -284,27 +354,78 @@ impl Process {
     }
     pub fn close(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.close(fd)?;
+        locking::on_close(&f, self.pid);
         drop(f);
         Ok(())
     }
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::read(s, &f, buf, None);
+        }
         self.core().read(&f, buf)
     }
     pub fn write(&self, fd: i32, buf: &[u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::write(s, &f, buf, None);
+        }
+        self.core().write(&self.ctx(), &f, buf)
+    }
+    /// `read` that a cancel (a signal) interrupts with `EINTR` while it blocks (pipes,
+    /// eventfds; regular files never block).
+    pub fn read_interruptible(
+        &self,
+        fd: i32,
+        buf: &mut [u8],
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::read(s, &f, buf, Some(cancel));
+        }
+        self.core().read(&f, buf)
+    }
+    /// `write` that a cancel interrupts while it blocks (partial count or `EINTR`).
+    pub fn write_interruptible(
+        &self,
+        fd: i32,
+        buf: &[u8],
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::write(s, &f, buf, Some(cancel));
+        }
         self.core().write(&self.ctx(), &f, buf)
     }
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        if special(&f).is_some() {
+            return Err(if f.readable() {
+                Errno::ESPIPE
+            } else {
+                Errno::EBADF
+            });
+        }
         self.core().pread(&f, buf, offset)
     }
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        if special(&f).is_some() {
+            return Err(if f.writable() {
+                Errno::ESPIPE
+            } else {
+                Errno::EBADF
+            });
+        }
         self.core().pwrite(&self.ctx(), &f, buf, offset)
     }
     pub fn readv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::readv(s, &f, bufs, None);
+        }
         let mut total = 0;
         for b in bufs.iter_mut() {
             if b.is_empty() {
@@ -331,10 +452,17 @@ impl Process {
         let f = self.fds.get(fd)?;
         // One write of the gathered bytes keeps O_APPEND writes atomic, as on Linux.
         let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        if let Some(s) = special(&f) {
+            // One write: a pipe write of up to PIPE_BUF bytes stays atomic.
+            return pollfiles::write(s, &f, &all, None);
+        }
         self.core().write(&self.ctx(), &f, &all)
     }
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
         let f = self.fds.get(fd)?;
+        if let Some(s) = special(&f) {
+            return pollfiles::seek(s);
+        }
         self.core().lseek(&f, offset, whence)
     }
 
@@ -591,7 +719,9 @@ impl Process {
             return Ok(newfd);
         }
         let old = self.fds.replace(newfd, f, false)?;
-        drop(old);
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
         Ok(newfd)
     }
     pub fn dup3(&self, oldfd: i32, newfd: i32, flags: i32) -> SysResult<i32> {
@@ -600,7 +730,9 @@ impl Process {
         }
         let f = self.fds.get(oldfd)?;
         let old = self.fds.replace(newfd, f, flags & libc::O_CLOEXEC != 0)?;
-        drop(old);
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
         Ok(newfd)
     }
     pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
@@ -628,7 +760,8 @@ impl Process {
                     .set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
                 Ok(0)
             }
-            libc::F_GETFL => Ok(if f.is_path() {
+            libc::F_GETFL => Ok(if f.is_path() || special(&f).is_some() {
+                // Pipes and anonymous files are made without O_LARGEFILE, as on Linux.
                 f.flags()
             } else {
                 f.flags() | scalevfs_vfs::core::O_LARGEFILE_KERNEL
@@ -645,10 +778,20 @@ impl Process {
                     return Err(Errno::EPERM);
                 }
                 f.set_status_flags(v);
+                if let Some(s) = special(&f) {
+                    pollfiles::setfl(s, v);
+                }
                 Ok(0)
             }
-            // Record locks (F_GETLK, F_SETLK, F_SETLKW, F_OFD_*) are wired by the file-locks
-            // work; until then they are refused like an unknown command.
+            libc::F_GETPIPE_SZ => pollfiles::pipe_size(&f, None, false),
+            libc::F_SETPIPE_SZ => pollfiles::pipe_size(&f, Some(int(&arg)?), self.cred.uid == 0),
+            // Record locks: POSIX (owner: this process) and OFD (owner: the open file).
+            libc::F_GETLK
+            | libc::F_SETLK
+            | libc::F_SETLKW
+            | libc::F_OFD_GETLK
+            | libc::F_OFD_SETLK
+            | libc::F_OFD_SETLKW => self.lock_caller(fd).fcntl(&f, cmd, arg, None),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -687,6 +830,124 @@ impl Process {
     pub fn fdatasync(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.core().fsync(&f)
+    }
+
+    // --- pipes, eventfd, epoll, poll (see `crate::pollfiles`) ---
+    /// `pipe2(fds, flags)`: `fds[0]` the read end, `fds[1]` the write end. Flags
+    /// `O_NONBLOCK` and `O_CLOEXEC` (others: `EINVAL`).
+    pub fn pipe2(&self, fds: &mut [i32; 2], flags: i32) -> SysResult<()> {
+        pollfiles::pipe2(
+            &self.vfs.poll,
+            self.core(),
+            &self.fds,
+            self.cred.uid,
+            self.cred.gid,
+            fds,
+            flags,
+        )
+    }
+    /// `eventfd2(initval, flags)`: `EFD_SEMAPHORE`, `EFD_NONBLOCK`, `EFD_CLOEXEC`.
+    pub fn eventfd(&self, initval: u32, flags: i32) -> SysResult<i32> {
+        pollfiles::eventfd(&self.vfs.poll, self.core(), &self.fds, initval, flags)
+    }
+    /// `epoll_create1(flags)`: 0 or `EPOLL_CLOEXEC`.
+    pub fn epoll_create1(&self, flags: i32) -> SysResult<i32> {
+        pollfiles::epoll_create1(&self.vfs.poll, self.core(), &self.fds, flags)
+    }
+    /// `epoll_ctl(epfd, op, fd, event)`; `event == None` is a NULL pointer (`EFAULT`
+    /// unless `op` is `EPOLL_CTL_DEL`).
+    pub fn epoll_ctl(
+        &self,
+        epfd: i32,
+        op: i32,
+        fd: i32,
+        event: Option<&EpollEvent>,
+    ) -> SysResult<()> {
+        pollfiles::epoll_ctl(&self.fds, epfd, op, fd, event)
+    }
+    /// `epoll_wait(epfd, events, events.len(), timeout_ms)`: an empty slice is
+    /// `maxevents == 0` (`EINVAL`).
+    pub fn epoll_wait(
+        &self,
+        epfd: i32,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+    ) -> SysResult<usize> {
+        pollfiles::epoll_wait(&self.fds, epfd, events, timeout_ms, None)
+    }
+    /// `epoll_wait` that a cancel (a signal) interrupts with `EINTR`.
+    pub fn epoll_wait_interruptible(
+        &self,
+        epfd: i32,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        pollfiles::epoll_wait(&self.fds, epfd, events, timeout_ms, Some(cancel))
+    }
+    /// `epoll_pwait`: signals are not modelled, so the mask is ignored and this is
+    /// `epoll_wait` (use the `_interruptible` variant for `EINTR`).
+    pub fn epoll_pwait(
+        &self,
+        epfd: i32,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+        _sigmask: Option<&libc::sigset_t>,
+    ) -> SysResult<usize> {
+        self.epoll_wait(epfd, events, timeout_ms)
+    }
+    /// `epoll_pwait` that a cancel interrupts (the mask is ignored).
+    pub fn epoll_pwait_interruptible(
+        &self,
+        epfd: i32,
+        events: &mut [EpollEvent],
+        timeout_ms: i32,
+        _sigmask: Option<&libc::sigset_t>,
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        self.epoll_wait_interruptible(epfd, events, timeout_ms, cancel)
+    }
+    /// `poll(fds, nfds, timeout_ms)`: fills `revents`, returns how many are non-zero.
+    pub fn poll(&self, fds: &mut [libc::pollfd], timeout_ms: i32) -> SysResult<usize> {
+        pollfiles::poll(&self.fds, fds, timeout_ms, None)
+    }
+    /// `poll` that a cancel interrupts with `EINTR`.
+    pub fn poll_interruptible(
+        &self,
+        fds: &mut [libc::pollfd],
+        timeout_ms: i32,
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        pollfiles::poll(&self.fds, fds, timeout_ms, Some(cancel))
+    }
+    /// `ppoll(fds, nfds, timeout, sigmask)`: `None` waits forever; the timeout is rounded
+    /// up to milliseconds; the mask is ignored (signals are not modelled).
+    pub fn ppoll(
+        &self,
+        fds: &mut [libc::pollfd],
+        timeout: Option<&libc::timespec>,
+        _sigmask: Option<&libc::sigset_t>,
+    ) -> SysResult<usize> {
+        let ms = pollfiles::ppoll_timeout(timeout)?;
+        pollfiles::poll(&self.fds, fds, ms, None)
+    }
+    /// `ppoll` that a cancel interrupts with `EINTR`.
+    pub fn ppoll_interruptible(
+        &self,
+        fds: &mut [libc::pollfd],
+        timeout: Option<&libc::timespec>,
+        _sigmask: Option<&libc::sigset_t>,
+        cancel: &CancelToken,
+    ) -> SysResult<usize> {
+        let ms = pollfiles::ppoll_timeout(timeout)?;
+        pollfiles::poll(&self.fds, fds, ms, Some(cancel))
+    }
+}
+
+impl Drop for Process {
+    /// Dropping a process is its exit: its locks go with its descriptors.
+    fn drop(&mut self) {
+        self.exit();
     }
 }
 

@@ -618,7 +618,8 @@ fn fd_numbers_dup_and_fcntl() {
     assert_eq!(p.fcntl(0, F_DUPFD, FcntlArg::Int(-1)), Err(Errno::EINVAL));
     assert_eq!(p.fcntl(0, F_DUPFD, FcntlArg::Int(5000)), Err(Errno::EINVAL));
     assert_eq!(p.fcntl(77, F_GETFD, FcntlArg::None), Err(Errno::EBADF));
-    assert_eq!(p.fcntl(0, F_SETLK, FcntlArg::None), Err(Errno::EINVAL));
+    // A lock command without a `struct flock` is a bad pointer, as fcntl(fd, F_SETLK, NULL).
+    assert_eq!(p.fcntl(0, F_SETLK, FcntlArg::None), Err(Errno::EFAULT));
     assert_eq!(p.fcntl(0, 9999, FcntlArg::None), Err(Errno::EINVAL));
     // Shared offsets between duplicates.
     p.write(11, b"").unwrap_err();

@@ -593,7 +593,13 @@ impl VfsCore {
     // ---------------------------------------------------------------- attributes
 
     pub fn stat(&self, p: &Path) -> Stat {
-        p.dentry.inode().map(|i| i.stat()).unwrap_or_default()
+        p.dentry
+            .inode()
+            .map(|i| {
+                i.fs().getattr(i);
+                i.stat()
+            })
+            .unwrap_or_default()
     }
 
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
@@ -606,6 +612,9 @@ impl VfsCore {
         if !ctx.cred.is_root() && !ctx.cred.in_group(inode.gid()) {
             m &= !libc::S_ISGID;
         }
+        inode
+            .fs()
+            .setattr(inode, inode.file_type() | m, inode.uid(), inode.gid())?;
         inode.set_perm(m);
         inode.touch_c();
         Ok(())
@@ -627,20 +636,22 @@ impl VfsCore {
                 return Err(Errno::EPERM);
             }
         }
-        if uid != u32::MAX {
-            inode.set_uid(uid);
-        }
-        if gid != u32::MAX {
-            inode.set_gid(gid);
-        }
+        let mode = inode.mode();
+        let mut m = mode & 0o7777;
         if !inode.is_dir() {
-            let mode = inode.mode();
-            let mut m = mode & 0o7777 & !libc::S_ISUID;
+            m &= !libc::S_ISUID;
             if mode & libc::S_ISGID != 0 && mode & libc::S_IXGRP != 0 {
                 m &= !libc::S_ISGID;
             }
-            inode.set_perm(m);
         }
+        let new_uid = if uid != u32::MAX { uid } else { inode.uid() };
+        let new_gid = if gid != u32::MAX { gid } else { inode.gid() };
+        inode
+            .fs()
+            .setattr(inode, inode.file_type() | m, new_uid, new_gid)?;
+        inode.set_uid(new_uid);
+        inode.set_gid(new_gid);
+        inode.set_perm(m);
         inode.touch_c();
         Ok(())
     }
@@ -848,6 +859,10 @@ impl VfsCore {
         }
         let inode = f.inode();
         let mut pos = f.pos.lock();
+        if let Some(r) = inode.fs().llseek(f, *pos, off, whence) {
+            *pos = r?;
+            return Ok(*pos);
+        }
         let size = inode.size() as i64;
         let new = match whence {
             libc::SEEK_SET => off,
@@ -944,6 +959,9 @@ impl VfsCore {
             return Err(Errno::EBADF);
         }
         let inode = f.inode();
+        if inode.file_type() == libc::S_IFIFO {
+            return Err(Errno::ESPIPE);
+        }
         if inode.is_dir() {
             return Err(Errno::EISDIR);
         }

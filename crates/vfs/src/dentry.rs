@@ -910,7 +910,7 @@ mod tests {
             size_of::<super::Dentry>()
         );
         let inode = size_of::<crate::erc::ErcInner<crate::Inode>>();
-        assert!(inode <= 168, "inode block: {inode}");
+        assert!(inode <= 160, "inode block: {inode}");
         // A name buffer is its length word plus the bytes: one allocation.
         let n = super::new_name(b"f0000000");
         assert_eq!(super::name_bytes(&n), b"f0000000");

@@ -93,6 +93,12 @@ impl OpenFile {
                 Some((old & !SETFL_MASK) | (f & SETFL_MASK))
             });
     }
+    /// This open file description's identity as a lock owner (OFD and flock locks): its
+    /// address, unique among live descriptions. It is reused only after `release` has
+    /// dropped every lock it owned (the memory outlives `release` by a grace period).
+    pub fn lock_id(&self) -> u64 {
+        self as *const OpenFile as u64
+    }
     pub fn is_path(&self) -> bool {
         self.flags() & libc::O_PATH != 0
     }
@@ -114,6 +120,11 @@ impl OpenFile {
 
 impl Release for OpenFile {
     fn release(&self) {
+        // The last close of the description drops its OFD and flock locks (Linux's
+        // `locks_remove_file` in `__fput`), before the path (and maybe the inode) goes.
+        if let Some(ctx) = self.inode().lock_ctx.get() {
+            ctx.manager().release_file(ctx, self.lock_id());
+        }
         // SAFETY: the last reference is gone (Erc calls release once); nobody else can reach
         // the private state or the path any more, so we may take them.
         if let Some(p) = unsafe { (*self.private.get()).take() } {

@@ -10,8 +10,10 @@
 
 use crate::file::OpenFile;
 use crate::inode::{Inode, InodeRef, SuperBlock};
+use crate::poll::Pollable;
 use crate::SysResult;
 use std::any::Any;
+use std::sync::Arc;
 
 /// One entry reported by [`FileSystem::readdir`].
 pub struct DirEmit<'a> {
@@ -110,6 +112,29 @@ pub trait FileSystem: Send + Sync + 'static {
     fn write_file(&self, f: &OpenFile, off: u64, buf: &[u8]) -> SysResult<usize> {
         self.write(f.inode(), off, buf)
     }
+    /// `lseek` through an open file at position `pos`, for file systems whose seek rules
+    /// differ from the generic ones (kernfs: a 2^31-1 limit, `ENODEV` once removed):
+    /// `Some(new position)` or `Some(errno)`; `None` (the default) is the generic seek.
+    fn llseek(&self, _f: &OpenFile, _pos: i64, _off: i64, _whence: i32) -> Option<SysResult<i64>> {
+        None
+    }
+    /// `->setattr` of `chmod`/`chown` (the VFS checked permission and computed the new
+    /// values, type bits included): the file system may refuse (`ENOENT` for a node
+    /// removed behind the VFS) or record them in its own objects, before the VFS updates
+    /// the inode.
+    fn setattr(&self, _inode: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<()> {
+        Ok(())
+    }
+    /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
+    /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).
+    fn getattr(&self, _inode: &Inode) {}
+    /// `->poll`: the open file's readiness source, for files that wake pollers (kernfs
+    /// attributes: `POLLPRI|POLLERR` on `sysfs_notify`). `None` (the default): always
+    /// ready and not watchable by epoll, as a regular file ([`crate::poll::RegularFile`]).
+    /// The same open file gives the same object every time (epoll items hook onto it).
+    fn pollable(&self, _f: &OpenFile) -> Option<Arc<dyn Pollable>> {
+        None
+    }
     /// Whether names can change behind the VFS's back (kernfs), so cached dentries must be
     /// revalidated: path walk then leaves rcu-walk for this file system's directories and
     /// asks [`FileSystem::revalidate`] about every cached answer.
@@ -120,5 +145,12 @@ pub trait FileSystem: Send + Sync + 'static {
     /// negative entry) still right? `false` drops it and looks the name up again.
     fn revalidate(&self, _dir: &Inode, _name: &[u8], _inode: Option<&Inode>) -> bool {
         true
+    }
+    /// [`FileSystem::revalidate`] of a positive entry during rcu-walk: called under an
+    /// epoch guard without references, it must not block nor free anything. `true` keeps
+    /// the walk lock-free; `false` (the default, Linux's `-ECHILD`) falls back to
+    /// ref-walk, which calls `revalidate`.
+    fn revalidate_rcu(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> bool {
+        false
     }
 }

@@ -32,6 +32,7 @@
 use crate::abi::{Stat, Timespec};
 use crate::erc::{Erc, ErcInner, Release};
 use crate::fs::FileSystem;
+use crate::locks::FileLockContext;
 use crate::prims::{InodeList, InodeListNode};
 use crate::rcuhash::RcuHash;
 use crate::Errno;
@@ -100,8 +101,10 @@ pub struct Inode {
     pub rwsem: RwLock<()>,
     /// The file system's data (tmpfs: pages, directory entries, link target).
     pub private: Box<dyn Any + Send + Sync>,
-    /// A slot for the file-locks code (the inode's lock context), created on first use.
-    pub lock_ctx: OnceLock<Box<dyn Any + Send + Sync>>,
+    /// The inode's file-lock context (`crate::locks`), created on its first lock
+    /// operation. An inode that is never locked pays this word-sized slot (plus the
+    /// `OnceLock` state word) and nothing else.
+    pub lock_ctx: OnceLock<Box<FileLockContext>>,
     /// Where the inode sits on its superblock's list, as `InodeListNode::to_bits`: set once
     /// by `new_inode` before the inode is shared, read by `evict`, which runs after the
     /// last reference's Release decrement and Acquire fence (`Erc::drop`), so Relaxed

@@ -158,6 +158,16 @@ impl VfsCore {
         )))
     }
 
+    /// `d_revalidate` in rcu-walk (`LOOKUP_RCU`) for a file system whose names change
+    /// behind the VFS: only a positive entry the file system vouches for without
+    /// blocking ([`FileSystem::revalidate_rcu`](crate::fs::FileSystem::revalidate_rcu))
+    /// stays on the fast path; anything else falls back to ref-walk, which asks again.
+    fn revalidate_rcu(dir: &crate::inode::Inode, name: &[u8], child: &Dentry) -> bool {
+        child
+            .inode()
+            .is_some_and(|ci| dir.fs().revalidate_rcu(dir, name, ci))
+    }
+
     /// One intermediate component of an rcu-walk: `d` must be a searchable directory, the
     /// child must be cached, positive, not a symlink; mounts are crossed.
     fn rcu_step(
@@ -172,10 +182,7 @@ impl VfsCore {
         // mount table while pinned: it stays allocated until the walk unpins.
         let dd = unsafe { &*d };
         let inode = dd.inode()?;
-        if !inode.is_dir()
-            || inode.sb().revalidates
-            || permission(inode, ctx.cred, MAY_EXEC).is_err()
-        {
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
             return None;
         }
         if c == b"." {
@@ -185,6 +192,10 @@ impl VfsCore {
             return None;
         }
         let (mut mnt, mut child) = (mnt, self.dcache.lookup_rcu(dd, c, g)?);
+        // SAFETY: found in the dcache while pinned.
+        if inode.sb().revalidates && !Self::revalidate_rcu(inode, c, unsafe { &*child }) {
+            return None;
+        }
         // SAFETY: found in the dcache while pinned.
         while unsafe { (*child).is_mounted() } {
             let m = self.mounts.lookup(mnt, child, g)?;
@@ -228,10 +239,7 @@ impl VfsCore {
         // SAFETY: as in `rcu_step`.
         let dd = unsafe { &*d };
         let inode = dd.inode()?;
-        if !inode.is_dir()
-            || inode.sb().revalidates
-            || permission(inode, ctx.cred, MAY_EXEC).is_err()
-        {
+        if !inode.is_dir() || permission(inode, ctx.cred, MAY_EXEC).is_err() {
             return None;
         }
         if last != b"." {
@@ -239,6 +247,10 @@ impl VfsCore {
                 return None;
             }
             let mut child = self.dcache.lookup_rcu(dd, last, &g)?;
+            // SAFETY: found in the dcache while pinned.
+            if inode.sb().revalidates && !Self::revalidate_rcu(inode, last, unsafe { &*child }) {
+                return None;
+            }
             // SAFETY: found in the dcache while pinned.
             while unsafe { (*child).is_mounted() } {
                 let m = self.mounts.lookup(mnt, child, &g)?;

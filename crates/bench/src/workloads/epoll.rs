@@ -7,6 +7,10 @@
 //!   file's and its own instance's locks.
 //! * `epoll-churn-shared`: the same with one instance shared by all threads
 //!   (edge-triggered; the wait does not block and returns whatever is ready).
+//! * `epoll-churn-fd`: `epoll-churn` through the system-call API: each thread is a
+//!   `Process` (an nginx worker) on one shared `Vfs`, and each connection is
+//!   `eventfd` + `epoll_ctl` + `write` + `epoll_wait` + `close` on descriptors, so the
+//!   fd table, the open file description and its last-close path are measured too.
 //! * `epoll-wait`: `perf bench epoll wait`'s shape: each thread's instance watches
 //!   [`WATCHED`] eventfds of which [`READY`] are always readable (level-triggered); one
 //!   operation is one `epoll_wait` returning those. No release path: legacy and scalable
@@ -17,6 +21,7 @@
 
 use std::sync::Arc;
 
+use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use scalevfs_vfs::epoll::{Epoll, EpollContext, EpollEvent, FdKey, EPOLL_CTL_ADD};
 use scalevfs_vfs::eventfd::{EventFd, EFD_NONBLOCK};
 use scalevfs_vfs::poll::events::{EPOLLET, EPOLLIN};
@@ -36,6 +41,7 @@ pub const READY: usize = 4;
 enum Kind {
     Churn,
     ChurnShared,
+    ChurnFd,
     Wait,
 }
 
@@ -45,6 +51,7 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![
         Box::new(EpollWorkload(Kind::Churn)),
         Box::new(EpollWorkload(Kind::ChurnShared)),
+        Box::new(EpollWorkload(Kind::ChurnFd)),
         Box::new(EpollWorkload(Kind::Wait)),
     ]
 }
@@ -54,6 +61,7 @@ impl Workload for EpollWorkload {
         match self.0 {
             Kind::Churn => "epoll-churn",
             Kind::ChurnShared => "epoll-churn-shared",
+            Kind::ChurnFd => "epoll-churn-fd",
             Kind::Wait => "epoll-wait",
         }
     }
@@ -66,6 +74,10 @@ impl Workload for EpollWorkload {
             Kind::ChurnShared => {
                 "seed 003: as epoll-churn, all threads registering in one shared epoll \
                  instance (edge-triggered, non-blocking wait)"
+            }
+            Kind::ChurnFd => {
+                "seed 003 through Process: per-thread process and epoll fd; each op is \
+                 eventfd, epoll_ctl, write, epoll_wait and close (no DEL) on descriptors"
             }
             Kind::Wait => {
                 "perf bench epoll wait shape: per-thread epoll watching 256 eventfds, 4 \
@@ -85,10 +97,18 @@ impl Workload for EpollWorkload {
             }
             _ => Shared::None,
         };
+        let vfs = match (self.0, design.locking()) {
+            (Kind::ChurnFd, Some(locking)) => Some(Vfs::new(VfsOptions {
+                locking,
+                ..Default::default()
+            })),
+            _ => None,
+        };
         Ok(Box::new(EpollInstance {
             kind: self.0,
             ctx,
             shared,
+            vfs,
         }))
     }
 }
@@ -104,6 +124,8 @@ struct EpollInstance {
     /// `None` for the host design.
     ctx: Option<Arc<EpollContext>>,
     shared: Shared,
+    /// `epoll-churn-fd` on scalevfs: the tree the per-thread processes share.
+    vfs: Option<Arc<Vfs>>,
 }
 
 /// A host fd closed on drop.
@@ -207,7 +229,31 @@ impl Instance for EpollInstance {
                     CHURN_BATCH
                 })
             }
-            (Kind::Churn, _) => {
+            (Kind::ChurnFd, _) if self.vfs.is_some() => {
+                let p = Process::new(self.vfs.as_ref().expect("checked"), Credentials::root());
+                let epfd = p.epoll_create1(libc::EPOLL_CLOEXEC).expect("epoll_create1");
+                let mut evs = [EpollEvent::default(); 4];
+                let mut i = 0u64;
+                Box::new(move || {
+                    for _ in 0..CHURN_BATCH {
+                        let efd = p
+                            .eventfd(0, EFD_NONBLOCK | libc::EFD_CLOEXEC)
+                            .expect("eventfd");
+                        let ev = EpollEvent::new(EPOLLIN | EPOLLET, i);
+                        p.epoll_ctl(epfd, EPOLL_CTL_ADD, efd, Some(&ev))
+                            .expect("epoll_ctl");
+                        p.write(efd, &ONE).expect("signal");
+                        // Ready when waited for: -1 would expose a lost event as a hang.
+                        let n = p.epoll_wait(epfd, &mut evs, -1).expect("epoll_wait");
+                        std::hint::black_box(n);
+                        p.close(efd).expect("close");
+                        i += 1;
+                    }
+                    CHURN_BATCH
+                })
+            }
+            // Host: the same system calls as `epoll-churn`'s host design.
+            (Kind::Churn | Kind::ChurnFd, _) => {
                 let ep = HostFd::epoll().expect("epoll_create1");
                 let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 4];
                 let mut i = 0u64;
@@ -325,6 +371,7 @@ mod tests {
                 kind: Kind::Churn,
                 ctx: Some(ctx.clone()),
                 shared: Shared::None,
+                vfs: None,
             };
             assert_eq!(inst.ctx.as_ref().map(|c| c.locking()), Some(locking));
             {

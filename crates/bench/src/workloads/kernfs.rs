@@ -18,13 +18,21 @@
 //!   directories present, `/sys/devices/virtual/block/loop*/queue/*` (48 each), cycling if
 //!   fewer exist.
 //!
+//! `kernfs-showgids-vfs` is the same loop through the whole stack: the demo tree mounted at
+//! `/sys` in a scalevfs `Vfs` (legacy: a legacy kernfs in a legacy VFS), each thread a
+//! `Process` of its own (the seed's processes) doing `openat` by absolute path, `read` of
+//! 40 bytes and `close`; the host design is the same host loop on the same host files.
+//!
 //! `SCALEVFS_LOCKSTAT=1` (or `scalevfs bench --lockstat`) adds the kernfs lock classes'
 //! statistics to the report.
 
 use std::ffi::CString;
 
+use std::sync::Arc;
+
+use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, gid_path, DemoTree, DEMO_GIDS};
-use scalevfs_kernfs::{Creds, Kernfs};
+use scalevfs_kernfs::{Creds, Kernfs, KernfsFs, Locking};
 use scalevfs_primitives::lockstat;
 
 use crate::workloads::hashed::LOCKSTAT_ENV;
@@ -85,6 +93,107 @@ impl Workload for ShowGids {
                 threads,
                 paths: host_files(DEMO_GIDS)?,
             })),
+        }
+    }
+}
+
+struct ShowGidsVfs;
+
+impl Workload for ShowGidsVfs {
+    fn name(&self) -> &'static str {
+        "kernfs-showgids-vfs"
+    }
+
+    fn description(&self) -> &'static str {
+        "kernfs-showgids through the VFS: openat /sys/class/infiniband/.../gids/N, read 40 bytes, close, one Process per thread; host: as kernfs-showgids"
+    }
+
+    fn designs(&self) -> &'static [Design] {
+        &Design::ALL
+    }
+
+    fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
+        if threads == 0 {
+            return Err("kernfs-showgids-vfs needs at least one thread".into());
+        }
+        match design.locking() {
+            Some(locking) => Ok(Box::new(VfsLoop::new(locking, threads)?)),
+            None => Ok(Box::new(HostLoop {
+                threads,
+                paths: host_files(DEMO_GIDS)?,
+            })),
+        }
+    }
+}
+
+/// The demo tree mounted at `/sys` of a VFS of the same design.
+struct VfsLoop {
+    threads: usize,
+    vfs: Arc<Vfs>,
+    _tree: DemoTree,
+    paths: Vec<String>,
+    from_env: bool,
+}
+
+impl VfsLoop {
+    fn new(locking: Locking, threads: usize) -> Result<Self, String> {
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        Process::new(&vfs, Credentials::root())
+            .mkdirat(libc::AT_FDCWD, "/sys", 0o755)
+            .map_err(|e| format!("mkdir /sys: {e}"))?;
+        let fs = Kernfs::new(locking);
+        let tree = demo_tree(&fs).map_err(|e| format!("demo tree: {e:?}"))?;
+        vfs.mount("/sys", KernfsFs::new(fs))
+            .map_err(|e| format!("mount /sys: {e}"))?;
+        let from_env = std::env::var(LOCKSTAT_ENV).is_ok_and(|v| v == "1");
+        if from_env {
+            lockstat::reset();
+            lockstat::enable();
+        }
+        Ok(VfsLoop {
+            threads,
+            vfs,
+            _tree: tree,
+            paths: (0..DEMO_GIDS)
+                .map(|i| format!("/sys/{}", gid_path(i)))
+                .collect(),
+            from_env,
+        })
+    }
+}
+
+impl Instance for VfsLoop {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let mut buf = [0u8; 64];
+        let (first, rest) = rotated(&self.paths, thread, self.threads);
+        // Each thread is a process of its own, as the seed's readers were.
+        let p = Process::new(&self.vfs, Credentials::user(READER.uid, READER.gid));
+        Box::new(move || {
+            for path in first.iter().chain(rest) {
+                let fd = p
+                    .openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_CLOEXEC, 0)
+                    .expect("GID file opens");
+                let n = p.read(fd, &mut buf[..READ_LEN]).expect("GID file reads");
+                debug_assert_eq!(n, READ_LEN);
+                std::hint::black_box(&buf[..n]);
+                p.close(fd).expect("GID file closes");
+            }
+            self.paths.len() as u64
+        })
+    }
+
+    fn lockstat(&self) -> Option<String> {
+        (self.from_env || lockstat::is_enabled()).then(lockstat::report)
+    }
+}
+
+impl Drop for VfsLoop {
+    fn drop(&mut self) {
+        if self.from_env {
+            lockstat::disable();
         }
     }
 }
@@ -206,7 +315,7 @@ impl Instance for HostLoop {
 }
 
 pub fn workloads() -> Vec<Box<dyn Workload>> {
-    vec![Box::new(ShowGids)]
+    vec![Box::new(ShowGids), Box::new(ShowGidsVfs)]
 }
 
 #[cfg(test)]
@@ -214,12 +323,11 @@ mod tests {
     use super::*;
     use std::time::{Duration, Instant};
 
-    #[test]
-    fn showgids_runs_two_threads_in_every_design() {
-        let w = ShowGids;
-        assert_eq!(w.name(), "kernfs-showgids");
+    /// Runs `rounds` worker calls on `threads` threads of every design of `w` (the host
+    /// design may be unavailable), checking each call covers the 254 GIDs.
+    fn run_every_design(w: &dyn Workload, threads: usize, rounds: u64) {
         for &design in w.designs() {
-            let inst = match w.setup(design, 2) {
+            let inst = match w.setup(design, threads) {
                 Ok(i) => i,
                 Err(e) if design == Design::Host => {
                     eprintln!("host design unavailable here: {e}");
@@ -228,16 +336,38 @@ mod tests {
                 Err(e) => panic!("{design}: {e}"),
             };
             std::thread::scope(|s| {
-                for t in 0..2 {
+                for t in 0..threads {
                     let inst = &inst;
                     s.spawn(move || {
                         let mut work = inst.worker(t);
-                        assert_eq!((0..3).map(|_| work()).sum::<u64>(), 3 * DEMO_GIDS as u64);
+                        let ops: u64 = (0..rounds).map(|_| work()).sum();
+                        assert_eq!(ops, rounds * DEMO_GIDS as u64);
                     });
                 }
             });
         }
         assert!(w.setup(Design::Scalable, 0).is_err());
+    }
+
+    #[test]
+    fn showgids_runs_two_threads_in_every_design() {
+        assert_eq!(ShowGids.name(), "kernfs-showgids");
+        run_every_design(&ShowGids, 2, 3);
+    }
+
+    #[test]
+    fn showgids_vfs_reads_every_gid_through_the_mount() {
+        assert_eq!(ShowGidsVfs.name(), "kernfs-showgids-vfs");
+        run_every_design(&ShowGidsVfs, 3, 2);
+        // One round on a fresh tree shows each GID once.
+        let v = VfsLoop::new(Locking::Scalable, 1).unwrap();
+        let mut work = v.worker(0);
+        assert_eq!(work(), DEMO_GIDS as u64);
+        drop(work);
+        let reads = Process::new(&v.vfs, Credentials::root())
+            .read_file("/sys/kernel/scalevfs/gid_reads")
+            .unwrap();
+        assert_eq!(reads, format!("{DEMO_GIDS}\n").into_bytes());
     }
 
     #[test]
@@ -269,9 +399,12 @@ mod tests {
     #[test]
     #[ignore = "measurement; run in release with --nocapture"]
     fn measure_showgids() {
-        for threads in [1, 2, 16] {
-            for &design in ShowGids.designs() {
-                let Ok(inst) = ShowGids.setup(design, threads) else {
+        for (w, threads) in [1, 2, 16]
+            .into_iter()
+            .flat_map(|t| [(&ShowGids as &dyn Workload, t), (&ShowGidsVfs, t)])
+        {
+            for &design in w.designs() {
+                let Ok(inst) = w.setup(design, threads) else {
                     continue;
                 };
                 let cpu0 = process_cpu_ns();
@@ -297,7 +430,8 @@ mod tests {
                 // what contention costs (the host design's kernel time counts too).
                 let cpu = process_cpu_ns() - cpu0;
                 println!(
-                    "kernfs-showgids {design:>8} {threads:>2} threads: {:>8.3} Mops/s, {:>6.0} CPU ns/op",
+                    "{:<20} {design:>8} {threads:>2} threads: {:>8.3} Mops/s, {:>6.0} CPU ns/op",
+                    w.name(),
                     ops as f64 / 1e6,
                     cpu as f64 / ops as f64
                 );

@@ -8,6 +8,7 @@ pub mod epoll;
 pub mod hashed;
 pub mod kernfs;
 pub mod lockref;
+pub mod locks;
 pub mod seqlock;
 pub mod vfs;
 
@@ -21,6 +22,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(dlist::workloads());
     v.extend(epoll::workloads());
     v.extend(vfs::workloads());
+    v.extend(locks::workloads());
     v.extend(counter::workloads());
     v
 }

@@ -1,9 +1,16 @@
 //! The POSIX wait-for graph (Linux's `blocked_hash` under `blocked_lock_lock`).
 //!
-//! Nodes are POSIX owners (processes). There is an edge `P -> Q` for every blocked
-//! `F_SETLKW` request of `P` whose current blocker is a lock held by process `Q`. OFD and
-//! flock waiters are not in the graph, and an edge to an OFD lock's owner is not recorded
-//! (it could never lead anywhere), exactly the set of waits Linux checks.
+//! Nodes are lock owners (processes and open file descriptions). There is an edge
+//! `A -> Q` for every blocked `F_SETLKW` or `F_OFD_SETLKW` request of `A` whose current
+//! blocker is a POSIX lock held by process `Q`: exactly the waiters Linux puts in
+//! `blocked_hash` (it inserts a waiter when its blocker is a POSIX lock, whatever the
+//! waiter is). Waits on OFD locks and flock waits have no edge.
+//!
+//! Only a POSIX request is checked (an OFD request never gets `EDEADLK`, as on Linux),
+//! but its walk starts at whatever owner blocks it and goes through OFD waiters too: a
+//! process blocked by an OFD lock whose description waits for that process deadlocks,
+//! and Linux reports it. Since OFD edges are added unchecked, the graph can hold a cycle
+//! of OFD waits (they sleep forever on Linux too); the walk's visited set bounds it.
 //!
 //! The edges live in a table hashed by the waiting owner (seed 002); the legacy ablation
 //! keeps them in one vector scanned linearly instead (the seed's "before").
@@ -18,6 +25,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::sync::Mutex;
+use super::LockOwner;
 
 pub(crate) struct Graph {
     edges: Mutex<Edges>,
@@ -25,9 +33,9 @@ pub(crate) struct Graph {
 
 enum Edges {
     /// owner -> [(waiter id, blocking owner)]
-    Hashed(HashMap<u64, Vec<(u64, u64)>>),
+    Hashed(HashMap<LockOwner, Vec<(u64, LockOwner)>>),
     /// [(owner, waiter id, blocking owner)], scanned linearly.
-    Linear(Vec<(u64, u64, u64)>),
+    Linear(Vec<(LockOwner, u64, LockOwner)>),
 }
 
 impl Graph {
@@ -42,21 +50,31 @@ impl Graph {
         }
     }
 
-    /// Adds the edge `owner -> blocker` for waiter `wid` unless `blocker` already (directly
-    /// or transitively) waits for `owner`; then returns false (deadlock) and adds nothing.
-    /// Any previous edge of `wid` is removed either way.
-    pub(crate) fn wait_for(&self, owner: u64, wid: u64, blocker: u64) -> bool {
+    /// Waiter `wid` of `owner` is now blocked by a lock of `blocker`. With `check`, returns
+    /// false (deadlock) if `blocker` already (directly or transitively) waits for `owner`.
+    /// Otherwise adds the edge `owner -> blocker` if `add`, and returns true. Any previous
+    /// edge of `wid` is removed either way. Check and insertion are one critical section.
+    pub(crate) fn wait_for(
+        &self,
+        owner: LockOwner,
+        wid: u64,
+        blocker: LockOwner,
+        check: bool,
+        add: bool,
+    ) -> bool {
         let mut e = self.edges.lock();
         e.remove(owner, wid);
-        if e.reaches(blocker, owner) {
+        if check && e.reaches(blocker, owner) {
             return false;
         }
-        e.add(owner, wid, blocker);
+        if add {
+            e.add(owner, wid, blocker);
+        }
         true
     }
 
     /// Removes waiter `wid`'s edge.
-    pub(crate) fn remove(&self, owner: u64, wid: u64) {
+    pub(crate) fn remove(&self, owner: LockOwner, wid: u64) {
         self.edges.lock().remove(owner, wid);
     }
 
@@ -70,14 +88,14 @@ impl Graph {
 }
 
 impl Edges {
-    fn add(&mut self, owner: u64, wid: u64, blocker: u64) {
+    fn add(&mut self, owner: LockOwner, wid: u64, blocker: LockOwner) {
         match self {
             Edges::Hashed(m) => m.entry(owner).or_default().push((wid, blocker)),
             Edges::Linear(v) => v.push((owner, wid, blocker)),
         }
     }
 
-    fn remove(&mut self, owner: u64, wid: u64) {
+    fn remove(&mut self, owner: LockOwner, wid: u64) {
         match self {
             Edges::Hashed(m) => {
                 if let Some(v) = m.get_mut(&owner) {
@@ -91,7 +109,7 @@ impl Edges {
         }
     }
 
-    fn for_each_blocker(&self, owner: u64, mut f: impl FnMut(u64)) {
+    fn for_each_blocker(&self, owner: LockOwner, mut f: impl FnMut(LockOwner)) {
         match self {
             Edges::Hashed(m) => {
                 for &(_, b) in m.get(&owner).into_iter().flatten() {
@@ -112,8 +130,9 @@ impl Edges {
     /// waiter per owner for at most 10 steps (`MAX_DEADLK_ITERATIONS`), this follows every
     /// waiting thread of every owner to any depth; the visited set bounds it by the graph
     /// size even if the graph holds a cycle the check did not create (one cannot form
-    /// through POSIX waits alone, since every edge is checked when added).
-    fn reaches(&self, from: u64, target: u64) -> bool {
+    /// through POSIX waits alone, since every POSIX edge is checked when added, but OFD
+    /// waits can make one).
+    fn reaches(&self, from: LockOwner, target: LockOwner) -> bool {
         if from == target {
             return true;
         }

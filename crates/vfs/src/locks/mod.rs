@@ -83,11 +83,14 @@
 //!
 //! ## Deadlock detection
 //!
-//! Only POSIX (process-owned) `F_SETLKW` waits are checked, as on Linux. The graph has an
-//! edge `P -> Q` per blocked request of `P` whose current blocker is held by process `Q`.
+//! Only POSIX (process-owned) `F_SETLKW` requests are checked, as on Linux. The graph
+//! has an edge `A -> Q` per blocked POSIX or OFD request of owner `A` whose current
+//! blocker is a POSIX lock of process `Q` (Linux's `blocked_hash` holds exactly those
+//! waiters), and the walk of a POSIX request starts at its blocker's owner, which may be
+//! an open file description (an OFD lock) whose own waits lead back to the requester.
 //! Before a request sleeps (and whenever re-examination moves it to a lock of another
 //! owner) we take the graph lock, search for a path `Q ->* P`, and only if there is none
-//! add `P -> Q`, all under the graph lock. Since every edge is added by such a check,
+//! add `P -> Q`, all under the graph lock. Since every POSIX edge is added by such a check,
 //! and the checks are serialized, the graph of POSIX waits never contains a cycle: of two
 //! concurrent requests that would close one, the second to take the graph lock sees the
 //! first's edge and fails with `EDEADLK`, the first sleeps. Edges are removed under the
@@ -384,7 +387,9 @@ impl ListedLock {
 /// [`LockManager::new_context`]; unregisters itself from the listing when dropped.
 pub struct FileLockContext {
     inner: Arc<CtxInner>,
-    mgr: Arc<Shared>,
+    /// The manager that made it: `OpenFile::release` reaches it through here, without an
+    /// `Arc` clone (a shared counter write) on every last close of a locked file.
+    mgr: LockManager,
     slot: scalevfs_primitives::dlist::DListNode,
 }
 
@@ -396,7 +401,14 @@ pub(crate) struct CtxInner {
 
 impl Drop for FileLockContext {
     fn drop(&mut self) {
-        self.mgr.registry.remove(&self.slot);
+        self.mgr.shared.registry.remove(&self.slot);
+    }
+}
+
+impl FileLockContext {
+    /// The manager this context belongs to.
+    pub fn manager(&self) -> &LockManager {
+        &self.mgr
     }
 }
 
@@ -474,14 +486,14 @@ impl LockManager {
         let slot = self.shared.registry.insert(&inner);
         FileLockContext {
             inner,
-            mgr: self.shared.clone(),
+            mgr: self.clone(),
             slot,
         }
     }
 
     fn lock<'a>(&'a self, ctx: &'a FileLockContext) -> Guard<'a> {
         debug_assert!(
-            Arc::ptr_eq(&ctx.mgr, &self.shared),
+            Arc::ptr_eq(&ctx.mgr.shared, &self.shared),
             "context of another manager"
         );
         let legacy = self.shared.legacy.as_ref().map(|l| l.lock());
@@ -739,31 +751,36 @@ impl LockManager {
     }
 
     /// Records (or moves) `w`'s wait-for edge onto `blocker`'s owner. False, with no edge
-    /// left, if that would close a cycle. Only POSIX waits on POSIX locks get edges.
+    /// left, if `w` is a POSIX request and the wait would close a cycle. Waits on POSIX
+    /// locks get edges (POSIX and OFD waiters alike, as Linux's `blocked_hash`); a POSIX
+    /// request blocked by an OFD lock is checked but adds no edge (see `deadlock.rs`).
     /// Called under the context lock.
     fn wait_edge(&self, w: &Arc<Waiter>, blocker: LockOwner) -> bool {
-        let LockOwner::Process(me) = w.req.owner else {
-            return true;
-        };
+        let me = w.req.owner;
+        let check = matches!(me, LockOwner::Process(_));
         match blocker {
             LockOwner::Process(b) => {
                 if w.edge() == Some(b) {
                     return true;
                 }
-                let ok = self.shared.graph.wait_for(me, w.id(), b);
+                let ok = self.shared.graph.wait_for(me, w.id(), blocker, check, true);
                 w.set_edge(ok.then_some(b));
                 ok
             }
             LockOwner::File(_) => {
-                self.drop_edge(w);
-                true
+                if !check {
+                    self.drop_edge(w);
+                    return true;
+                }
+                w.set_edge(None);
+                self.shared.graph.wait_for(me, w.id(), blocker, true, false)
             }
         }
     }
 
     fn drop_edge(&self, w: &Arc<Waiter>) {
-        if let (Some(_), LockOwner::Process(me)) = (w.edge(), w.req.owner) {
-            self.shared.graph.remove(me, w.id());
+        if w.edge().is_some() {
+            self.shared.graph.remove(w.req.owner, w.id());
             w.set_edge(None);
         }
     }
