@@ -238,24 +238,13 @@ impl Drop for LocksInst {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::test_support::run_every_design;
 
     #[test]
     fn every_locks_workload_runs_on_two_threads_under_each_design() {
         for w in workloads() {
-            for &design in w.designs() {
-                let inst = w
-                    .setup(design, 2)
-                    .unwrap_or_else(|e| panic!("{} {design}: {e}", w.name()));
-                std::thread::scope(|s| {
-                    for t in 0..2 {
-                        let (inst, name) = (&inst, w.name());
-                        s.spawn(move || {
-                            let mut work = inst.worker(t);
-                            let ops: u64 = (0..20).map(|_| work()).sum();
-                            assert_eq!(ops, 20 * BATCH, "{name}");
-                        });
-                    }
-                });
+            for (design, ops) in run_every_design(&*w, 2, 20) {
+                assert_eq!(ops, [20 * BATCH; 2], "{} {design}", w.name());
             }
         }
     }

@@ -26,3 +26,40 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(counter::workloads());
     v
 }
+
+/// Shared by the workloads' smoke tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::{Design, Workload};
+
+    /// Sets `w` up for `threads` threads under each of its designs and makes `calls` worker
+    /// calls on every thread; returns, per design, the operations each thread's calls
+    /// reported. Setup errors and worker panics fail the test with the workload's name.
+    pub fn run_every_design(
+        w: &dyn Workload,
+        threads: usize,
+        calls: usize,
+    ) -> Vec<(Design, Vec<u64>)> {
+        w.designs()
+            .iter()
+            .map(|&design| {
+                let inst = w
+                    .setup(design, threads)
+                    .unwrap_or_else(|e| panic!("{} {design}: {e}", w.name()));
+                let ops = std::thread::scope(|s| {
+                    let hs: Vec<_> = (0..threads)
+                        .map(|t| {
+                            let inst = &inst;
+                            s.spawn(move || {
+                                let mut work = inst.worker(t);
+                                (0..calls).map(|_| work()).sum::<u64>()
+                            })
+                        })
+                        .collect();
+                    hs.into_iter().map(|h| h.join().unwrap()).collect()
+                });
+                (design, ops)
+            })
+            .collect()
+    }
+}

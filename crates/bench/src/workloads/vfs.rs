@@ -528,24 +528,17 @@ impl Instance for WalkInst {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::test_support::run_every_design;
 
     #[test]
     fn every_vfs_workload_runs_on_two_threads_under_each_design() {
         for w in workloads() {
-            for &design in w.designs() {
-                let inst = w
-                    .setup(design, 2)
-                    .unwrap_or_else(|e| panic!("{} {design}: {e}", w.name()));
-                std::thread::scope(|s| {
-                    for t in 0..2 {
-                        let (inst, name) = (&inst, w.name());
-                        s.spawn(move || {
-                            let mut work = inst.worker(t);
-                            let ops: u64 = (0..20).map(|_| work()).sum();
-                            assert!(ops >= 20, "{name}: {ops}");
-                        });
-                    }
-                });
+            for (design, ops) in run_every_design(&*w, 2, 20) {
+                assert!(
+                    ops.iter().all(|&n| n >= 20),
+                    "{} {design}: {ops:?}",
+                    w.name()
+                );
             }
         }
     }
