@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use scalevfs::{Credentials, Errno, Process, Stat, Vfs, VfsOptions};
-use scalevfs_kernfs::{demo, Kernfs, KernfsFs, Locking};
+use scalevfs_kernfs::{demo, FnAttr, Kernfs, KernfsFs, Locking};
 use scalevfs_primitives::lockstat;
 
 /// Where the tree is mounted.
@@ -45,9 +45,26 @@ pub fn demo_vfs() -> Result<(Arc<Vfs>, Process, demo::DemoTree), String> {
         .map_err(|e| format!("mkdir {MOUNT}: {e}"))?;
     let k = Kernfs::new(Locking::Scalable);
     let tree = demo::demo_tree(&k).map_err(|e| format!("demo tree: {e}"))?;
+    add_locks_file(&k, &vfs).map_err(|e| format!("kernel/scalevfs/locks: {e}"))?;
     vfs.mount(MOUNT, KernfsFs::new(k))
         .map_err(|e| format!("mount {MOUNT}: {e}"))?;
     Ok((vfs, p, tree))
+}
+
+/// `kernel/scalevfs/locks`: every held and waiting file lock of `vfs` in `/proc/locks`
+/// format. The attribute holds the Vfs weakly: the Vfs owns the mount, so a strong
+/// reference would keep both alive forever.
+fn add_locks_file(k: &Kernfs, vfs: &Arc<Vfs>) -> Result<(), Errno> {
+    let kernel = k.lookup(k.root(), "kernel")?;
+    let dir = k.lookup(&kernel, "scalevfs")?;
+    let vfs = Arc::downgrade(vfs);
+    let show = FnAttr::ro(move |_, buf| {
+        if let Some(vfs) = vfs.upgrade() {
+            buf.extend_from_slice(vfs.proc_locks().as_bytes());
+        }
+        Ok(())
+    });
+    k.create_file(&dir, "locks", 0o444, 0, 0, show).map(drop)
 }
 
 /// `PATH` as an absolute path: relative ones are taken under /sys.
@@ -204,7 +221,7 @@ mod tests {
         );
         assert_eq!(
             all.lines().filter(|l| l.starts_with("-r--r--r--")).count(),
-            254 + 6
+            254 + 7
         );
     }
 
@@ -216,6 +233,32 @@ mod tests {
         );
         let ls = sys(&["cat", "/sys/kernel/scalevfs/lock_stat"]).unwrap();
         assert!(ls.starts_with("lock_stat version"), "{ls}");
+    }
+
+    #[test]
+    fn locks_file_lists_the_vfs_locks() {
+        let (vfs, p, _tree) = demo_vfs().unwrap();
+        let fd = p
+            .openat(libc::AT_FDCWD, "/held", libc::O_CREAT | libc::O_RDWR, 0o644)
+            .unwrap();
+        let mut fl = scalevfs::Flock {
+            l_type: libc::F_WRLCK as i16,
+            l_whence: libc::SEEK_SET as i16,
+            l_start: 0,
+            l_len: 10,
+            l_pid: 0,
+        };
+        p.fcntl(fd, libc::F_OFD_SETLK, scalevfs::FcntlArg::Flock(&mut fl))
+            .unwrap();
+        let mut out = Vec::new();
+        cat(&p, "/sys/kernel/scalevfs/locks", &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, vfs.proc_locks());
+        assert!(text.contains("OFDLCK ADVISORY  WRITE"), "{text}");
+        p.close(fd).unwrap();
+        let mut out = Vec::new();
+        cat(&p, "/sys/kernel/scalevfs/locks", &mut out).unwrap();
+        assert!(out.is_empty(), "released at the last close");
     }
 
     #[test]
