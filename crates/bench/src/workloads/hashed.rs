@@ -235,23 +235,11 @@ mod tests {
         for threads in [1, 2, 16] {
             for &design in HashedDistinct.designs() {
                 let inst = HashedDistinct.setup(design, threads).unwrap();
-                let deadline = Instant::now() + Duration::from_millis(500);
-                let ops: u64 = std::thread::scope(|s| {
-                    let hs: Vec<_> = (0..threads)
-                        .map(|t| {
-                            let inst = &inst;
-                            s.spawn(move || {
-                                let mut work = inst.worker(t);
-                                let mut ops = 0;
-                                while Instant::now() < deadline {
-                                    ops += work();
-                                }
-                                ops
-                            })
-                        })
-                        .collect();
-                    hs.into_iter().map(|h| h.join().unwrap()).sum()
-                });
+                let ops = crate::workloads::test_support::ops_in(
+                    &*inst,
+                    threads,
+                    Duration::from_millis(500),
+                );
                 println!(
                     "hashed-distinct {design:>8} {threads:>2} threads: {:>8.2} Mops/s",
                     ops as f64 / 0.5e6

@@ -321,7 +321,7 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     /// Runs `rounds` worker calls on `threads` threads of every design of `w` (the host
     /// design may be unavailable), checking each call covers the 254 GIDs.
@@ -408,23 +408,11 @@ mod tests {
                     continue;
                 };
                 let cpu0 = process_cpu_ns();
-                let deadline = Instant::now() + Duration::from_millis(1000);
-                let ops: u64 = std::thread::scope(|s| {
-                    let hs: Vec<_> = (0..threads)
-                        .map(|t| {
-                            let inst = &inst;
-                            s.spawn(move || {
-                                let mut work = inst.worker(t);
-                                let mut ops = 0;
-                                while Instant::now() < deadline {
-                                    ops += work();
-                                }
-                                ops
-                            })
-                        })
-                        .collect();
-                    hs.into_iter().map(|h| h.join().unwrap()).sum()
-                });
+                let ops = crate::workloads::test_support::ops_in(
+                    &*inst,
+                    threads,
+                    Duration::from_millis(1000),
+                );
                 // CPU time per operation: on a machine shared with other load, wall-clock
                 // throughput mostly measures the load; CPU per op rising with threads is
                 // what contention costs (the host design's kernel time counts too).

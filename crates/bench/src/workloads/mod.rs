@@ -30,7 +30,29 @@ pub fn all() -> Vec<Box<dyn Workload>> {
 /// Shared by the workloads' smoke tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    use crate::{Design, Workload};
+    use crate::{Design, Instance, Workload};
+    use std::time::{Duration, Instant};
+
+    /// Runs `threads` workers of `inst` for `len` and returns the operations they did (the
+    /// ignored `measure_*` tests' loop; the real measurements are the runner's).
+    pub fn ops_in(inst: &dyn Instance, threads: usize, len: Duration) -> u64 {
+        let deadline = Instant::now() + len;
+        std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || {
+                        let mut work = inst.worker(t);
+                        let mut ops = 0;
+                        while Instant::now() < deadline {
+                            ops += work();
+                        }
+                        ops
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).sum()
+        })
+    }
 
     /// Sets `w` up for `threads` threads under each of its designs and makes `calls` worker
     /// calls on every thread; returns, per design, the operations each thread's calls
