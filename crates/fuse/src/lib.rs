@@ -398,6 +398,37 @@ fn lock_request(
     })
 }
 
+/// What `scalevfs mount` asks of a mount (its command-line options).
+#[derive(Clone, Debug)]
+pub struct MountOptions {
+    /// Worker threads reading requests (at least 1).
+    pub threads: usize,
+    /// tmpfs `size=` in bytes (`None`: unlimited).
+    pub size_limit: Option<u64>,
+    /// tmpfs `nr_inodes=` (`None`: unlimited).
+    pub inode_limit: Option<u64>,
+    /// Mount the kernfs demo tree at `/sys` inside the mount.
+    pub sys: bool,
+    /// Let users other than the mounter use the mount (fusermount3 needs
+    /// `user_allow_other` in /etc/fuse.conf for non-root mounters).
+    pub allow_other: bool,
+    /// Keep a fusermount3 child that unmounts if the daemon dies.
+    pub auto_unmount: bool,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            size_limit: None,
+            inode_limit: None,
+            sys: false,
+            allow_other: false,
+            auto_unmount: true,
+        }
+    }
+}
+
 /// A mounted spike file system and its worker threads.
 pub struct Server {
     inner: Arc<Inner>,
@@ -443,9 +474,26 @@ impl Drop for EventFd {
 impl Server {
     /// Mounts the spike tree on `mountpoint` and starts `threads` workers (at least 1).
     pub fn mount(mountpoint: &Path, threads: usize) -> Result<Server, MountError> {
+        Server::mount_with(
+            mountpoint,
+            &MountOptions {
+                threads,
+                ..MountOptions::default()
+            },
+        )
+    }
+
+    /// Mounts on `mountpoint` as `options` say (the spike ignores the size, inode and
+    /// `sys` options).
+    pub fn mount_with(mountpoint: &Path, options: &MountOptions) -> Result<Server, MountError> {
+        let threads = options.threads;
         let fusermount = preflight(mountpoint)?;
         let mut config = KernelConfig::default();
+        if options.allow_other {
+            config.mount_option("allow_other");
+        }
         config
+            .auto_unmount(options.auto_unmount)
             .fusermount_path(&fusermount)
             .mount_option("default_permissions")
             .mount_option("fsname=scalevfs-spike")
