@@ -10,6 +10,18 @@
 //! Each chunk has an allocation bitmap, a close-on-exec bitmap, and one slot per descriptor
 //! holding an uncounted pointer to an [`OpenFile`] whose count the table owns.
 //!
+//! ## Cache lines (threads of one process share the table)
+//! Lowest-fd allocation means two threads that open and close at the same time use
+//! neighbouring descriptors (3 and 4). Neighbouring slots would share a cache line, and
+//! every install, lookup and close would move it between the CPUs. So slots are *spread*:
+//! descriptor `i` of a chunk lives on line `i % lines`, so descriptors 0..7 each have a
+//! line of their own (and so do 8..15, ...). The bitmaps are cache-padded, each word
+//! apart from the other bitmap and from the slots. What two such threads still share is
+//! the allocation word itself, which lowest-fd semantics makes inherent (Linux serializes
+//! the same step on `files->file_lock`): one CAS to claim, one `fetch_and` to release.
+//! Close-on-exec bits are written only when they change, so a plain open/close never
+//! writes that word.
+//!
 //! ## Operations (no lock)
 //! * **Allocate** (lowest free descriptor `>= min`): scan the bitmaps from `min` and claim the
 //!   first clear bit with a CAS; then publish the file in the slot with a Release store.
@@ -25,6 +37,7 @@
 //!
 //! The per-process limit (`RLIMIT_NOFILE`, default 1024) is an atomic read by allocation.
 
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs_vfs::erc::{Erc, ErcInner};
 use scalevfs_vfs::{Errno, FileRef, OpenFile, SysResult};
@@ -36,11 +49,19 @@ pub const NCHUNKS: usize = 15;
 /// The largest limit `set_limit` accepts (Linux's default `nr_open`).
 pub const NR_OPEN: u32 = 1 << 20;
 
+/// Slots per 64-byte cache line.
+const SLOTS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicPtr<()>>();
+
+/// A descriptor slot: an uncounted pointer to the file whose count the table owns.
+type Slot = AtomicPtr<ErcInner<OpenFile>>;
+
 struct Chunk {
     base: u32,
-    bits: Box<[AtomicU64]>,
-    cloexec: Box<[AtomicU64]>,
-    slots: Box<[AtomicPtr<ErcInner<OpenFile>>]>,
+    bits: Box<[CachePadded<AtomicU64>]>,
+    cloexec: Box<[CachePadded<AtomicU64>]>,
+    /// Indexed through [`Chunk::slot`], which spreads neighbouring descriptors over lines.
+    /// Line-aligned, so that the spreading really gives each a line of its own.
+    slots: Box<[CachePadded<[Slot; SLOTS_PER_LINE]>]>,
 }
 
 impl Chunk {
@@ -48,10 +69,27 @@ impl Chunk {
         let n = 64usize << k;
         Chunk {
             base: (64 * ((1u64 << k) - 1)) as u32,
-            bits: (0..n / 64).map(|_| AtomicU64::new(0)).collect(),
-            cloexec: (0..n / 64).map(|_| AtomicU64::new(0)).collect(),
-            slots: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            bits: (0..n / 64)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            cloexec: (0..n / 64)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            slots: (0..n / SLOTS_PER_LINE)
+                .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut()))))
+                .collect(),
         }
+    }
+
+    fn len(&self) -> usize {
+        self.slots.len() * SLOTS_PER_LINE
+    }
+
+    /// The slot of the chunk's `i`-th descriptor: line `i % lines`, so that descriptors
+    /// close in number (used by threads opening at the same time) are on different lines.
+    fn slot(&self, i: usize) -> &Slot {
+        let lines = self.slots.len();
+        &self.slots[i % lines][i / lines]
     }
 }
 
@@ -156,7 +194,7 @@ impl FdTable {
                             let p = Erc::into_raw(file) as *mut _;
                             // Release: the file is visible before its pointer (pairs with the
                             // Acquire in `get`).
-                            c.slots[w * 64 + bit].store(p, Ordering::Release);
+                            c.slot(w * 64 + bit).store(p, Ordering::Release);
                             return Ok(fd as i32);
                         }
                         Err(now) => v = now,
@@ -168,6 +206,12 @@ impl FdTable {
     }
 
     fn set_cloexec_in(&self, c: &Chunk, w: usize, bit: usize, on: bool) {
+        // Relaxed: the bit is only meaningful to the thread that owns the descriptor (and to
+        // fork/exec snapshots); skipping the RMW when nothing changes keeps plain
+        // open/close from writing this shared word at all.
+        if (c.cloexec[w].load(Ordering::Relaxed) & (1 << bit) != 0) == on {
+            return;
+        }
         if on {
             c.cloexec[w].fetch_or(1 << bit, Ordering::Relaxed);
         } else {
@@ -191,7 +235,7 @@ impl FdTable {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
         let _g = crossbeam_epoch::pin();
         // Acquire: pairs with the Release store in `alloc`/`replace`.
-        let p = c.slots[i].load(Ordering::Acquire);
+        let p = c.slot(i).load(Ordering::Acquire);
         if p.is_null() {
             return Err(Errno::EBADF);
         }
@@ -211,7 +255,7 @@ impl FdTable {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
         // Acquire: pairs with the Release that installed the file (we now own its count);
         // Release: readers that load null see the slot cleared before the bit.
-        let p = c.slots[i].swap(ptr::null_mut(), Ordering::AcqRel);
+        let p = c.slot(i).swap(ptr::null_mut(), Ordering::AcqRel);
         if p.is_null() {
             return Err(Errno::EBADF);
         }
@@ -238,11 +282,11 @@ impl FdTable {
         let p = Erc::into_raw(file) as *mut _;
         // Release: publishes our file (pairs with the Acquire in `get`); Acquire: we take
         // over the replaced file's count, published by its installer's Release.
-        let old = c.slots[i].swap(p, Ordering::AcqRel);
+        let old = c.slot(i).swap(p, Ordering::AcqRel);
         if prev_bits & (1 << bit) != 0 && old.is_null() {
             // Claimed by an open that has not installed its file yet: Linux says EBUSY.
             // AcqRel: as above; we take our own count back.
-            let mine = c.slots[i].swap(ptr::null_mut(), Ordering::AcqRel);
+            let mine = c.slot(i).swap(ptr::null_mut(), Ordering::AcqRel);
             // SAFETY: we stored this count just now and took it back.
             drop(unsafe { Erc::from_raw(mine) });
             return Err(Errno::EBUSY);
@@ -255,7 +299,7 @@ impl FdTable {
     pub fn cloexec(&self, fd: i32) -> SysResult<bool> {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
         // Acquire: pairs with the installing Release store.
-        if c.slots[i].load(Ordering::Acquire).is_null() {
+        if c.slot(i).load(Ordering::Acquire).is_null() {
             return Err(Errno::EBADF);
         }
         Ok(c.cloexec[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
@@ -264,7 +308,7 @@ impl FdTable {
     pub fn set_cloexec(&self, fd: i32, on: bool) -> SysResult<()> {
         let (c, i) = self.slot(fd).ok_or(Errno::EBADF)?;
         // Acquire: pairs with the installing Release store.
-        if c.slots[i].load(Ordering::Acquire).is_null() {
+        if c.slot(i).load(Ordering::Acquire).is_null() {
             return Err(Errno::EBADF);
         }
         self.set_cloexec_in(c, i / 64, i % 64, on);
@@ -276,8 +320,8 @@ impl FdTable {
         let mut v = Vec::new();
         for k in 0..NCHUNKS {
             let Some(c) = self.chunk(k) else { break };
-            for i in 0..c.slots.len() {
-                if c.slots[i].load(Ordering::Relaxed).is_null() {
+            for i in 0..c.len() {
+                if c.slot(i).load(Ordering::Relaxed).is_null() {
                     continue;
                 }
                 let fd = (c.base as usize + i) as i32;
@@ -293,8 +337,8 @@ impl FdTable {
     pub fn close_all(&self) {
         for k in 0..NCHUNKS {
             let Some(c) = self.chunk(k) else { break };
-            for i in 0..c.slots.len() {
-                if !c.slots[i].load(Ordering::Relaxed).is_null() {
+            for i in 0..c.len() {
+                if !c.slot(i).load(Ordering::Relaxed).is_null() {
                     let _ = self.close((c.base as usize + i) as i32);
                 }
             }
@@ -317,7 +361,28 @@ impl Drop for FdTable {
 
 #[cfg(test)]
 mod tests {
-    use super::locate;
+    use super::{locate, Chunk};
+
+    #[test]
+    fn neighbouring_descriptors_have_lines_of_their_own() {
+        for k in [0, 1, 3] {
+            let c = Chunk::new(k);
+            let addr = |i: usize| c.slot(i) as *const _ as usize;
+            // Every slot is used exactly once.
+            let mut all: Vec<usize> = (0..c.len()).map(addr).collect();
+            all.sort_unstable();
+            all.dedup();
+            assert_eq!(all.len(), c.len());
+            for i in 0..7 {
+                assert_ne!(
+                    addr(i) / 64,
+                    addr(i + 1) / 64,
+                    "chunk {k}: fds {i}, {}",
+                    i + 1
+                );
+            }
+        }
+    }
 
     #[test]
     fn locate_covers_chunks() {

@@ -47,10 +47,12 @@
 //!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
 //!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
 //!   eventfd and epoll has its own anonymous inode (Linux shares one).
-//! * Relative paths read the process cwd under a per-process lock (shared): threads of one
-//!   process using relative paths share that lock's cache line; absolute paths and `*at`
-//!   calls with a directory descriptor do not touch it.
+//! * The cwd is read as Linux reads `fs->pwd` (a sequence counter, no lock): `getcwd`
+//!   writes nothing shared. A relative path walk takes a count on the cwd dentry (one
+//!   RMW on its line, shared by the process's threads) where Linux's rcu-walk takes none;
+//!   absolute paths and `*at` calls with a directory descriptor do not touch the cwd.
 
+mod cwd;
 pub mod fdtable;
 pub mod locking;
 pub mod pollfiles;

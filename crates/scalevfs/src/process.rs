@@ -13,7 +13,7 @@ use std::io::{IoSlice, IoSliceMut};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use crate::cwd::Cwd;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
@@ -162,7 +162,7 @@ impl Credentials {
 pub struct Process {
     // Field order is drop order: descriptors and cwd go before the VFS they point into.
     fds: FdTable,
-    cwd: RwLock<Path>,
+    cwd: Cwd,
     root: Path,
     umask: AtomicU32,
     cred: Cred,
@@ -198,7 +198,7 @@ impl Process {
         let root = vfs.core.root();
         Process {
             fds: FdTable::default(),
-            cwd: RwLock::new(root.clone()),
+            cwd: Cwd::new(root.clone()),
             root,
             umask: AtomicU32::new(0o022),
             cred: Cred {
@@ -215,7 +215,7 @@ impl Process {
     /// pid (so a new POSIX lock owner), as `fork` does.
     pub fn fork(&self) -> Process {
         let child = Process::new(&self.vfs, self.creds.clone());
-        *child.cwd.write() = self.cwd.read().clone();
+        child.cwd.set(self.cwd.get());
         child
             .umask
             .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -305,7 +305,7 @@ impl Process {
             return Ok(Start::Borrowed(&self.root));
         }
         if dirfd == libc::AT_FDCWD {
-            return Ok(Start::Owned(self.cwd.read().clone()));
+            return Ok(Start::Owned(self.cwd.get()));
         }
         Ok(Start::File(self.fds.get(dirfd)?))
     }
@@ -807,15 +807,20 @@ impl Process {
     /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
     /// `ERANGE` if it does not fit.
     pub fn getcwd(&self, buf: &mut [u8]) -> SysResult<usize> {
-        let cwd = self.cwd.read().clone();
-        if cwd.dentry.is_unlinked() {
-            return Err(Errno::ENOENT);
-        }
-        let mut p = self.core().d_path(&self.root, &cwd).unwrap_or_else(|| {
-            let mut v = b"(unreachable)".to_vec();
-            v.extend_from_slice(&cwd.dentry.name());
-            v
-        });
+        // Borrowed, not counted: threads calling getcwd together write nothing shared.
+        let mut p = self.cwd.with_borrowed(|mnt, cwd| {
+            if cwd.is_unlinked() {
+                return Err(Errno::ENOENT);
+            }
+            Ok(self
+                .core()
+                .d_path_borrowed(&self.root, mnt, cwd)
+                .unwrap_or_else(|| {
+                    let mut v = b"(unreachable)".to_vec();
+                    v.extend_from_slice(&cwd.name());
+                    v
+                }))
+        })?;
         p.push(0);
         if p.len() > buf.len() {
             return Err(Errno::ERANGE);
@@ -959,7 +964,7 @@ impl Process {
             return Err(Errno::ENOTDIR);
         }
         scalevfs_vfs::perm::permission(inode, &self.cred, scalevfs_vfs::perm::MAY_EXEC)?;
-        *self.cwd.write() = p;
+        self.cwd.set(p);
         Ok(())
     }
     /// `stat(path)`.

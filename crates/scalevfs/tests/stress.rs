@@ -317,6 +317,64 @@ fn rename_against_lookup_and_getcwd() {
     }
 }
 
+/// Threads of ONE process read the cwd (getcwd borrows it without a count, relative paths
+/// take one) while other threads of it chdir back and forth and remove and recreate an
+/// old cwd: every read sees one whole cwd, never a mix or a freed one, and nothing leaks.
+#[test]
+fn chdir_against_getcwd_in_one_process() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        for d in ["/one", "/two", "/two/deep"] {
+            p.mkdir(d, 0o755).unwrap();
+        }
+        p.write_file("/one/tag", b"1").unwrap();
+        p.write_file("/two/deep/tag", b"22").unwrap();
+        let base = v.inode_count();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..6 {
+                let (p, stop) = (&p, &stop);
+                s.spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) || n < 200 {
+                        n += 1;
+                        match p.cwd() {
+                            Ok(c) => assert!(
+                                [&b"/one"[..], b"/two/deep", b"/", b"/gone"].contains(&&c[..]),
+                                "{:?}",
+                                String::from_utf8_lossy(&c)
+                            ),
+                            // The cwd was a removed directory at that moment.
+                            Err(e) => assert_eq!(e, Errno::ENOENT),
+                        }
+                        if t % 2 == 0 {
+                            match p.stat("tag") {
+                                Ok(st) => assert!(st.size == 1 || st.size == 2),
+                                Err(e) => assert_eq!(e, Errno::ENOENT),
+                            }
+                        }
+                    }
+                });
+            }
+            for i in 0..4000 {
+                p.chdir(["/one", "/two/deep"][i % 2]).unwrap();
+                if i % 64 == 63 {
+                    // A cwd that is removed while other threads read it.
+                    p.mkdir("/gone", 0o755).unwrap();
+                    p.chdir("/gone").unwrap();
+                    p.rmdir("/gone").unwrap();
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        p.chdir("/").unwrap();
+        assert_eq!(p.cwd().unwrap(), b"/");
+        v.drop_caches();
+        assert_eq!(v.inode_count(), base, "{locking:?}: a replaced cwd leaked");
+    }
+}
+
 /// getdents64 while the directory changes: entries that exist throughout appear exactly
 /// once, and no entry (name, inode) appears twice.
 #[test]

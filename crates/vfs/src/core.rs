@@ -18,7 +18,7 @@
 //! leaked rather than freed under it.
 
 use crate::abi::{DirEntry, Stat, Timespec};
-use crate::dentry::{Dcache, DentryRef};
+use crate::dentry::{Dcache, Dentry, DentryRef};
 use crate::file::{FileRef, OpenFile};
 use crate::fs::FileSystem;
 use crate::inode::{now, Inode, SuperBlock};
@@ -152,13 +152,19 @@ impl VfsCore {
 
     /// The path of `p` as seen from `root` (d_path). `None`: not reachable from `root`.
     pub fn d_path(&self, root: &Path, p: &Path) -> Option<Vec<u8>> {
+        self.d_path_borrowed(root, p.mnt, &p.dentry)
+    }
+
+    /// [`d_path`](Self::d_path) of a dentry the caller may hold without a count (it must
+    /// keep it allocated, e.g. by being pinned; see `scalevfs::cwd`).
+    pub fn d_path_borrowed(&self, root: &Path, mnt: MntRef, dentry: &Dentry) -> Option<Vec<u8>> {
         let up = |m: usize, _d: *const crate::dentry::Dentry| {
             // SAFETY: mounts live as long as the VFS.
             let m = unsafe { &*(m as *const Mount) };
             m.parent.as_ref().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
         };
         self.dcache
-            .d_path(p.mnt.addr(), &p.dentry, root.mnt.addr(), &root.dentry, &up)
+            .d_path(mnt.addr(), dentry, root.mnt.addr(), &root.dentry, &up)
     }
 
     // ---------------------------------------------------------------- open

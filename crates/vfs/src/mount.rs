@@ -48,6 +48,13 @@ impl MntRef {
     pub fn addr(self) -> usize {
         self.0 as usize
     }
+    /// The mount whose [`addr`](Self::addr) is `addr`.
+    ///
+    /// # Safety
+    /// `addr` must come from `addr()` of a mount of a VFS that is still alive.
+    pub unsafe fn from_addr(addr: usize) -> MntRef {
+        MntRef(addr as *const Mount)
+    }
 }
 
 /// A location: a mount and a dentry in it (`struct path`).
