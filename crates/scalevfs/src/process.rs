@@ -17,6 +17,7 @@ use crate::cwd::Cwd;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
+use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{
@@ -807,26 +808,41 @@ impl Process {
     /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
     /// `ERANGE` if it does not fit.
     pub fn getcwd(&self, buf: &mut [u8]) -> SysResult<usize> {
-        // Borrowed, not counted: threads calling getcwd together write nothing shared.
-        let mut p = self.cwd.with_borrowed(|mnt, cwd| {
+        // The path is prepended into `buf` short of the NUL, then moved to the front: no
+        // allocation and no count on the cwd (borrowed), so threads calling getcwd
+        // together write nothing shared (Linux: `prepend_path` into a page, under RCU).
+        let room = buf.len().checked_sub(1).ok_or(Errno::ERANGE)?;
+        let start = self.cwd.with_borrowed(|mnt, cwd| {
             if cwd.is_unlinked() {
                 return Err(Errno::ENOENT);
             }
-            Ok(self
+            match self
                 .core()
-                .d_path_borrowed(&self.root, mnt, cwd)
-                .unwrap_or_else(|| {
-                    let mut v = b"(unreachable)".to_vec();
-                    v.extend_from_slice(&cwd.name());
-                    v
-                }))
+                .d_path_prepend(&self.root, mnt, cwd, &mut buf[..room])
+            {
+                Ok(start) => Ok(Some(start)),
+                Err(DPathError::TooLong) => Err(Errno::ERANGE),
+                Err(DPathError::Unreachable) => Ok(None),
+            }
         })?;
-        p.push(0);
-        if p.len() > buf.len() {
-            return Err(Errno::ERANGE);
-        }
-        buf[..p.len()].copy_from_slice(&p);
-        Ok(p.len())
+        let len = match start {
+            Some(start) => {
+                buf.copy_within(start..room, 0);
+                room - start
+            }
+            None => {
+                // Outside the process root (Linux prefixes "(unreachable)").
+                let mut p = b"(unreachable)".to_vec();
+                p.extend_from_slice(&self.cwd.get().dentry.name());
+                if p.len() > room {
+                    return Err(Errno::ERANGE);
+                }
+                buf[..p.len()].copy_from_slice(&p);
+                p.len()
+            }
+        };
+        buf[len] = 0;
+        Ok(len + 1)
     }
     pub fn fsync(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;

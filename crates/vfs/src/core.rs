@@ -18,7 +18,7 @@
 //! leaked rather than freed under it.
 
 use crate::abi::{DirEntry, Stat, Timespec};
-use crate::dentry::{Dcache, Dentry, DentryRef};
+use crate::dentry::{DPathError, Dcache, Dentry, DentryRef};
 use crate::file::{FileRef, OpenFile};
 use crate::fs::FileSystem;
 use crate::inode::{now, Inode, SuperBlock};
@@ -152,19 +152,33 @@ impl VfsCore {
 
     /// The path of `p` as seen from `root` (d_path). `None`: not reachable from `root`.
     pub fn d_path(&self, root: &Path, p: &Path) -> Option<Vec<u8>> {
-        self.d_path_borrowed(root, p.mnt, &p.dentry)
+        self.dcache.d_path(
+            p.mnt.addr(),
+            &p.dentry,
+            root.mnt.addr(),
+            &root.dentry,
+            &mount_parent,
+        )
     }
 
     /// [`d_path`](Self::d_path) of a dentry the caller may hold without a count (it must
-    /// keep it allocated, e.g. by being pinned; see `scalevfs::cwd`).
-    pub fn d_path_borrowed(&self, root: &Path, mnt: MntRef, dentry: &Dentry) -> Option<Vec<u8>> {
-        let up = |m: usize, _d: *const crate::dentry::Dentry| {
-            // SAFETY: mounts live as long as the VFS.
-            let m = unsafe { &*(m as *const Mount) };
-            m.parent.as_ref().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
-        };
-        self.dcache
-            .d_path(mnt.addr(), dentry, root.mnt.addr(), &root.dentry, &up)
+    /// keep it allocated, e.g. by being pinned; see `scalevfs::cwd`), written at the end
+    /// of `buf` (see [`Dcache::d_path_prepend`]): returns where it starts.
+    pub fn d_path_prepend(
+        &self,
+        root: &Path,
+        mnt: MntRef,
+        dentry: &Dentry,
+        buf: &mut [u8],
+    ) -> Result<usize, DPathError> {
+        self.dcache.d_path_prepend(
+            mnt.addr(),
+            dentry,
+            root.mnt.addr(),
+            &root.dentry,
+            &mount_parent,
+            buf,
+        )
     }
 
     // ---------------------------------------------------------------- open
@@ -1031,6 +1045,13 @@ pub fn reclaim() {
     for _ in 0..4 {
         crossbeam_epoch::pin().flush();
     }
+}
+
+/// For d_path: a mount root's mountpoint and the parent mount (`None` at the top).
+fn mount_parent(m: usize, _root: *const Dentry) -> Option<(usize, *const Dentry)> {
+    // SAFETY: `m` is the address of a mount, and mounts live as long as the VFS.
+    let m = unsafe { &*(m as *const Mount) };
+    m.parent.as_ref().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
 }
 
 /// Decodes a `getdents64` buffer into entries.

@@ -843,22 +843,50 @@ impl Dcache {
         root: &Dentry,
         up: &dyn Fn(usize, *const Dentry) -> Option<(usize, *const Dentry)>,
     ) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; PATH_MAX];
+        loop {
+            match self.d_path_prepend(mnt, d, root_mnt, root, up, &mut buf) {
+                Ok(start) => return Some(buf.split_off(start)),
+                Err(DPathError::Unreachable) => return None,
+                // Deeper than PATH_MAX (getcwd says ENAMETOOLONG/ERANGE; here: grow).
+                Err(DPathError::TooLong) => buf = vec![0u8; buf.len() * 4],
+            }
+        }
+    }
+
+    /// [`d_path`](Self::d_path) written at the *end* of `buf`, as Linux's `prepend_path`
+    /// fills a page from the end: returns where the path starts. Allocates nothing, so
+    /// readers on different CPUs (getcwd) share no allocator state either.
+    /// `TooLong` if it does not fit.
+    pub fn d_path_prepend(
+        &self,
+        mnt: usize,
+        d: &Dentry,
+        root_mnt: usize,
+        root: &Dentry,
+        up: &dyn Fn(usize, *const Dentry) -> Option<(usize, *const Dentry)>,
+        buf: &mut [u8],
+    ) -> Result<usize, DPathError> {
+        // Every pass starts over, so a torn optimistic pass that the rename lock rejects
+        // leaves nothing behind; `f` never panics on torn data (bounded, checked slices).
         self.rename_lock.read_consistent(|| {
             let g = crossbeam_epoch::pin();
-            let mut parts: Vec<Vec<u8>> = Vec::new();
+            let mut pos = buf.len();
             let (mut m, mut cur) = (mnt, d as *const Dentry);
             let root_p = root as *const Dentry;
             let mut steps = 0;
             loop {
                 steps += 1;
                 if steps > 8192 {
-                    return None; // torn read during a rename: the reader retries
+                    // Torn read during a rename (a cycle): the lock makes the reader retry.
+                    return Err(DPathError::Unreachable);
                 }
                 if cur == root_p && m == root_mnt {
                     break;
                 }
-                // SAFETY: `cur` is `d` (referenced) or an ancestor reached through parent
-                // pointers while pinned; ancestors are retired only through the epoch.
+                // SAFETY: `cur` is `d` (kept allocated by the caller) or an ancestor
+                // reached through parent pointers while pinned; ancestors are retired
+                // only through the epoch.
                 let c = unsafe { &*cur };
                 let parent = c.parent_ptr();
                 if parent.is_null() {
@@ -869,24 +897,43 @@ impl Dcache {
                             cur = mp;
                             continue;
                         }
-                        None => return None,
+                        None => return Err(DPathError::Unreachable),
                     }
                 }
-                parts.push(c.with_name(&g, |n| n.to_vec()));
+                let fits = c.with_name(&g, |n| {
+                    let Some(at) = pos.checked_sub(n.len() + 1) else {
+                        return false;
+                    };
+                    buf[at] = b'/';
+                    buf[at + 1..pos].copy_from_slice(n);
+                    pos = at;
+                    true
+                });
+                if !fits {
+                    return Err(DPathError::TooLong);
+                }
                 cur = parent;
             }
-            let mut out = Vec::new();
-            for p in parts.iter().rev() {
-                out.push(b'/');
-                out.extend_from_slice(p);
+            if pos == buf.len() {
+                pos = pos.checked_sub(1).ok_or(DPathError::TooLong)?;
+                buf[pos] = b'/';
             }
-            if out.is_empty() {
-                out.push(b'/');
-            }
-            Some(out)
+            Ok(pos)
         })
     }
 }
+
+/// Why [`Dcache::d_path_prepend`] gave no path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DPathError {
+    /// Not below the root.
+    Unreachable,
+    /// Longer than the buffer.
+    TooLong,
+}
+
+/// Linux's `PATH_MAX`, the buffer [`Dcache::d_path`] starts with.
+pub const PATH_MAX: usize = 4096;
 
 #[cfg(test)]
 mod tests {
