@@ -8,6 +8,10 @@
 
 use scalevfs_bench::{workloads, Design};
 
+/// The allocator `scalevfs bench` runs with, so that profiles match its numbers.
+#[global_allocator]
+static ALLOC: scalevfs_bench::memory::CountingAlloc = scalevfs_bench::memory::CountingAlloc;
+
 fn main() {
     if let Err(e) = run() {
         eprintln!("one_thread: {e}");
