@@ -237,8 +237,7 @@ fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Res
     // Read right after mounting, before any other mount can land on `path`.
     let ours = scalevfs_mounts().ok().and_then(|m| {
         m.into_iter()
-            .filter(|m| m.mount_point == path.as_os_str().as_bytes())
-            .next_back()
+            .rfind(|m| m.mount_point == path.as_os_str().as_bytes())
     });
     match mounted {
         Some(f) => f(),
@@ -315,9 +314,8 @@ impl SignalFd {
             return Err(format!("signalfd: {}", std::io::Error::last_os_error()));
         }
         // SAFETY: `fd` was just returned by signalfd and is owned by nobody else.
-        Ok(SignalFd {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(SignalFd { fd })
     }
 
     /// The number of the pending signal (after poll said one is there).
