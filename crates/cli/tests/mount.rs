@@ -520,6 +520,15 @@ fn daemon_mount_then_scalevfs_umount() {
     let mp = MountPoint::new();
     let pid = mount_daemon(&mp);
     assert!(std::fs::metadata(mp.path()).unwrap().is_dir());
+    // Another user may not unmount it (fusermount3 says why, on the same line).
+    let out = spawn(&["umount", &mp.arg()], Some(as_nobody))
+        .unwrap()
+        .finish();
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    let want = format!("scalevfs umount: no permission to unmount {} (", mp.arg());
+    assert!(out.stderr.starts_with(&want), "{:?}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{:?}", out.stderr);
+    assert!(is_mounted(&mp.path()));
     let out = run(&["umount", &mp.arg()]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
     assert!(out.stderr.is_empty() && out.stdout.is_empty());
