@@ -235,10 +235,19 @@ fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Res
     let signals = SignalFd::block_int_term()?;
     let server = Server::mount_with(path, options).map_err(|e| e.to_string())?;
     // Read right after mounting, before any other mount can land on `path`.
-    let ours = scalevfs_mounts().ok().and_then(|m| {
+    // Read right after mounting, before any other mount can land on `path`: the FUSE
+    // mount on top there is ours.
+    let ours = fuse_mounts().ok().and_then(|m| {
         m.into_iter()
             .rfind(|m| m.mount_point == path.as_os_str().as_bytes())
     });
+    if ours.is_none() {
+        eprintln!(
+            "scalevfs mount: {} is not in /proc/self/mountinfo: only a signal will stop this \
+             server",
+            path.display()
+        );
+    }
     match mounted {
         Some(f) => f(),
         None => println!("mounted {}", path.display()),
@@ -282,7 +291,7 @@ fn wait_for_end(signals: &SignalFd, ours: Option<&MountEntry>) -> Result<String,
             return Ok(format!("signal {}", signals.read()?));
         }
         if let Some(ours) = ours {
-            let still = scalevfs_mounts()
+            let still = fuse_mounts()
                 .map(|m| m.iter().any(|m| m.id == ours.id && m.dev == ours.dev))
                 .unwrap_or(true);
             if !still {
@@ -355,10 +364,10 @@ pub fn umount(args: &UmountArgs) -> Result<(), String> {
     let shown = args.mountpoint.display();
     let not_ours = || format!("{shown} is not a scalevfs mount");
     let path = mount_path(&args.mountpoint).ok_or_else(not_ours)?;
-    let mounts = scalevfs_mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let mounts = fuse_mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
     if !mounts
         .iter()
-        .any(|m| m.mount_point == path.as_os_str().as_bytes())
+        .any(|m| m.scalevfs && m.mount_point == path.as_os_str().as_bytes())
     {
         return Err(not_ours());
     }
@@ -408,7 +417,7 @@ fn mount_path(p: &Path) -> Option<PathBuf> {
     Some(std::fs::canonicalize(parent).ok()?.join(name))
 }
 
-/// One line of `/proc/self/mountinfo` that is a scalevfs FUSE mount.
+/// One line of `/proc/self/mountinfo` that is a FUSE mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MountEntry {
     /// Field 1: the mount id.
@@ -417,32 +426,35 @@ pub struct MountEntry {
     pub dev: String,
     /// Field 5, unescaped.
     pub mount_point: Vec<u8>,
+    /// Served by scalevfs: fstype `fuse.scalevfs*`, or plain `fuse` with a `scalevfs*`
+    /// source (a server that sets only `fsname=`).
+    pub scalevfs: bool,
 }
 
-/// The scalevfs FUSE mounts in this mount namespace, bottom first.
-pub fn scalevfs_mounts() -> std::io::Result<Vec<MountEntry>> {
+/// The FUSE mounts in this mount namespace, bottom first.
+pub fn fuse_mounts() -> std::io::Result<Vec<MountEntry>> {
     Ok(parse_mountinfo(&std::fs::read_to_string(
         "/proc/self/mountinfo",
     )?))
 }
 
-/// The scalevfs FUSE mounts in a mountinfo text (see `proc_pid_mountinfo(5)`: the
-/// optional fields end with `-`, then fstype and source).
+/// The FUSE mounts in a mountinfo text (see `proc_pid_mountinfo(5)`: the optional fields
+/// end with `-`, then fstype and source).
 pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     text.lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             let sep = f.iter().position(|x| *x == "-")?;
             let (fstype, source) = (*f.get(sep + 1)?, *f.get(sep + 2)?);
-            let ours = fstype.starts_with("fuse.scalevfs")
-                || (fstype == "fuse" && source.starts_with("scalevfs"));
-            if !ours {
-                return None;
+            if fstype != "fuse" && !fstype.starts_with("fuse.") {
+                return None; // not FUSE (fusectl and fuseblk included)
             }
             Some(MountEntry {
                 id: f.first()?.parse().ok()?,
                 dev: f.get(2)?.to_string(),
                 mount_point: unescape(f.get(4)?),
+                scalevfs: fstype.starts_with("fuse.scalevfs")
+                    || (fstype == "fuse" && source.starts_with("scalevfs")),
             })
         })
         .collect()
@@ -497,8 +509,11 @@ mod tests {
 91 22 0:51 / /tmp/c rw,nosuid - fuse scalevfs-spike rw,user_id=0
 92 22 0:52 / /tmp/d rw,nosuid - fuse other rw,user_id=0
 93 22 0:53 / /tmp/e rw - fuse.sshfs scalevfs rw
-94 22 0:54 / /tmp/f\\134g - fuse.scalevfs-test x rw";
-        let m = parse_mountinfo(text);
+94 22 0:54 / /tmp/f\\134g - fuse.scalevfs-test x rw
+95 22 0:55 / /sys/fs/fuse/connections rw - fusectl none rw";
+        let all = parse_mountinfo(text);
+        assert_eq!(all.len(), 5, "every FUSE mount, ext4 left out: {all:?}");
+        let m: Vec<MountEntry> = all.into_iter().filter(|m| m.scalevfs).collect();
         let points: Vec<&[u8]> = m.iter().map(|m| &m.mount_point[..]).collect();
         assert_eq!(points, [&b"/tmp/a b"[..], b"/tmp/c", b"/tmp/f\\g"], "{m:?}");
         assert_eq!((m[0].id, m[0].dev.as_str()), (90, "0:50"));
