@@ -158,14 +158,16 @@ pub fn mount(args: &MountArgs) -> Result<(), String> {
 /// The daemon's parent: relays the child's stderr until it says how the mount went.
 fn parent_wait(path: &Path, child: libc::pid_t, read_end: OwnedFd) -> Result<(), String> {
     let mut lines = BufReader::new(File::from(read_end));
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        match lines.read_line(&mut line) {
+        // Bytes, not a String: fusermount3 may print a path that is not UTF-8.
+        match lines.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
-        let text = line.trim_end_matches('\n');
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\n');
         match text.strip_prefix(TOKEN) {
             Some("mounted") => {
                 println!("mounted {} (daemon pid {child})", path.display());
@@ -173,7 +175,7 @@ fn parent_wait(path: &Path, child: libc::pid_t, read_end: OwnedFd) -> Result<(),
             }
             Some(error) => {
                 reap(child);
-                return Err(error.trim_start_matches("error ").to_string());
+                return Err(error.strip_prefix("error ").unwrap_or(error).to_string());
             }
             None => eprintln!("{text}"),
         }

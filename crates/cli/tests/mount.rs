@@ -473,20 +473,37 @@ fn umount_refuses_what_is_not_a_scalevfs_mount() {
 
 // ------------------------------------------------------------------- mounting
 
-fn foreground_ends_on(sig: i32, test: &str) {
+/// The super options of the FUSE mount on `dir` (the last field of its mountinfo line).
+fn super_options(dir: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = info
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == dir.to_str())
+        .unwrap_or_else(|| panic!("{} not in mountinfo", dir.display()));
+    line.rsplit(' ').next().unwrap().to_string()
+}
+
+fn foreground_ends_on(sig: i32, test: &str, allow_other: bool) {
     if let Some(why) = cannot_mount() {
         return skip(test, why);
     }
     let _g = serial();
     let mp = MountPoint::new();
-    let mut r = spawn(
-        &["mount", "--foreground", "--threads", "2", &mp.arg()],
-        None,
-    )
-    .unwrap();
+    let arg = mp.arg();
+    let mut args = vec!["mount", "--foreground", "--threads", "2", &arg];
+    if allow_other {
+        args.push("--allow-other");
+    }
+    let mut r = spawn(&args, None).unwrap();
     let line = r.wait_for_line("mounted ");
     assert_eq!(line, format!("mounted {}", mp.arg()));
     assert!(is_mounted(&mp.path()));
+    let opts = super_options(&mp.path());
+    assert_eq!(
+        opts.split(',').any(|o| o == "allow_other"),
+        allow_other,
+        "{opts}"
+    );
     // The mount answers: the root is a directory.
     assert!(std::fs::metadata(mp.path()).unwrap().is_dir());
     r.signal(sig);
@@ -503,12 +520,16 @@ fn foreground_ends_on(sig: i32, test: &str) {
 
 #[test]
 fn foreground_mount_ends_on_sigterm() {
-    foreground_ends_on(libc::SIGTERM, "foreground_mount_ends_on_sigterm");
+    foreground_ends_on(libc::SIGTERM, "foreground_mount_ends_on_sigterm", false);
 }
 
 #[test]
-fn foreground_mount_ends_on_sigint() {
-    foreground_ends_on(libc::SIGINT, "foreground_mount_ends_on_sigint");
+fn foreground_mount_with_allow_other_ends_on_sigint() {
+    foreground_ends_on(
+        libc::SIGINT,
+        "foreground_mount_with_allow_other_ends_on_sigint",
+        true,
+    );
 }
 
 #[test]
