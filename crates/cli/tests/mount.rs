@@ -605,3 +605,25 @@ fn daemon_ends_on_sigint() {
 fn daemon_ends_on_sigterm() {
     daemon_ends_on(libc::SIGTERM, "daemon_ends_on_sigterm");
 }
+
+/// A mount whose server was killed (`ENOTCONN` on every access, even `stat` of the mount
+/// point) can still be unmounted by `scalevfs umount`.
+#[test]
+fn umount_after_the_server_was_killed() {
+    if let Some(why) = cannot_mount() {
+        return skip("umount_after_the_server_was_killed", why);
+    }
+    let _g = serial();
+    let mp = MountPoint::new();
+    let mut r = spawn(&["mount", "--foreground", &mp.arg()], None).unwrap();
+    r.wait_for_line("mounted ");
+    // The server has no file open on its own mount, so SIGKILL cannot wedge it.
+    r.signal(libc::SIGKILL);
+    let out = r.finish();
+    assert_eq!(out.status.code(), None, "killed");
+    let e = std::fs::metadata(mp.path()).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTCONN), "{e}");
+    let out = run(&["umount", &mp.arg()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!is_mounted(&mp.path()));
+}
