@@ -163,6 +163,16 @@ fn skip(test: &str, why: &str) {
     println!("SKIPPED: {test}: {why}");
 }
 
+/// For a test that mounts: the serializing guard and a mount point, or `None` (after a
+/// `SKIPPED:` line) when this machine cannot mount.
+fn mount_test(test: &str) -> Option<(MutexGuard<'static, ()>, MountPoint)> {
+    if let Some(why) = cannot_mount() {
+        skip(test, why);
+        return None;
+    }
+    Some((serial(), MountPoint::new()))
+}
+
 /// The mount points of the FUSE mounts in this namespace.
 fn fuse_mounts() -> Vec<PathBuf> {
     std::fs::read_to_string("/proc/self/mountinfo")
@@ -484,11 +494,9 @@ fn super_options(dir: &Path) -> String {
 }
 
 fn foreground_ends_on(sig: i32, test: &str, allow_other: bool) {
-    if let Some(why) = cannot_mount() {
-        return skip(test, why);
-    }
-    let _g = serial();
-    let mp = MountPoint::new();
+    let Some((_g, mp)) = mount_test(test) else {
+        return;
+    };
     let arg = mp.arg();
     let mut args = vec!["mount", "--foreground", "--threads", "2", &arg];
     if allow_other {
@@ -534,11 +542,9 @@ fn foreground_mount_with_allow_other_ends_on_sigint() {
 
 #[test]
 fn daemon_mount_then_scalevfs_umount() {
-    if let Some(why) = cannot_mount() {
-        return skip("daemon_mount_then_scalevfs_umount", why);
-    }
-    let _g = serial();
-    let mp = MountPoint::new();
+    let Some((_g, mp)) = mount_test("daemon_mount_then_scalevfs_umount") else {
+        return;
+    };
     let pid = mount_daemon(&mp);
     assert!(std::fs::metadata(mp.path()).unwrap().is_dir());
     // Another user may not unmount it (fusermount3 says why, on the same line).
@@ -567,11 +573,9 @@ fn daemon_mount_then_scalevfs_umount() {
 /// succeeds, the daemon aborts the connection and exits, the descriptor then fails.
 #[test]
 fn umount_with_a_directory_open_on_the_mount() {
-    if let Some(why) = cannot_mount() {
-        return skip("umount_with_a_directory_open_on_the_mount", why);
-    }
-    let _g = serial();
-    let mp = MountPoint::new();
+    let Some((_g, mp)) = mount_test("umount_with_a_directory_open_on_the_mount") else {
+        return;
+    };
     let pid = mount_daemon(&mp);
     let dir = File::open(mp.path()).unwrap();
     let out = run(&["umount", &mp.arg()]);
@@ -584,11 +588,9 @@ fn umount_with_a_directory_open_on_the_mount() {
 }
 
 fn daemon_ends_on(sig: i32, test: &str) {
-    if let Some(why) = cannot_mount() {
-        return skip(test, why);
-    }
-    let _g = serial();
-    let mp = MountPoint::new();
+    let Some((_g, mp)) = mount_test(test) else {
+        return;
+    };
     let pid = mount_daemon(&mp);
     // SAFETY: signalling the daemon we started.
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
@@ -610,11 +612,9 @@ fn daemon_ends_on_sigterm() {
 /// point) can still be unmounted by `scalevfs umount`.
 #[test]
 fn umount_after_the_server_was_killed() {
-    if let Some(why) = cannot_mount() {
-        return skip("umount_after_the_server_was_killed", why);
-    }
-    let _g = serial();
-    let mp = MountPoint::new();
+    let Some((_g, mp)) = mount_test("umount_after_the_server_was_killed") else {
+        return;
+    };
     let mut r = spawn(&["mount", "--foreground", &mp.arg()], None).unwrap();
     r.wait_for_line("mounted ");
     // The server has no file open on its own mount, so SIGKILL cannot wedge it.
