@@ -270,15 +270,27 @@ fn create_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workloads::test_support::run_every_design;
 
-    /// The host design of every workload: the counts, and the files really exist.
+    /// Every workload under every design this machine offers: host tmpfs always, the FUSE
+    /// mount when it can mount and its server can create files (the spike in crates/fuse
+    /// cannot: then the design is left out, with the reason).
     #[test]
-    fn every_fuse_workload_runs_on_host_tmpfs() {
+    fn every_fuse_workload_runs_under_each_available_design() {
+        let expected = match fuse_unavailable() {
+            Some(why) => {
+                println!("SKIPPED: fuse design: {why}");
+                HOST_ONLY
+            }
+            None => FUSE_AND_HOST,
+        };
         for w in workloads() {
-            assert!(w.designs().contains(&Design::Host));
-            let inst = w.setup(Design::Host, 2).unwrap();
-            let ops = run(&*inst, 2, 10);
-            assert_eq!(ops, [10 * BATCH; 2], "{}", w.name());
+            assert_eq!(w.designs(), expected);
+            let ran = run_every_design(&*w, 2, 10);
+            assert_eq!(ran.len(), expected.len());
+            for (design, ops) in ran {
+                assert_eq!(ops, [10 * BATCH; 2], "{} {design}", w.name());
+            }
         }
     }
 
@@ -295,7 +307,9 @@ mod tests {
         assert!(sys::lock(inst.files[1].1, libc::F_SETLK, libc::F_WRLCK, 1));
         assert_eq!(sys::getlk(other, libc::F_OFD_GETLK, 1), libc::F_WRLCK);
         assert!(sys::lock(inst.files[1].1, libc::F_SETLK, libc::F_UNLCK, 1));
-        assert_eq!(run(&inst, 2, 3), [3 * BATCH; 2]);
+        let mut work = inst.worker(1);
+        assert_eq!(work(), BATCH);
+        drop(work);
         assert_eq!(sys::getlk(other, libc::F_OFD_GETLK, 1), libc::F_UNLCK);
         sys::close(other);
         let path = dir.path().to_owned();
@@ -306,40 +320,5 @@ mod tests {
     #[test]
     fn no_legacy_design() {
         assert!(FuseInst::new(Kind::Stat, Design::Legacy, 1).is_err());
-    }
-
-    /// The FUSE design end to end when this machine can mount and the server can create
-    /// files (the spike in crates/fuse cannot: then the design is left out, with the
-    /// reason).
-    #[test]
-    fn fuse_design_runs_or_is_skipped_with_a_reason() {
-        if let Some(why) = fuse_unavailable() {
-            assert_eq!(workloads()[0].designs(), HOST_ONLY);
-            println!("SKIPPED: fuse design: {why}");
-            return;
-        }
-        for w in workloads() {
-            assert_eq!(w.designs(), FUSE_AND_HOST);
-            let inst = w
-                .setup(Design::Scalable, 2)
-                .unwrap_or_else(|e| panic!("{} fuse setup: {e}", w.name()));
-            assert_eq!(run(&*inst, 2, 10), [10 * BATCH; 2], "{}", w.name());
-            drop(inst);
-        }
-    }
-
-    /// `calls` worker calls on each of `threads` threads; the operations each reported.
-    fn run(inst: &dyn Instance, threads: usize, calls: usize) -> Vec<u64> {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = (0..threads)
-                .map(|t| {
-                    s.spawn(move || {
-                        let mut work = inst.worker(t);
-                        (0..calls).map(|_| work()).sum::<u64>()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        })
     }
 }
