@@ -135,9 +135,16 @@ pub fn mount(args: &MountArgs) -> Result<(), String> {
     if args.foreground {
         return serve(&path, &options, None);
     }
+    // clap and preflight start no thread; check, since the child below relies on it.
+    let threads = std::fs::read_dir("/proc/self/task").map_or(1, |d| d.count());
+    if threads != 1 {
+        return Err(format!(
+            "internal error: {threads} threads before the daemon fork"
+        ));
+    }
     let (read_end, write_end) = pipe()?;
-    // SAFETY: no thread exists yet (clap and preflight start none), so the child is a
-    // complete copy of this single-threaded process and may do anything.
+    // SAFETY: this process has one thread (checked above), so the child is a complete
+    // copy of it, with no lock held by a thread that does not exist there.
     match unsafe { libc::fork() } {
         -1 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         0 => {
