@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod mount;
 mod sys;
 
 /// Counts allocations only while `scalevfs bench` measures memory per empty file; otherwise
@@ -28,6 +29,12 @@ enum Command {
     /// Browse the built-in sysfs-style demo tree (kernfs mounted at /sys in a scalevfs VFS):
     /// `sys ls [-R] [PATH]`, `sys cat PATH` (e.g. /sys/kernel/scalevfs/lock_stat).
     Sys(sys::SysArgs),
+    /// Mount a scalevfs file system on a directory through FUSE (in memory: the contents
+    /// are gone when the daemon exits). Becomes a daemon once mounted unless --foreground;
+    /// SIGINT, SIGTERM or `scalevfs umount` unmount it.
+    Mount(mount::MountArgs),
+    /// Unmount a scalevfs FUSE mount (the daemon then exits).
+    Umount(mount::UmountArgs),
 }
 
 fn main() {
@@ -35,6 +42,8 @@ fn main() {
     let (what, result) = match &cli.command {
         Command::Bench(args) => ("bench", scalevfs_bench::cli::run(args)),
         Command::Sys(args) => ("sys", sys::run(args)),
+        Command::Mount(args) => ("mount", mount::mount(args)),
+        Command::Umount(args) => ("umount", mount::umount(args)),
     };
     if let Err(e) = result {
         eprintln!("scalevfs {what}: {e}");

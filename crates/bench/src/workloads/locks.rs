@@ -16,12 +16,11 @@
 //!
 //! One operation is one lock + unlock pair.
 
-use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use scalevfs::{Credentials, FcntlArg, Flock, Process, Vfs, VfsOptions};
 
+use crate::workloads::host_dir::{sys, HostDir};
 use crate::{Design, Instance, Workload};
 
 const ALL: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
@@ -81,7 +80,7 @@ impl Workload for Locks {
 /// One side: scalevfs (a `Vfs` and one process whose threads are the workers) or the host.
 enum Env {
     Ours { _vfs: Arc<Vfs>, p: Box<Process> },
-    Host { dir: std::path::PathBuf },
+    Host(HostDir),
 }
 
 struct LocksInst {
@@ -109,17 +108,7 @@ impl LocksInst {
                     p: Box::new(p),
                 }
             }
-            None => {
-                static N: AtomicU64 = AtomicU64::new(0);
-                let dir = std::path::PathBuf::from(format!(
-                    "/dev/shm/scalevfs-bench-locks-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                let _ = std::fs::remove_dir_all(&dir);
-                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                Env::Host { dir }
-            }
+            None => Env::Host(HostDir::shm("locks")?),
         };
         let mut inst = LocksInst {
             env,
@@ -153,16 +142,7 @@ impl LocksInst {
             Env::Ours { p, .. } => p
                 .open(format!("/bench/{rel}"), flags, 0o644)
                 .map_err(|e| format!("{rel}: {e}"))?,
-            Env::Host { dir } => {
-                let c =
-                    CString::new(format!("{}/{rel}", dir.display())).map_err(|e| e.to_string())?;
-                // SAFETY: valid C string.
-                let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
-                if fd < 0 {
-                    return Err(format!("{rel}: {}", std::io::Error::last_os_error()));
-                }
-                fd
-            }
+            Env::Host(dir) => sys::create(&dir.cpath(rel))?,
         };
         Ok(fd)
     }
@@ -181,17 +161,7 @@ impl LocksInst {
                 };
                 p.fcntl(fd, cmd, FcntlArg::Flock(&mut fl)).is_ok()
             }
-            Env::Host { .. } => {
-                let mut fl = libc::flock {
-                    l_type: ty as i16,
-                    l_whence: libc::SEEK_SET as i16,
-                    l_start: 0,
-                    l_len: self.len,
-                    l_pid: 0,
-                };
-                // SAFETY: our descriptor and a valid `struct flock`.
-                unsafe { libc::fcntl(fd, cmd, &mut fl as *mut libc::flock) == 0 }
-            }
+            Env::Host(_) => sys::lock(fd, cmd, ty, self.len),
         }
     }
 }
@@ -224,13 +194,8 @@ impl Drop for LocksInst {
                     let _ = p.close(fd);
                 }
             }
-            Env::Host { dir } => {
-                for &fd in &self.fds {
-                    // SAFETY: closing our descriptor.
-                    unsafe { libc::close(fd) };
-                }
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            // The directory goes with the HostDir, after this.
+            Env::Host(_) => self.fds.iter().for_each(|&fd| sys::close(fd)),
         }
     }
 }

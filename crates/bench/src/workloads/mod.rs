@@ -5,7 +5,9 @@ use crate::Workload;
 pub mod counter;
 pub mod dlist;
 pub mod epoll;
+pub mod fuse;
 pub mod hashed;
+pub mod host_dir;
 pub mod kernfs;
 pub mod lockref;
 pub mod locks;
@@ -23,6 +25,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(epoll::workloads());
     v.extend(vfs::workloads());
     v.extend(locks::workloads());
+    v.extend(fuse::workloads());
     v.extend(counter::workloads());
     v
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 
+use crate::workloads::host_dir::{sys, HostDir};
 use crate::{Design, Instance, Workload};
 
 const ALL: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
@@ -39,7 +40,7 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
 /// One side: scalevfs (a `Vfs` and a process) or the host (a directory on /dev/shm).
 enum Env {
     Ours { _vfs: Arc<Vfs>, p: Box<Process> },
-    Host { dir: std::path::PathBuf },
+    Host(HostDir),
 }
 
 impl Env {
@@ -58,27 +59,16 @@ impl Env {
                     p: Box::new(p),
                 })
             }
-            None => {
-                static N: AtomicU64 = AtomicU64::new(0);
-                let dir = std::path::PathBuf::from(format!(
-                    "/dev/shm/scalevfs-bench-{}-{}",
-                    std::process::id(),
-                    N.fetch_add(1, Ordering::Relaxed)
-                ));
-                let _ = std::fs::remove_dir_all(&dir);
-                std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                Ok(Env::Host { dir })
-            }
+            None => Ok(Env::Host(HostDir::shm("vfs")?)),
         }
     }
 
     /// The full path of `rel` on this side, NUL-terminated for libc.
     fn path(&self, rel: &str) -> CString {
-        let s = match self {
-            Env::Ours { .. } => format!("/bench/{rel}"),
-            Env::Host { dir } => format!("{}/{rel}", dir.display()),
-        };
-        CString::new(s).expect("no NUL in bench paths")
+        match self {
+            Env::Ours { .. } => CString::new(format!("/bench/{rel}")).expect("no NUL"),
+            Env::Host(dir) => dir.cpath(rel),
+        }
     }
 
     fn mkdir(&self, rel: &str) -> Result<(), String> {
@@ -87,7 +77,7 @@ impl Env {
             Env::Ours { p: proc_, .. } => proc_
                 .mkdir(p.as_bytes(), 0o755)
                 .map_err(|e| format!("{rel}: {e}")),
-            Env::Host { .. } => {
+            Env::Host(_) => {
                 // SAFETY: valid C string.
                 if unsafe { libc::mkdir(p.as_ptr(), 0o755) } == 0 {
                     Ok(())
@@ -115,8 +105,7 @@ impl Env {
     fn open(&self, p: &CString, flags: i32) -> i32 {
         match self {
             Env::Ours { p: proc_, .. } => proc_.open(p.as_bytes(), flags, 0o644).unwrap_or(-1),
-            // SAFETY: valid C string.
-            Env::Host { .. } => unsafe { libc::open(p.as_ptr(), flags | libc::O_CLOEXEC, 0o644) },
+            Env::Host(_) => sys::open(p, flags),
         }
     }
 
@@ -125,7 +114,7 @@ impl Env {
         match self {
             Env::Ours { p, .. } => p.read(fd, buf).map_or(-1, |n| n as isize),
             // SAFETY: valid buffer.
-            Env::Host { .. } => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) },
+            Env::Host(_) => unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) },
         }
     }
 
@@ -133,7 +122,7 @@ impl Env {
         match self {
             Env::Ours { p, .. } => p.write(fd, buf).map_or(-1, |n| n as isize),
             // SAFETY: valid buffer.
-            Env::Host { .. } => unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) },
+            Env::Host(_) => unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) },
         }
     }
 
@@ -143,10 +132,7 @@ impl Env {
             Env::Ours { p, .. } => {
                 let _ = p.close(fd);
             }
-            // SAFETY: closing our descriptor.
-            Env::Host { .. } => unsafe {
-                libc::close(fd);
-            },
+            Env::Host(_) => sys::close(fd),
         }
     }
 
@@ -155,7 +141,7 @@ impl Env {
         match self {
             Env::Ours { p: proc_, .. } => proc_.unlink(p.as_bytes()).is_ok(),
             // SAFETY: valid C string.
-            Env::Host { .. } => unsafe { libc::unlink(p.as_ptr()) == 0 },
+            Env::Host(_) => unsafe { libc::unlink(p.as_ptr()) == 0 },
         }
     }
 
@@ -163,7 +149,7 @@ impl Env {
         match self {
             Env::Ours { p, .. } => p.rename(a.as_bytes(), b.as_bytes()).is_ok(),
             // SAFETY: valid C strings.
-            Env::Host { .. } => unsafe { libc::rename(a.as_ptr(), b.as_ptr()) == 0 },
+            Env::Host(_) => unsafe { libc::rename(a.as_ptr(), b.as_ptr()) == 0 },
         }
     }
 
@@ -174,7 +160,7 @@ impl Env {
             Env::Ours { p, .. } => p
                 .newfstatat(dirfd, name.as_bytes(), 0)
                 .map_or(-1, |s| s.size),
-            Env::Host { .. } => {
+            Env::Host(_) => {
                 // SAFETY: zeroed stat is a valid out-buffer.
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
                 // SAFETY: valid pointers.
@@ -184,14 +170,6 @@ impl Env {
                     -1
                 }
             }
-        }
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Env::Host { dir } = self {
-            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
@@ -317,7 +295,7 @@ impl Workload for DPath {
                     q.chdir(deep.as_bytes()).map_err(|e| e.to_string())?;
                     Reader::Ours(Box::new(q))
                 }
-                Env::Host { .. } => {
+                Env::Host(_) => {
                     // SAFETY: valid C string.
                     let fd = unsafe {
                         libc::open(

@@ -1,0 +1,629 @@
+//! `scalevfs mount` / `scalevfs umount`, run as the built binary.
+//!
+//! The error lines need nothing; the missing-/dev/fuse, missing-fusermount3 and
+//! mount-failure lines need root (a private mount namespace hides or replaces the files);
+//! the mount tests need root, /dev/fuse and fusermount3. A test that cannot run prints a
+//! `SKIPPED:` line and passes. Every wait is bounded, and output goes to files (a daemon
+//! holding a pipe could never make a read of it end).
+//!
+//! The tests that mount take one mutex: fewer processes at once on 2 cores, and no child
+//! of one test is alive while another test has a file open on its mount.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Seek};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scalevfs");
+const WAIT: Duration = Duration::from_secs(15);
+
+static MOUNTS: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    MOUNTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a finished command printed.
+struct Out {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// A running command whose stdout and stderr go to files.
+struct Running {
+    child: Child,
+    out: File,
+    err: File,
+}
+
+fn spawn(args: &[&str], setup: Option<fn() -> std::io::Result<()>>) -> std::io::Result<Running> {
+    let out = tempfile::tempfile()?;
+    let err = tempfile::tempfile()?;
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(err.try_clone()?);
+    if let Some(f) = setup {
+        // Only /usr/bin and /bin may hold fusermount3 (see hide_bin).
+        cmd.env("PATH", "/nonexistent");
+        // SAFETY: the closures passed here make only raw system calls (unshare, mount,
+        // setresuid), which are async-signal-safe.
+        unsafe { cmd.pre_exec(f) };
+    }
+    Ok(Running {
+        child: cmd.spawn()?,
+        out,
+        err,
+    })
+}
+
+fn contents(mut f: &File) -> String {
+    let mut s = String::new();
+    f.rewind().unwrap();
+    f.read_to_string(&mut s).unwrap();
+    s
+}
+
+impl Running {
+    /// Waits at most [`WAIT`]; a command still running then is stopped and fails the test.
+    fn finish(mut self) -> Out {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Out {
+                    status,
+                    stdout: contents(&self.out),
+                    stderr: contents(&self.err),
+                };
+            }
+            if Instant::now() > deadline {
+                // Our scalevfs processes never have files open on their own mount, so
+                // SIGKILL cannot leave one in D state.
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "scalevfs did not exit within {WAIT:?}; stdout {:?}, stderr {:?}",
+                    contents(&self.out),
+                    contents(&self.err)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until stdout has a line starting with `prefix`.
+    fn wait_for_line(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(l) = contents(&self.out).lines().find(|l| l.starts_with(prefix)) {
+                return l.to_string();
+            }
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!("exited ({st}) before {prefix:?}: {}", contents(&self.err));
+            }
+            assert!(Instant::now() < deadline, "no {prefix:?} line in time");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: signalling our own child, which has not been reaped yet.
+        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+    }
+}
+
+fn run(args: &[&str]) -> Out {
+    spawn(args, None).unwrap().finish()
+}
+
+/// Asserts exit status 1 and that the last stderr line is `want` (the only line unless
+/// `only` is false: fusermount3 may add its own line first).
+fn assert_error(out: &Out, want: &str, only: bool) {
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        lines.last().copied(),
+        Some(want),
+        "stderr: {:?}",
+        out.stderr
+    );
+    if only {
+        assert_eq!(lines.len(), 1, "one line: {:?}", out.stderr);
+    }
+    assert!(out.stdout.is_empty(), "stdout: {:?}", out.stdout);
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Why the mount tests cannot run here, if they cannot.
+fn cannot_mount() -> Option<&'static str> {
+    if !is_root() {
+        Some("not root")
+    } else if !Path::new("/dev/fuse").exists() {
+        Some("/dev/fuse is missing")
+    } else if scalevfs_fuse::fusermount_path().is_none() {
+        Some("fusermount3 is missing")
+    } else {
+        None
+    }
+}
+
+fn skip(test: &str, why: &str) {
+    println!("SKIPPED: {test}: {why}");
+}
+
+/// For a test that mounts: the serializing guard and a mount point, or `None` (after a
+/// `SKIPPED:` line) when this machine cannot mount.
+fn mount_test(test: &str) -> Option<(MutexGuard<'static, ()>, MountPoint)> {
+    if let Some(why) = cannot_mount() {
+        skip(test, why);
+        return None;
+    }
+    Some((serial(), MountPoint::new()))
+}
+
+/// The mount points of the FUSE mounts in this namespace.
+fn fuse_mounts() -> Vec<PathBuf> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let sep = f.iter().position(|x| *x == "-")?;
+            f.get(sep + 1)?
+                .starts_with("fuse")
+                .then(|| PathBuf::from(f[4]))
+        })
+        .collect()
+}
+
+fn is_mounted(dir: &Path) -> bool {
+    fuse_mounts().iter().any(|m| m == dir)
+}
+
+/// Waits until `dir` is (or is not) a FUSE mount point.
+fn wait_mounted(dir: &Path, want: bool) {
+    let deadline = Instant::now() + WAIT;
+    while is_mounted(dir) != want {
+        assert!(
+            Instant::now() < deadline,
+            "{} still {}mounted",
+            dir.display(),
+            if want { "not " } else { "" }
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A temporary mount point that is detached if a test fails with it mounted.
+struct MountPoint(tempfile::TempDir);
+
+impl MountPoint {
+    fn new() -> MountPoint {
+        MountPoint(tempfile::tempdir().unwrap())
+    }
+    fn path(&self) -> PathBuf {
+        std::fs::canonicalize(self.0.path()).unwrap()
+    }
+    fn arg(&self) -> String {
+        self.path().to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for MountPoint {
+    fn drop(&mut self) {
+        let p = self.0.path().to_owned();
+        if is_mounted(&p) {
+            let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+            // SAFETY: `c` is a valid NUL-terminated path.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
+/// Makes this test process the reaper of orphans below it, so that a daemon whose parent
+/// exited is reparented to us and we can read its exit status.
+fn become_subreaper() {
+    static ONCE: Once = Once::new();
+    // SAFETY: prctl with integer arguments.
+    ONCE.call_once(|| assert_eq!(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) }, 0));
+}
+
+/// Waits for the daemon `pid` (reparented to us) to exit; returns its exit code.
+fn wait_daemon(pid: i32) -> i32 {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a live c_int; WNOHANG never blocks.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            assert!(libc::WIFEXITED(status), "daemon died: status {status:#x}");
+            return libc::WEXITSTATUS(status);
+        }
+        assert!(
+            r == 0,
+            "waitpid({pid}): {}",
+            std::io::Error::last_os_error()
+        );
+        if Instant::now() > deadline {
+            // SAFETY: plain kill of the daemon, which has no file open on its mount.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            panic!("daemon {pid} did not exit within {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `scalevfs mount DIR` as a daemon: checks the parent's exit and output, returns the
+/// daemon's pid.
+fn mount_daemon(mp: &MountPoint) -> i32 {
+    become_subreaper();
+    let out = run(&["mount", "--threads", "2", &mp.arg()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(out.stderr.is_empty(), "stderr: {:?}", out.stderr);
+    let want = format!("mounted {} (daemon pid ", mp.arg());
+    let pid = out
+        .stdout
+        .trim_end()
+        .strip_prefix(&want)
+        .and_then(|s| s.strip_suffix(')'))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("stdout: {:?}", out.stdout));
+    // The parent exits only once the daemon has mounted.
+    assert!(is_mounted(&mp.path()), "mounted when the parent exits");
+    pid
+}
+
+// ------------------------------------------------------------------- error lines
+
+#[test]
+fn preflight_errors_are_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let (missing, file) = (missing.to_str().unwrap(), file.to_str().unwrap());
+    for fg in [&["--foreground"][..], &[]] {
+        let out = run(&[&["mount", missing][..], fg].concat());
+        assert_error(
+            &out,
+            &format!("scalevfs mount: mount point {missing} does not exist"),
+            true,
+        );
+        let out = run(&[&["mount", file][..], fg].concat());
+        assert_error(
+            &out,
+            &format!("scalevfs mount: mount point {file} is not a directory"),
+            true,
+        );
+    }
+}
+
+#[test]
+fn bad_option_values_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for bad in [
+        &["--size", "12X"][..],
+        &["--size=-1"],
+        &["--size", "99999999999999999999G"],
+        &["--inodes", "many"],
+        &["--threads", "0"],
+        &["--threads", "100000"],
+    ] {
+        let out = run(&[&["mount", d][..], bad].concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", out.stderr);
+        assert!(
+            out.stderr.starts_with("error: invalid value"),
+            "{bad:?}: {}",
+            out.stderr
+        );
+        assert!(!is_mounted(&dir.path().canonicalize().unwrap()));
+    }
+    let out = run(&["mount"]);
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+}
+
+/// A private mount namespace in which `/dev` is an empty tmpfs.
+fn hide_dev() -> std::io::Result<()> {
+    private_ns()?;
+    mount_c(c"none", c"/dev", c"tmpfs", 0)
+}
+
+/// A private mount namespace without fusermount3 (PATH is set to nothing useful too).
+fn hide_bin() -> std::io::Result<()> {
+    private_ns()?;
+    mount_c(c"none", c"/usr/bin", c"tmpfs", 0)?;
+    // /bin is /usr/bin on merged-/usr systems; otherwise hide it as well.
+    let _ = mount_c(c"none", c"/bin", c"tmpfs", 0);
+    Ok(())
+}
+
+/// A private mount namespace in which /dev/fuse is /dev/null: preflight can open it,
+/// the kernel's mount(2) refuses it.
+fn fake_dev_fuse() -> std::io::Result<()> {
+    private_ns()?;
+    mount_c(c"/dev/null", c"/dev/fuse", c"", libc::MS_BIND)
+}
+
+/// Runs as user nobody (65534), without supplementary groups.
+fn as_nobody() -> std::io::Result<()> {
+    // SAFETY: raw syscalls with integer arguments.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setresgid(65534, 65534, 65534) == 0
+            && libc::setresuid(65534, 65534, 65534) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn private_ns() -> std::io::Result<()> {
+    // SAFETY: unshare with a constant flag.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    mount_c(c"none", c"/", c"", libc::MS_REC | libc::MS_PRIVATE)
+}
+
+fn mount_c(
+    src: &std::ffi::CStr,
+    target: &std::ffi::CStr,
+    fstype: &std::ffi::CStr,
+    flags: libc::c_ulong,
+) -> std::io::Result<()> {
+    // SAFETY: NUL-terminated strings that outlive the call; no data argument.
+    let r = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// A pre-exec setup, the last stderr line (or its start), whether it is the only line.
+type Case = (fn() -> std::io::Result<()>, &'static str, bool);
+
+#[test]
+fn missing_device_privilege_fusermount3_and_mount_failure() {
+    const TEST: &str = "missing_device_privilege_fusermount3_and_mount_failure";
+    if !is_root() {
+        return skip(TEST, "not root");
+    }
+    let _g = serial();
+    let mp = MountPoint::new();
+    let d = mp.arg();
+    let mut cases: Vec<Case> = vec![
+        (
+            hide_dev,
+            "scalevfs mount: /dev/fuse is missing: load the fuse module (modprobe fuse) or run \
+             the container with --device /dev/fuse",
+            true,
+        ),
+        (
+            hide_bin,
+            "scalevfs mount: fusermount3 not found: install the fuse3 package (apt-get install \
+             fuse3)",
+            true,
+        ),
+    ];
+    let dev_mode = std::fs::metadata("/dev/fuse").map(|m| m.permissions().mode());
+    // User nobody cannot open /dev/fuse unless it is open to everyone.
+    if dev_mode.is_ok_and(|m| m & 0o006 != 0o006) {
+        cases.push((
+            as_nobody,
+            "scalevfs mount: no permission to open /dev/fuse: run as root or add yourself to \
+             the group that owns it",
+            true,
+        ));
+    }
+    if cannot_mount().is_none() {
+        // fusermount3 explains the failure on a line of its own, before ours.
+        cases.push((fake_dev_fuse, "scalevfs mount: mount failed:", false));
+    }
+    for (setup, want, only) in cases {
+        for fg in [true, false] {
+            let mut args = vec!["mount", d.as_str()];
+            if fg {
+                args.push("--foreground");
+            }
+            let out = match spawn(&args, Some(setup)) {
+                Ok(r) => r.finish(),
+                Err(e) => return skip(TEST, &format!("no private mount namespace: {e}")),
+            };
+            if only {
+                assert_error(&out, want, true);
+            } else {
+                assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+                let last = out.stderr.lines().last().unwrap_or("");
+                assert!(last.starts_with(want), "fg {fg}: {:?}", out.stderr);
+                assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+            }
+            assert!(!is_mounted(&mp.path()));
+        }
+    }
+}
+
+#[test]
+fn umount_refuses_what_is_not_a_scalevfs_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let missing = format!("{d}/missing");
+    for p in [d.as_str(), &missing, "/", "/proc", "relative/missing"] {
+        let out = run(&["umount", p]);
+        assert_error(
+            &out,
+            &format!("scalevfs umount: {p} is not a scalevfs mount"),
+            true,
+        );
+    }
+}
+
+// ------------------------------------------------------------------- mounting
+
+/// The super options of the FUSE mount on `dir` (the last field of its mountinfo line).
+fn super_options(dir: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = info
+        .lines()
+        .rfind(|l| l.split(' ').nth(4) == dir.to_str())
+        .unwrap_or_else(|| panic!("{} not in mountinfo", dir.display()));
+    line.rsplit(' ').next().unwrap().to_string()
+}
+
+fn foreground_ends_on(sig: i32, test: &str, allow_other: bool) {
+    let Some((_g, mp)) = mount_test(test) else {
+        return;
+    };
+    let arg = mp.arg();
+    let mut args = vec!["mount", "--foreground", "--threads", "2", &arg];
+    if allow_other {
+        args.push("--allow-other");
+    }
+    let mut r = spawn(&args, None).unwrap();
+    let line = r.wait_for_line("mounted ");
+    assert_eq!(line, format!("mounted {}", mp.arg()));
+    assert!(is_mounted(&mp.path()));
+    let opts = super_options(&mp.path());
+    assert_eq!(
+        opts.split(',').any(|o| o == "allow_other"),
+        allow_other,
+        "{opts}"
+    );
+    // The mount answers: the root is a directory.
+    assert!(std::fs::metadata(mp.path()).unwrap().is_dir());
+    r.signal(sig);
+    let out = r.finish();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("unmounted {} (signal {sig})", mp.arg())),
+        "{}",
+        out.stdout
+    );
+    assert!(!is_mounted(&mp.path()), "unmounted once the process exited");
+}
+
+#[test]
+fn foreground_mount_ends_on_sigterm() {
+    foreground_ends_on(libc::SIGTERM, "foreground_mount_ends_on_sigterm", false);
+}
+
+#[test]
+fn foreground_mount_with_allow_other_ends_on_sigint() {
+    foreground_ends_on(
+        libc::SIGINT,
+        "foreground_mount_with_allow_other_ends_on_sigint",
+        true,
+    );
+}
+
+#[test]
+fn daemon_mount_then_scalevfs_umount() {
+    let Some((_g, mp)) = mount_test("daemon_mount_then_scalevfs_umount") else {
+        return;
+    };
+    let pid = mount_daemon(&mp);
+    assert!(std::fs::metadata(mp.path()).unwrap().is_dir());
+    // Another user may not unmount it (fusermount3 says why, on the same line).
+    let out = spawn(&["umount", &mp.arg()], Some(as_nobody))
+        .unwrap()
+        .finish();
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    let want = format!("scalevfs umount: no permission to unmount {} (", mp.arg());
+    assert!(out.stderr.starts_with(&want), "{:?}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{:?}", out.stderr);
+    assert!(is_mounted(&mp.path()));
+    let out = run(&["umount", &mp.arg()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(out.stderr.is_empty() && out.stdout.is_empty());
+    assert!(!is_mounted(&mp.path()), "umount returns after the detach");
+    assert_eq!(wait_daemon(pid), 0, "the daemon exits by itself, status 0");
+    let out = run(&["umount", &mp.arg()]);
+    assert_error(
+        &out,
+        &format!("scalevfs umount: {} is not a scalevfs mount", mp.arg()),
+        true,
+    );
+}
+
+/// `scalevfs umount` while a descriptor is still open on the mount: the lazy detach
+/// succeeds, the daemon aborts the connection and exits, the descriptor then fails.
+#[test]
+fn umount_with_a_directory_open_on_the_mount() {
+    let Some((_g, mp)) = mount_test("umount_with_a_directory_open_on_the_mount") else {
+        return;
+    };
+    let pid = mount_daemon(&mp);
+    let dir = File::open(mp.path()).unwrap();
+    let out = run(&["umount", &mp.arg()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!is_mounted(&mp.path()));
+    assert_eq!(wait_daemon(pid), 0);
+    let e = dir.metadata().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTCONN), "{e}");
+    drop(dir);
+}
+
+fn daemon_ends_on(sig: i32, test: &str) {
+    let Some((_g, mp)) = mount_test(test) else {
+        return;
+    };
+    let pid = mount_daemon(&mp);
+    // SAFETY: signalling the daemon we started.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+    assert_eq!(wait_daemon(pid), 0);
+    wait_mounted(&mp.path(), false);
+}
+
+#[test]
+fn daemon_ends_on_sigint() {
+    daemon_ends_on(libc::SIGINT, "daemon_ends_on_sigint");
+}
+
+#[test]
+fn daemon_ends_on_sigterm() {
+    daemon_ends_on(libc::SIGTERM, "daemon_ends_on_sigterm");
+}
+
+/// A mount whose server was killed (`ENOTCONN` on every access, even `stat` of the mount
+/// point) can still be unmounted by `scalevfs umount`.
+#[test]
+fn umount_after_the_server_was_killed() {
+    let Some((_g, mp)) = mount_test("umount_after_the_server_was_killed") else {
+        return;
+    };
+    let mut r = spawn(&["mount", "--foreground", &mp.arg()], None).unwrap();
+    r.wait_for_line("mounted ");
+    // The server has no file open on its own mount, so SIGKILL cannot wedge it.
+    r.signal(libc::SIGKILL);
+    let out = r.finish();
+    assert_eq!(out.status.code(), None, "killed");
+    let e = std::fs::metadata(mp.path()).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTCONN), "{e}");
+    let out = run(&["umount", &mp.arg()]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!is_mounted(&mp.path()));
+}
