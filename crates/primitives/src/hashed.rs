@@ -18,12 +18,15 @@
 //!
 //! ## Size
 //!
-//! [`table_bits`]`(ncpus)` = `2 * ilog2(min(ncpus, 32))` bits as kernfs computes
-//! `NR_KERNFS_LOCK_BITS`: 4 locks for 2 CPUs, 64 for 8, 1024 from 32 CPUs up: enough that
-//! the running threads rarely collide (a birthday bound over ~ncpus objects wants about
-//! ncpus² buckets), few enough to stay in cache. Unlike kernfs we keep a minimum of 1 bit
-//! (2 locks) also on one CPU (kernfs: `NR_KERNFS_LOCK_BITS = 1` without SMP, 0 bits with
-//! SMP and NR_CPUS = 1), so the table is never its own legacy counterpart by accident.
+//! [`table_bits`]`(ncpus)` = `2 * ilog2(min(ncpus, 32))` bits, the formula of kernfs's
+//! `NR_KERNFS_LOCK_BITS`, but at least [`MIN_TABLE_BITS`] (64 locks): 64 up to 8 CPUs, 1024
+//! from 32 CPUs up. Enough that the running threads rarely collide (a birthday bound over
+//! ~ncpus objects wants about ncpus² buckets), few enough to stay in cache. kernfs applies
+//! the formula to `NR_CPUS`, the kernel's *configured* maximum (8192 on distribution
+//! kernels, so 1024 locks on any machine); we apply it to the CPUs present, and the floor
+//! keeps small machines from colliding often: with 4 locks (the bare formula for 2 CPUs)
+//! two threads on different objects shared a lock one time in four, which cost
+//! kernfs-showgids a fifth of its 1->2 thread scaling.
 //! [`with_bits`](HashedLocks::with_bits) sets the size explicitly (at most
 //! [`MAX_TABLE_BITS`]); `with_bits(0)` (or [`legacy`](HashedLocks::legacy)) is the seed's
 //! "before": one global lock behind the same API.
@@ -66,9 +69,13 @@ pub const MAX_TABLE_BITS: u32 = 16;
 /// The kernel's `GOLDEN_RATIO_64` (include/linux/hash.h).
 const GOLDEN_RATIO_64: u64 = 0x61C8_8646_80B5_83EB;
 
-/// Table size in bits for `ncpus` CPUs: `2 * ilog2(min(ncpus, 32))`, at least 1.
+/// The smallest scalable table: 64 locks (8 KiB of padded slots).
+pub const MIN_TABLE_BITS: u32 = 6;
+
+/// Table size in bits for `ncpus` CPUs: `2 * ilog2(min(ncpus, 32))`, at least
+/// [`MIN_TABLE_BITS`].
 pub fn table_bits(ncpus: usize) -> u32 {
-    (2 * ncpus.clamp(1, 32).ilog2()).max(1)
+    (2 * ncpus.clamp(1, 32).ilog2()).max(MIN_TABLE_BITS)
 }
 
 /// `hash_64(val, bits)`: the top `bits` bits of `val * GOLDEN_RATIO_64`; 0 if `bits == 0`.
@@ -387,11 +394,12 @@ mod tests {
 
     #[test]
     fn table_bits_follow_kernfs() {
-        assert_eq!(table_bits(0), 1);
-        assert_eq!(table_bits(1), 1);
-        assert_eq!(table_bits(2), 2);
-        assert_eq!(table_bits(3), 2);
+        assert_eq!(table_bits(0), MIN_TABLE_BITS);
+        assert_eq!(table_bits(1), MIN_TABLE_BITS);
+        assert_eq!(table_bits(2), MIN_TABLE_BITS);
+        assert_eq!(table_bits(3), MIN_TABLE_BITS);
         assert_eq!(table_bits(8), 6);
+        assert_eq!(table_bits(16), 8);
         assert_eq!(table_bits(32), 10);
         assert_eq!(table_bits(384), 10);
         let t = HashedMutexes::<()>::new();

@@ -63,8 +63,9 @@ impl Distinct {
             lockstat::enable();
         }
         // The table kernfs's formula gives the seed's 384-CPU machine (capped at 32 CPUs: 10
-        // bits). On this 2-CPU machine it would give 4 locks, where two threads' objects
-        // share a lock one run in four and the "disjoint" workload measures hash luck.
+        // bits), as any distribution kernel has (kernfs sizes by NR_CPUS). With the 64-lock
+        // floor a small machine gets, two threads' objects would still share a lock about
+        // one run in 64, and the "disjoint" workload would partly measure hash luck.
         let table = match locking {
             scalevfs_primitives::Locking::Scalable => {
                 HashedMutexes::from_fn(table_bits(32), Some(class), |_| ())
