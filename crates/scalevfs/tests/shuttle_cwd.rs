@@ -44,7 +44,7 @@ struct World {
 impl World {
     fn new() -> World {
         let dentries = (0..SLOTS)
-            .map(|i| Dentry {
+            .map(|_| Dentry {
                 // Slot 0 starts as the cwd (its count is the cwd's); the others are held
                 // by whoever will chdir to them.
                 count: AtomicI32::new(1),
