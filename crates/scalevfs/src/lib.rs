@@ -52,6 +52,7 @@
 //!   calls with a directory descriptor do not touch it.
 
 pub mod fdtable;
+pub mod inodes;
 pub mod locking;
 pub mod pollfiles;
 pub mod process;
