@@ -197,6 +197,8 @@ pub struct Server {
     /// The connection's name under `/sys/fs/fuse/connections`: the minor number of the
     /// mount's anonymous device.
     conn: u32,
+    /// `stop` ran (or `wait` saw the connection end).
+    stopped: bool,
 }
 
 impl Server {
@@ -266,6 +268,7 @@ impl Server {
             workers: Vec::new(),
             mountpoint: mountpoint.to_owned(),
             conn,
+            stopped: false,
         };
         for i in 0..options.threads.max(1) {
             let inner = server.inner.clone();
@@ -294,6 +297,7 @@ impl Server {
     /// Blocks until the connection ends from outside (`scalevfs umount`, `fusermount3 -u`,
     /// `umount`): the workers see `ENODEV`. Then cleans up as [`Server::unmount`] does.
     pub fn wait(mut self) -> io::Result<()> {
+        self.stopped = true;
         let mut first = Ok(());
         for w in self.workers.drain(..) {
             let r = join(w);
@@ -313,7 +317,7 @@ impl Server {
     }
 
     fn stop(&mut self) -> io::Result<()> {
-        if self.workers.is_empty() {
+        if std::mem::replace(&mut self.stopped, true) {
             return Ok(());
         }
         self.inner.fs.waits.cancel_all();

@@ -59,8 +59,8 @@ impl NodeTable {
     }
 
     /// The node id the kernel will know `node` by.
-    pub fn id_of(node: &Node) -> u64 {
-        if node.is_root() {
+    pub fn id_of(&self, node: &Node) -> u64 {
+        if std::ptr::eq(node.inode(), self.root.inode()) {
             ROOT_ID
         } else {
             node.ino()
@@ -78,7 +78,7 @@ impl NodeTable {
     /// Counts one more kernel reference to `node` (an entry reply about to be sent) and
     /// returns its node id. The root is not counted.
     pub fn remember(&self, node: Node) -> u64 {
-        let id = Self::id_of(&node);
+        let id = self.id_of(&node);
         if id != ROOT_ID {
             let mut s = self.shard(id).lock();
             s.entry(id)
@@ -231,5 +231,66 @@ impl Waits {
                 t.cancel();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalevfs::inodes::Owner;
+    use scalevfs::{Vfs, VfsOptions};
+
+    /// Many threads look up and forget the same few inodes (reached by several names: hard
+    /// links) at once: a held node id always resolves to its inode (nothing is erased
+    /// while counted), and once every thread forgot what it was given, nothing is left.
+    #[test]
+    fn concurrent_remember_and_forget_keep_exact_counts() {
+        let vfs = Vfs::new(VfsOptions::default());
+        let core = vfs.core();
+        let root = core.root_node();
+        let me = Owner { uid: 0, gid: 0 };
+        let mut inos = Vec::new();
+        for i in 0..4 {
+            let n = core
+                .node_mknod(&root, format!("f{i}").as_bytes(), 0o644, me)
+                .unwrap();
+            core.node_link(&n, &root, format!("l{i}").as_bytes())
+                .unwrap();
+            inos.push(n.ino());
+        }
+        let table = NodeTable::new(root.clone());
+        std::thread::scope(|s| {
+            for t in 0..16 {
+                let (table, core, root, inos) = (&table, core, &root, &inos);
+                s.spawn(move || {
+                    let mut held = vec![0u64; 4];
+                    for k in 0..2000usize {
+                        let i = (k * 7 + t) % 4;
+                        let name = if k % 2 == 0 { "f" } else { "l" };
+                        let n = core
+                            .node_lookup(root, format!("{name}{i}").as_bytes())
+                            .unwrap();
+                        let id = table.remember(n);
+                        assert_eq!(id, inos[i], "one node id per inode, whatever the name");
+                        held[i] += 1;
+                        assert_eq!(table.get(id).unwrap().ino(), inos[i]);
+                        if k % 3 == 0 {
+                            // Forget everything this thread holds on i, in one batch.
+                            table.forget(id, held[i]);
+                            held[i] = 0;
+                        }
+                    }
+                    for (i, n) in held.into_iter().enumerate() {
+                        if n > 0 {
+                            table.forget(inos[i], n);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(table.counts(), (0, 0), "every entry went at zero");
+        assert!(table.get(inos[0]).is_none());
+        assert_eq!(table.remember(root.clone()), ROOT_ID);
+        assert_eq!(table.counts(), (0, 0), "the root is not counted");
     }
 }

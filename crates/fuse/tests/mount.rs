@@ -419,3 +419,57 @@ fn unmount_with_open_files_and_a_blocked_locker() {
         "the connection is aborted"
     );
 }
+
+#[test]
+fn lookups_and_forgets_racing_renames_and_links_leak_nothing() {
+    require_fuse!();
+    let (dir, server) = mount(4);
+    let root = dir.path().to_owned();
+    let vfs = server.vfs().clone();
+    let base = vfs.inode_count();
+    for i in 0..8 {
+        std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+        std::fs::hard_link(root.join(format!("f{i}")), root.join(format!("h{i}"))).unwrap();
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // Lookups by both names of every inode...
+        for t in 0..8 {
+            let (root, stop) = (&root, &stop);
+            s.spawn(move || {
+                let mut k = t;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let name = if k % 2 == 0 { "f" } else { "h" };
+                    let _ = std::fs::metadata(root.join(format!("{name}{}", k % 8)));
+                    k += 1;
+                }
+            });
+        }
+        // ...while names move around and the kernel is made to forget.
+        let (root, stop) = (&root, &stop);
+        s.spawn(move || {
+            for r in 0..200 {
+                let i = r % 8;
+                let _ = std::fs::rename(root.join(format!("h{i}")), root.join(format!("m{i}")));
+                let _ = std::fs::rename(root.join(format!("m{i}")), root.join(format!("h{i}")));
+                if r % 20 == 0 {
+                    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"2");
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    });
+    for i in 0..8 {
+        std::fs::remove_file(root.join(format!("f{i}"))).unwrap();
+        std::fs::remove_file(root.join(format!("h{i}"))).unwrap();
+    }
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    if !forget_all(&server) {
+        eprintln!("SKIPPED the forget half of the test");
+        return;
+    }
+    vfs.drop_caches();
+    assert_eq!(server.stats().nodes, 0);
+    assert_eq!(vfs.inode_count(), base, "no inode leaked");
+    server.unmount().unwrap();
+}
