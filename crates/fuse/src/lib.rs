@@ -44,6 +44,17 @@
 //! the kernel queue it again if, and only if, the target is still pending: the libfuse
 //! rule.
 //!
+//! ## `/sys` and poll
+//!
+//! With `MountOptions::sys` the kernfs demo tree is mounted at `/sys` in the `Vfs`
+//! before serving. Its nodes get node ids tagged with their superblock, TTL 0 (kernfs
+//! changes behind our back) and `direct_io` opens (every read reaches the attribute's
+//! `show`). `FUSE_POLL` answers the kernfs open file's mask and, when the kernel asks to
+//! be notified (`kh`), registers once per handle a kernfs waiter that sends
+//! `FUSE_NOTIFY_POLL` for `kh`; so `sysfs_notify` (`Kernfs::notify`) wakes a `poll` or
+//! `epoll` on the mount. Regular files answer `DEFAULT_POLLMASK` (not `ENOSYS`, which
+//! would make the kernel stop asking for every file).
+//!
 //! ## Lock owners
 //!
 //! POSIX `fcntl` locks arrive with the kernel's hash of the caller's `files_struct` as
@@ -79,6 +90,8 @@ use std::thread::JoinHandle;
 
 use polyfuse::{KernelConfig, Session};
 use scalevfs::{Vfs, VfsOptions};
+use scalevfs_kernfs::demo::{demo_tree, DemoTree};
+use scalevfs_kernfs::{Kernfs, KernfsFs};
 
 mod server;
 mod tables;
@@ -199,6 +212,21 @@ pub struct Server {
     conn: u32,
     /// `stop` ran (or `wait` saw the connection end).
     stopped: bool,
+    /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
+    sys: Option<(Arc<KernfsFs>, DemoTree)>,
+}
+
+/// Builds the kernfs demo tree and mounts it at `/sys` in `vfs` (`docs/fuse.md` section
+/// 6; the same tree as `scalevfs sys`).
+fn mount_sys(vfs: &Arc<Vfs>) -> Result<(Arc<KernfsFs>, DemoTree), scalevfs_vfs::Errno> {
+    let core = vfs.core();
+    let root_owner = scalevfs::inodes::Owner { uid: 0, gid: 0 };
+    core.node_mkdir(&core.root_node(), b"sys", 0o755, root_owner)?;
+    let k = Kernfs::new(scalevfs_kernfs::Locking::Scalable);
+    let tree = demo_tree(&k)?;
+    let fs = KernfsFs::new(k);
+    vfs.mount("/sys", fs.clone())?;
+    Ok((fs, tree))
 }
 
 impl Server {
@@ -215,20 +243,31 @@ impl Server {
     }
 
     /// Mounts a new scalevfs (tmpfs root with `size_limit` and `inode_limit`) on
-    /// `mountpoint` as `options` say. `sys` is not implemented yet: `Mount(Unsupported)`.
+    /// `mountpoint` as `options` say; with `sys`, the kernfs demo tree is mounted at
+    /// `/sys` inside it ([`Server::sys`]).
     pub fn mount_with(mountpoint: &Path, options: &MountOptions) -> Result<Server, MountError> {
-        if options.sys {
-            return Err(MountError::Mount(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "--sys is not implemented yet",
-            )));
-        }
         let vfs = Vfs::new(VfsOptions {
             size_limit: options.size_limit,
             inode_limit: options.inode_limit,
             ..VfsOptions::default()
         });
-        Server::serve(vfs, mountpoint, options)
+        let sys =
+            if options.sys {
+                Some(mount_sys(&vfs).map_err(|e| {
+                    MountError::Mount(io::Error::other(format!("building /sys: {e}")))
+                })?)
+            } else {
+                None
+            };
+        let mut server = Server::serve(vfs, mountpoint, options)?;
+        server.sys = sys;
+        Ok(server)
+    }
+
+    /// The kernfs tree under `/sys` (with `MountOptions::sys`): `sys().0.kernfs().notify`
+    /// is `sysfs_notify`, which wakes pollers through FUSE poll notifications.
+    pub fn sys(&self) -> Option<(&KernfsFs, &DemoTree)> {
+        self.sys.as_ref().map(|(k, t)| (&**k, t))
     }
 
     /// Serves `vfs` (its root directory) on `mountpoint`. Nobody else should change the
@@ -269,6 +308,7 @@ impl Server {
             mountpoint: mountpoint.to_owned(),
             conn,
             stopped: false,
+            sys: None,
         };
         for i in 0..options.threads.max(1) {
             let inner = server.inner.clone();

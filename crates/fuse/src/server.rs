@@ -11,11 +11,13 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use polyfuse::op::{Operation, SetAttrTime};
 use polyfuse::reply::{
-    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, ReaddirOut, StatfsOut, WriteOut,
+    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut,
 };
 use polyfuse::{Request, Session};
 use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
 use scalevfs::Vfs;
+use scalevfs_kernfs::vfs::KernfsFile;
+use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{
     FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
@@ -24,10 +26,11 @@ use scalevfs_vfs::{Errno, Stat, Timespec};
 
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 
-/// How long the kernel may cache entries and attributes. Every change goes through this
-/// mount (nobody else holds the `Vfs` while it is served), and the kernel invalidates
-/// what its own operations change, so caching is safe; see the README's FUSE differences
-/// for what it costs (atime).
+/// How long the kernel may cache entries and attributes of the tmpfs root. Every change
+/// goes through this mount (nobody else holds the `Vfs` while it is served), and the
+/// kernel invalidates what its own operations change, so caching is safe; see the
+/// README's FUSE differences for what it costs (atime). Nodes of other file systems
+/// (kernfs under `/sys`, which changes behind our back) are not cached (TTL 0).
 const TTL: Duration = Duration::from_secs(1);
 
 /// Counters a test reads to see what reached the server.
@@ -155,19 +158,33 @@ impl Fs {
         self.vfs.locks()
     }
 
+    /// Whether `node` belongs to the tmpfs root (not a file system mounted inside).
+    fn in_root_fs(&self, node: &Node) -> bool {
+        std::ptr::eq(node.inode().sb(), self.nodes.root().inode().sb())
+    }
+
+    fn ttl(&self, node: &Node) -> Duration {
+        if self.in_root_fs(node) {
+            TTL
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// Replies with an entry for `node`, counting the kernel's new reference first (the
     /// FORGET may arrive on another worker as soon as the reply is written) and taking it
     /// back if the reply could not be delivered (an interrupted request: no FORGET comes).
     fn reply_entry(&self, req: &Request, node: Node, open: Option<OpenOut>) -> io::Result<()> {
         let st = node.stat();
         let generation = node.generation();
+        let ttl = self.ttl(&node);
         let id = self.nodes.remember(node);
         let mut out = EntryOut::default();
         fill_attr(&st, out.attr());
         out.ino(id);
         out.generation(generation);
-        out.ttl_attr(TTL);
-        out.ttl_entry(TTL);
+        out.ttl_attr(ttl);
+        out.ttl_entry(ttl);
         let r = match open {
             None => req.reply(out),
             Some(o) => req.reply((out, o)),
@@ -178,20 +195,16 @@ impl Fs {
         r
     }
 
-    fn reply_attr(req: &Request, st: &Stat) -> io::Result<()> {
+    fn reply_attr(&self, req: &Request, node: &Node) -> io::Result<()> {
         let mut out = AttrOut::default();
-        fill_attr(st, out.attr());
-        out.ttl(TTL);
+        fill_attr(&node.stat(), out.attr());
+        out.ttl(self.ttl(node));
         req.reply(out)
     }
 
     fn open_handle(&self, node: Node, flags: i32) -> Res<u64> {
         let file = self.vfs.core().node_open(&node, flags).map_err(e)?;
-        Ok(self.files.insert(Handle {
-            node,
-            file,
-            owners: Mutex::new(Vec::new()),
-        }))
+        Ok(self.files.insert(Handle::new(node, file)))
     }
 }
 
@@ -236,7 +249,7 @@ impl Dispatcher {
                 Ok(()) // forget has no reply
             }
             Operation::Getattr(op) => match fs.node(op.ino()) {
-                Ok(n) => Fs::reply_attr(&req, &n.stat()),
+                Ok(n) => fs.reply_attr(&req, &n),
                 Err(err) => req.reply_error(err),
             },
             Operation::Setattr(op) => {
@@ -261,7 +274,7 @@ impl Dispatcher {
                     .node(op.ino())
                     .and_then(|n| core.node_setattr(&n, &a).map_err(e).map(|_| n))
                 {
-                    Ok(n) => Fs::reply_attr(&req, &n.stat()),
+                    Ok(n) => fs.reply_attr(&req, &n),
                     Err(err) => req.reply_error(err),
                 }
             }
@@ -328,11 +341,7 @@ impl Dispatcher {
                 });
                 match r {
                     Ok((node, file)) => {
-                        let fh = fs.files.insert(Handle {
-                            node: node.clone(),
-                            file,
-                            owners: Mutex::new(Vec::new()),
-                        });
+                        let fh = fs.files.insert(Handle::new(node.clone(), file));
                         let mut o = OpenOut::default();
                         o.fh(fh);
                         let r = fs.reply_entry(&req, node, Some(o));
@@ -586,9 +595,42 @@ impl Dispatcher {
                 // the target is still pending.
                 None => req.reply_error(libc::EAGAIN),
             },
-            // Regular files are always ready (ENOSYS: the kernel stops asking); xattrs,
-            // bmap, copy_file_range: not in the VFS (the kernel falls back or reports
-            // EOPNOTSUPP).
+            Operation::Poll(op) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let revents = match h.file.private::<Arc<KernfsFile>>() {
+                        Some(kf) => {
+                            // Register before computing the mask, so a notify in between
+                            // is not lost: it either finds the waker or happened before
+                            // `poll` below reads the event count.
+                            if let Some(kh) = op.kh() {
+                                let mut reg = h.poll.lock();
+                                if reg.map(|(k, _)| k) != Some(kh) {
+                                    let notifier = self.session.notifier();
+                                    let waker: Waker = Arc::new(move |_| {
+                                        // Fails only if the connection is gone.
+                                        let _ = notifier.poll_wakeup(kh);
+                                    });
+                                    if let Some(key) = kf.open_file().add_waiter(waker) {
+                                        if let Some((_, old)) = reg.replace((kh, key)) {
+                                            kf.open_file().remove_waiter(old);
+                                        }
+                                    }
+                                }
+                            }
+                            kf.open_file().poll()
+                        }
+                        // Regular files (not ENOSYS, which would make the kernel stop
+                        // asking for every file, kernfs ones included).
+                        None => DEFAULT_POLLMASK,
+                    };
+                    let mut out = PollOut::default();
+                    out.revents(revents & op.events());
+                    req.reply(out)
+                }
+                Err(err) => req.reply_error(err),
+            },
+            // Xattrs, bmap, copy_file_range, lseek: not in the VFS or not decoded by
+            // polyfuse (the kernel falls back or reports EOPNOTSUPP).
             _ => req.reply_error(libc::ENOSYS),
         };
         drop(r);
@@ -621,14 +663,17 @@ impl Dispatcher {
     }
 
     fn open(&self, req: &Request, ino: u64, flags: i32) -> io::Result<()> {
-        match self
-            .fs
-            .node(ino)
-            .and_then(|n| self.fs.open_handle(n, flags))
-        {
-            Ok(fh) => {
+        let opened = self.fs.node(ino).and_then(|n| {
+            // Attribute files of kernfs: every read must reach us (sysfs re-reads after a
+            // poll), not the page cache.
+            let direct = !self.fs.in_root_fs(&n) && !n.is_dir();
+            Ok((self.fs.open_handle(n, flags)?, direct))
+        });
+        match opened {
+            Ok((fh, direct)) => {
                 let mut out = OpenOut::default();
                 out.fh(fh);
+                out.direct_io(direct);
                 let r = req.reply(out);
                 if r.is_err() {
                     self.fs.files.remove(fh); // no RELEASE will come
@@ -644,6 +689,11 @@ impl Dispatcher {
     /// of the VFS open file (dropped here unless a lock waiter still holds it).
     fn release(&self, fh: u64) {
         if let Some(h) = self.fs.files.remove(fh) {
+            if let Some((_, key)) = h.poll.lock().take() {
+                if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
+                    kf.open_file().remove_waiter(key);
+                }
+            }
             let owners = std::mem::take(&mut *h.owners.lock());
             if let Some(ctx) = h.node.inode().lock_ctx.get() {
                 for owner in owners {

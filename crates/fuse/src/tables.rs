@@ -2,11 +2,13 @@
 //! nodes, handles or uniques take different mutexes (no global lock on any request path).
 //!
 //! * [`NodeTable`]: FUSE node id -> ([`Node`], lookup count). A node id is the VFS inode
-//!   number (never reused: tmpfs numbers come from a 64-bit counter, and the entry's
-//!   `Node` keeps the inode, hence its number, alive), and 1 for the root. So two lookups
-//!   of one inode (hard links, a rename) get one node id without a second map, and the
-//!   generation is always 0. Numbers come in per-thread blocks of 1024 consecutive values,
-//!   so `id % 64` spreads them over the shards.
+//!   number (never reused: tmpfs numbers come from a 64-bit counter, kernfs numbers are
+//!   unique in their tree, and the entry's `Node` keeps the inode, hence its number,
+//!   alive), tagged with the superblock for file systems mounted inside (`--sys`:
+//!   `(dev - root dev) << 48 | ino`), and 1 for the root. So two lookups of one inode
+//!   (hard links, a rename) get one node id without a second map, and the generation is
+//!   always 0. tmpfs numbers come in per-thread blocks of 1024 consecutive values, so
+//!   `id % 64` spreads them over the shards.
 //! * [`FileTable`]: `fh` -> open file handle. `fh = seq << 6 | shard`, the shard picked by
 //!   the current CPU (the per-shard `seq` lives under the shard's mutex: no shared counter).
 //! * [`Waits`]: request `unique` -> [`CancelToken`] of a sleeping lock request.
@@ -60,11 +62,18 @@ impl NodeTable {
 
     /// The node id the kernel will know `node` by.
     pub fn id_of(&self, node: &Node) -> u64 {
-        if std::ptr::eq(node.inode(), self.root.inode()) {
-            ROOT_ID
-        } else {
-            node.ino()
+        let (inode, root) = (node.inode(), self.root.inode());
+        if std::ptr::eq(inode, root) {
+            return ROOT_ID;
         }
+        let tag = inode.sb().dev.wrapping_sub(root.sb().dev);
+        debug_assert!(node.ino() < 1 << 48, "inode numbers fit in 48 bits");
+        tag << 48 | node.ino()
+    }
+
+    /// The root's node.
+    pub fn root(&self) -> &Node {
+        &self.root
     }
 
     /// The node behind `id` (`None`: unknown or forgotten: the kernel's reference is stale).
@@ -136,6 +145,20 @@ pub struct Handle {
     /// POSIX-style owners that locked through this handle and have not flushed it since:
     /// at release these can only be OFD owners (see `docs/fuse.md` section 5).
     pub owners: Mutex<Vec<u64>>,
+    /// The kernel's poll handle and our registration with the kernfs open file that
+    /// wakes it (`--sys` attribute files), removed at release.
+    pub poll: Mutex<Option<(u64, scalevfs_kernfs::WaiterKey)>>,
+}
+
+impl Handle {
+    pub fn new(node: Node, file: FileRef) -> Handle {
+        Handle {
+            node,
+            file,
+            owners: Mutex::new(Vec::new()),
+            poll: Mutex::new(None),
+        }
+    }
 }
 
 struct FileShard {
