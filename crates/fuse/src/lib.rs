@@ -480,9 +480,24 @@ fn detach(mountpoint: &Path) -> io::Result<()> {
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
     if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } < 0 {
         let e = io::Error::last_os_error();
-        // EINVAL: not a mount point any more (e.g. `scalevfs umount` got there first).
-        if e.raw_os_error() != Some(libc::EINVAL) {
-            return Err(e);
+        match e.raw_os_error() {
+            // Not a mount point any more (e.g. `scalevfs umount` got there first).
+            Some(libc::EINVAL) => {}
+            // Not root: the setuid helper may unmount what its user mounted.
+            Some(libc::EPERM) => {
+                let fusermount = fusermount_path().ok_or(e)?;
+                let st = std::process::Command::new(fusermount)
+                    .args(["-u", "-z", "-q"])
+                    .arg(mountpoint)
+                    .status()?;
+                if !st.success() {
+                    return Err(io::Error::other(format!(
+                        "fusermount3 -u -z {} failed: {st}",
+                        mountpoint.display()
+                    )));
+                }
+            }
+            _ => return Err(e),
         }
     }
     Ok(())

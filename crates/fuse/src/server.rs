@@ -329,15 +329,21 @@ impl Dispatcher {
                 Err(err) => req.reply_error(err),
             },
             Operation::Create(op) => {
+                let flags = op.open_flags() as i32;
                 let r = fs.node(op.parent()).and_then(|d| {
-                    core.node_create(
-                        &d,
-                        name_bytes(op.name()),
-                        op.mode(),
-                        op.open_flags() as i32,
-                        owner_of(&req),
-                    )
-                    .map_err(e)
+                    let name = name_bytes(op.name());
+                    match core.node_create(&d, name, op.mode(), flags, owner_of(&req)) {
+                        // Created meanwhile and no O_EXCL: open(2) opens the existing file.
+                        Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {
+                            let n = core.node_lookup(&d, name).map_err(e)?;
+                            if n.is_dir() {
+                                return Err(libc::EISDIR);
+                            }
+                            let f = core.node_open(&n, flags).map_err(e)?;
+                            Ok((n, f))
+                        }
+                        r => r.map_err(e),
+                    }
                 });
                 match r {
                     Ok((node, file)) => {
