@@ -78,7 +78,7 @@
 //!
 //! The shard mutexes of `tables` are leaves, never held while calling the VFS or writing
 //! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf. Counters are
-//! statistics (`Relaxed`).
+//! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
 use std::ffi::{CString, OsString};
 use std::fmt;

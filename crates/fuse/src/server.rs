@@ -4,7 +4,6 @@
 use std::ffi::OsStr;
 use std::io::{self, Read as _};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use polyfuse::reply::{
 use polyfuse::{Request, Session};
 use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
 use scalevfs::Vfs;
+use scalevfs_kernfs::demo::ShardedCounter;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
 use scalevfs_vfs::cancel::CancelToken;
@@ -57,9 +57,11 @@ pub(crate) struct Fs {
     pub nodes: NodeTable,
     pub files: FileTable,
     pub waits: Waits,
-    posix_requests: AtomicU64,
-    flock_requests: AtomicU64,
-    interrupts: AtomicU64,
+    // Statistics, sharded by CPU so that lock requests on different files do not all
+    // write one cache line.
+    posix_requests: ShardedCounter,
+    flock_requests: ShardedCounter,
+    interrupts: ShardedCounter,
 }
 
 fn e(err: Errno) -> i32 {
@@ -123,9 +125,9 @@ impl Fs {
             nodes: NodeTable::new(root),
             files: FileTable::new(),
             waits: Waits::new(),
-            posix_requests: AtomicU64::new(0),
-            flock_requests: AtomicU64::new(0),
-            interrupts: AtomicU64::new(0),
+            posix_requests: ShardedCounter::new(),
+            flock_requests: ShardedCounter::new(),
+            interrupts: ShardedCounter::new(),
         }
     }
 
@@ -134,10 +136,10 @@ impl Fs {
         Stats {
             nodes,
             lookups,
-            posix_requests: self.posix_requests.load(Ordering::Relaxed),
-            flock_requests: self.flock_requests.load(Ordering::Relaxed),
+            posix_requests: self.posix_requests.sum(),
+            flock_requests: self.flock_requests.sum(),
             waiting: self.waits.len() as u64,
-            interrupts: self.interrupts.load(Ordering::Relaxed),
+            interrupts: self.interrupts.sum(),
             open_files: self.files.len() as u64,
         }
     }
@@ -510,7 +512,7 @@ impl Dispatcher {
                 Err(err) => req.reply_error(err),
             },
             Operation::Getlk(op) => {
-                fs.posix_requests.fetch_add(1, Ordering::Relaxed);
+                fs.posix_requests.inc();
                 let r = fs.node(op.ino()).and_then(|n| {
                     let lr = lock_request(
                         LockOwner::Process(op.owner().into_raw()),
@@ -540,7 +542,7 @@ impl Dispatcher {
                 }
             }
             Operation::Setlk(op) => {
-                fs.posix_requests.fetch_add(1, Ordering::Relaxed);
+                fs.posix_requests.inc();
                 let owner = op.owner().into_raw();
                 let prepared = fs.handle(op.fh()).and_then(|h| {
                     let lr = lock_request(
@@ -570,7 +572,7 @@ impl Dispatcher {
                 }
             }
             Operation::Flock(op) => {
-                fs.flock_requests.fetch_add(1, Ordering::Relaxed);
+                fs.flock_requests.inc();
                 let lop = op.op().unwrap_or(0) as i32;
                 let pid = req.pid() as i32;
                 match fs.handle(op.fh()) {
@@ -593,7 +595,7 @@ impl Dispatcher {
             }
             Operation::Interrupt(op) => match fs.waits.get(op.unique()) {
                 Some(token) => {
-                    fs.interrupts.fetch_add(1, Ordering::Relaxed);
+                    fs.interrupts.inc();
                     token.cancel();
                     Ok(()) // an interrupt is not answered unless it must be requeued
                 }
