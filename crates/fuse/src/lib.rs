@@ -77,7 +77,9 @@
 //! ## Locks and orderings
 //!
 //! The shard mutexes of `tables` are leaves, never held while calling the VFS or writing
-//! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf. Counters are
+//! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf; its poll
+//! registration mutex is taken before the kernfs open file's wait-queue lock (the waker
+//! that lock runs takes nothing of ours). Counters are
 //! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
 use std::ffi::{CString, OsString};

@@ -473,3 +473,28 @@ fn lookups_and_forgets_racing_renames_and_links_leak_nothing() {
     assert_eq!(vfs.inode_count(), base, "no inode leaked");
     server.unmount().unwrap();
 }
+
+#[test]
+fn wait_returns_when_the_mount_is_unmounted_from_outside() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let root = dir.path().to_owned();
+    std::fs::write(root.join("f"), b"x").unwrap();
+    wait_for(&server, "the file released", |s| s.open_files == 0);
+    let waiter = std::thread::spawn(move || server.wait());
+    // `umount` as an administrator would (no lazy detach: nothing is open).
+    let c = cpath(&root);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // SAFETY: valid NUL-terminated path.
+    while unsafe { libc::umount(c.as_ptr()) } != 0 {
+        // EBUSY while a background RELEASE is still in flight: retry.
+        assert!(
+            std::time::Instant::now() < deadline,
+            "umount: errno {}",
+            errno()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    waiter.join().unwrap().unwrap();
+    assert!(!mounted(&root));
+}
