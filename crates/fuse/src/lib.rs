@@ -1,103 +1,105 @@
-//! # scalevfs FUSE groundwork (issue 7): the polyfuse spike
+//! # scalevfs FUSE server (issue 7)
 //!
-//! This crate proves, on a real kernel, the FUSE mechanics the real `scalevfs mount` server
-//! needs, over a small fixed in-memory tree (not the VFS, which is still being written) and
-//! the real [`scalevfs_vfs::locks::LockManager`]. The design of the real server, and why
-//! polyfuse was chosen over fuser, is in `docs/fuse.md`.
+//! Serves a scalevfs [`Vfs`] (a tmpfs root) through the kernel's FUSE driver, so that
+//! unmodified programs use it, with file locks that reach our lock manager. The design and
+//! the lessons of the spike that preceded it are in `docs/fuse.md`; polyfuse 0.5.1 was
+//! chosen because it passes `FUSE_LK_FLOCK` and `FUSE_INTERRUPT` through.
 //!
-//! ## What it serves
+//! ## Nodes and handles
 //!
-//! `/hello`, `/lockme` (4 KiB of zeros), `/sub/inner`, and `/event`, a sysfs-like
-//! attribute whose count [`Server::notify_event`] bumps: lookup, forget, getattr, opendir,
-//! readdir, releasedir, open, read, write (in place, no growth), flush, release, statfs,
-//! getlk, setlk, setlkw, flock and poll (with `FUSE_NOTIFY_POLL` wake-ups, the path kernfs
-//! notify will take). Every other opcode gets `ENOSYS`.
+//! A FUSE node id names a VFS inode held by a [`Node`](scalevfs::inodes::Node) (a counted
+//! dentry reference: keeps the inode alive without a path) in the sharded node table of
+//! `tables`; the node id is the inode number (the root: 1), and the table counts the
+//! kernel's lookups exactly (one critical section per lookup and per forget: libfuse PR
+//! #1368/#1371). An `fh` names an open file description of the VFS (`node_open`, no fd)
+//! in the sharded file table.
+//!
+//! ## Credentials
+//!
+//! Mounted with `default_permissions`: the kernel checks permissions with the caller's
+//! fsuid, fsgid, supplementary groups and capabilities (a FUSE request carries only uid,
+//! gid and pid), and computes the set-id bit changes (we do not set
+//! `FUSE_HANDLE_KILLPRIV`, so they arrive as explicit mode changes) and the umask. The VFS
+//! then runs each operation without permission checks, and new files are owned by the
+//! request's uid and gid (or a setgid directory's group).
 //!
 //! ## Threads
 //!
-//! `threads` workers each loop on `poll([/dev/fuse, shutdown eventfd])` and then read one
-//! request from the shared, non-blocking `/dev/fuse` fd; the kernel hands each request to
-//! exactly one reader, so workers share nothing but the maps below. A request that has to
-//! *wait* (`FUSE_SETLKW` or a blocking flock that conflicts) never sleeps on a worker:
-//! it is retried without waiting first, and only if that conflicts is it moved to a thread
-//! of its own that sleeps in the lock manager on a [`CancelToken`]. So workers stay free
-//! to read the `FUSE_INTERRUPT` that cancels it, and no number of blocked lockers can
-//! starve the mount.
+//! `threads` workers each loop on a blocking read of the shared `/dev/fuse` fd (the
+//! kernel's device wait is exclusive: one idle worker is woken per request) and end on
+//! `ENODEV`, which the abort at unmount guarantees. A request that has to *wait*
+//! (`FUSE_SETLKW` or a blocking flock that conflicts) never sleeps on a worker: it is tried
+//! without waiting first, and only if that conflicts is it moved to a thread of its own
+//! that sleeps in the lock manager on a [`CancelToken`](scalevfs_vfs::cancel::CancelToken).
+//! So workers stay free to read the `FUSE_INTERRUPT` that cancels it, and no number of
+//! blocked lockers can starve the mount.
 //!
 //! ## Interrupts
 //!
-//! The token of a waiting request is published in [`Shards`] under the request's
-//! `unique` *before* the wait starts and removed after the reply is written. A
-//! `FUSE_INTERRUPT` for a published unique cancels the token (the lock manager unqueues
-//! the waiter and the request is answered `EINTR`; a grant that won the race stands, as
-//! on Linux). For an unknown unique (not yet published, or already answered) we answer
-//! the interrupt `EAGAIN`, which makes the kernel queue it again if, and only if, the
-//! target is still pending: the libfuse rule.
+//! The token of a waiting request is published under the request's `unique` *before* the
+//! wait starts and removed after the reply is written. A `FUSE_INTERRUPT` for a published
+//! unique cancels the token (the lock manager unqueues the waiter and the request is
+//! answered `EINTR`; a grant that won the race stands, as on Linux). For an unknown unique
+//! (not yet published, or already answered) we answer the interrupt `EAGAIN`, which makes
+//! the kernel queue it again if, and only if, the target is still pending: the libfuse
+//! rule.
+//!
+//! ## `/sys` and poll
+//!
+//! With `MountOptions::sys` the kernfs demo tree is mounted at `/sys` in the `Vfs`
+//! before serving. Its nodes get node ids tagged with their superblock, TTL 0 (kernfs
+//! changes behind our back) and `direct_io` opens (every read reaches the attribute's
+//! `show`). `FUSE_POLL` answers the kernfs open file's mask and, when the kernel asks to
+//! be notified (`kh`), registers once per handle a kernfs waiter that sends
+//! `FUSE_NOTIFY_POLL` for `kh`; so `sysfs_notify` (`Kernfs::notify`) wakes a `poll` or
+//! `epoll` on the mount. Regular files answer `DEFAULT_POLLMASK` (not `ENOSYS`, which
+//! would make the kernel stop asking for every file).
 //!
 //! ## Lock owners
 //!
 //! POSIX `fcntl` locks arrive with the kernel's hash of the caller's `files_struct` as
-//! `lock_owner`: that is [`LockOwner::Process`]. flock requests carry `FUSE_LK_FLOCK`
-//! (polyfuse gives them as `Operation::Flock`) and are owned by the open file description,
-//! which maps 1:1 to our file handle `fh`: [`LockOwner::File`]`(fh)`. OFD locks arrive
+//! `lock_owner`: [`LockOwner::Process`](scalevfs_vfs::locks::LockOwner). flock requests
+//! carry `FUSE_LK_FLOCK` (polyfuse's `Operation::Flock`) and are owned by the VFS open
+//! file description behind the `fh` (`LockOwner::File(lock_id)`). OFD locks arrive
 //! indistinguishable from POSIX ones, owned by the hash of the `struct file`; they are
-//! released at `FUSE_RELEASE` through the per-handle owner set (see `docs/fuse.md`).
+//! released at `FUSE_RELEASE` through the per-handle owner set (`docs/fuse.md` section 5).
 //! `FUSE_FLUSH` (every `close(2)`) releases the flushing owner's POSIX locks: the POSIX
 //! close rule.
 //!
-//! ## Lookup counts
-//!
-//! Each node has an atomic lookup count: +1 per successful lookup reply, -n per forget.
-//! The nodes of this fixed tree are never freed, so the count is only checked (it must
-//! return to zero once the kernel has forgotten everything); the real server's freeing
-//! protocol is in `docs/fuse.md`.
-//!
 //! ## Shutdown
 //!
-//! [`Server::unmount`]: set the shutdown eventfd (wakes every worker's poll), cancel every
-//! waiting lock request (they answer `EINTR`), abort the connection through fusectl
-//! (pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`: closing `/dev/fuse` is not
-//! enough while a forked child holds a copy of it), detach the mount
-//! (`umount2(MNT_DETACH)`, which succeeds with files still open) and join the workers.
+//! [`Server::unmount`]: cancel every waiting lock request (they answer `EINTR`), abort the
+//! connection through fusectl (pending requests fail with `ECONNABORTED`, later ones with
+//! `ENOTCONN`; closing `/dev/fuse` is not enough while a forked child holds a copy of it;
+//! the workers' reads return `ENODEV`), detach the mount (`umount2(MNT_DETACH)`, which
+//! succeeds with files still open), join the workers and drop every node and handle.
 //!
 //! ## Locks and orderings
 //!
-//! Each shard of [`Shards`] is a `parking_lot::Mutex` held only for one map operation;
-//! a node's data is under its own `RwLock`; the per-handle owner set under its own mutex.
-//! None of them is held while calling the lock manager or writing to `/dev/fuse`, so there
-//! is no lock order beyond the lock manager's own. Counters are statistics (`Relaxed`);
-//! the shutdown flag is published by the eventfd write, which every worker observes
-//! through `poll` (a syscall, hence ordered).
+//! The shard mutexes of `tables` are leaves, never held while calling the VFS or writing
+//! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf; its poll
+//! registration mutex is taken before the kernfs open file's wait-queue lock (the waker
+//! that lock runs takes nothing of ours). Counters are
+//! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
-use std::collections::HashMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{CString, OsString};
 use std::fmt;
-use std::io::{self, Read as _};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
-use polyfuse::op::{Forget, Operation};
-use polyfuse::reply::{
-    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut,
-};
-use polyfuse::{KernelConfig, Request, Session};
-use scalevfs_primitives::Locking;
-use scalevfs_vfs::cancel::CancelToken;
-use scalevfs_vfs::locks::{
-    FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
-};
-use scalevfs_vfs::Errno;
+use polyfuse::{KernelConfig, Session};
+use scalevfs::{Vfs, VfsOptions};
+use scalevfs_kernfs::demo::{demo_tree, DemoTree};
+use scalevfs_kernfs::{Kernfs, KernfsFs};
 
-/// The root's node id, fixed by the FUSE protocol.
-pub const ROOT_INO: u64 = 1;
-const TTL: Duration = Duration::from_secs(1);
-const NSHARDS: usize = 16;
+mod server;
+mod tables;
+
+pub use server::Stats;
+use server::{Dispatcher, Fs};
 
 /// Why a mount could not be set up: each is one line for the user (see `docs/fuse.md`).
 #[derive(Debug)]
@@ -171,233 +173,6 @@ pub fn preflight(mountpoint: &Path) -> Result<PathBuf, MountError> {
     fusermount_path().ok_or(MountError::NoFusermount)
 }
 
-/// A 16-way sharded map, so that concurrent requests on different keys take different
-/// mutexes (keys are request uniques and file handles: sequential, so `key % 16` spreads
-/// them evenly).
-struct Shards<V> {
-    shards: [Mutex<HashMap<u64, V>>; NSHARDS],
-}
-
-impl<V: Clone> Shards<V> {
-    fn new() -> Self {
-        Shards {
-            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
-        }
-    }
-    fn shard(&self, key: u64) -> &Mutex<HashMap<u64, V>> {
-        &self.shards[(key % NSHARDS as u64) as usize]
-    }
-    fn insert(&self, key: u64, v: V) {
-        self.shard(key).lock().insert(key, v);
-    }
-    fn get(&self, key: u64) -> Option<V> {
-        self.shard(key).lock().get(&key).cloned()
-    }
-    fn remove(&self, key: u64) -> Option<V> {
-        self.shard(key).lock().remove(&key)
-    }
-    fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
-    }
-    fn values(&self) -> Vec<V> {
-        self.shards
-            .iter()
-            .flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>())
-            .collect()
-    }
-}
-
-enum Kind {
-    Dir(Vec<(OsString, u64)>),
-    File(RwLock<Vec<u8>>),
-    /// A sysfs-like attribute: reads give the event count; poll reports `POLLPRI |
-    /// POLLERR` once [`Server::notify_event`] has run since the open file last read it.
-    Event,
-}
-
-struct Node {
-    ino: u64,
-    parent: u64,
-    kind: Kind,
-    /// Lookup replies minus forgotten lookups.
-    lookups: AtomicU64,
-    locks: FileLockContext,
-}
-
-/// An open file handle (one per kernel open file description).
-struct OpenFile {
-    ino: u64,
-    /// POSIX-style owners that locked through this handle and have not flushed it since:
-    /// at release these can only be OFD owners (see `docs/fuse.md`).
-    owners: Mutex<Vec<u64>>,
-    /// The event count this open file last read (`Kind::Event` only).
-    seen: AtomicU64,
-}
-
-/// Counters a test reads to see what reached the server.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Stats {
-    /// Sum of all non-root nodes' lookup counts.
-    pub lookups: u64,
-    /// getlk/setlk/setlkw requests without `FUSE_LK_FLOCK`.
-    pub posix_requests: u64,
-    /// setlk/setlkw requests with `FUSE_LK_FLOCK`.
-    pub flock_requests: u64,
-    /// Lock requests sleeping right now.
-    pub waiting: u64,
-    /// `FUSE_INTERRUPT`s that cancelled a waiting request.
-    pub interrupts: u64,
-    /// Open file handles.
-    pub open_files: u64,
-    /// Poll handles (`kh`) waiting for a notification.
-    pub poll_handles: u64,
-}
-
-struct Fs {
-    nodes: Vec<Node>,
-    locks: LockManager,
-    files: Shards<Arc<OpenFile>>,
-    waits: Shards<CancelToken>,
-    next_fh: AtomicU64,
-    posix_requests: AtomicU64,
-    flock_requests: AtomicU64,
-    interrupts: AtomicU64,
-    /// The event node's count (Release in `notify_event`, Acquire in poll and read).
-    event: AtomicU64,
-    /// fh -> kh of open event files that asked to be notified. One mutex: only the one
-    /// event node uses it (the real server keeps this per kernfs open file).
-    polls: Mutex<HashMap<u64, u64>>,
-}
-
-impl Fs {
-    fn new() -> Fs {
-        let locks = LockManager::new(Locking::Scalable);
-        let mk = |ino, parent, kind| Node {
-            ino,
-            parent,
-            kind,
-            lookups: AtomicU64::new(0),
-            locks: locks.new_context(0, ino),
-        };
-        let dir =
-            |v: &[(&str, u64)]| Kind::Dir(v.iter().map(|(n, i)| (OsString::from(n), *i)).collect());
-        let file = |b: &[u8]| Kind::File(RwLock::new(b.to_vec()));
-        let nodes = vec![
-            mk(
-                1,
-                1,
-                dir(&[("hello", 2), ("lockme", 3), ("sub", 4), ("event", 6)]),
-            ),
-            mk(2, 1, file(b"hello, fuse\n")),
-            mk(3, 1, file(&[0; 4096])),
-            mk(4, 1, dir(&[("inner", 5)])),
-            mk(5, 4, file(b"inner\n")),
-            mk(6, 1, Kind::Event),
-        ];
-        Fs {
-            nodes,
-            locks,
-            files: Shards::new(),
-            waits: Shards::new(),
-            next_fh: AtomicU64::new(1),
-            posix_requests: AtomicU64::new(0),
-            flock_requests: AtomicU64::new(0),
-            interrupts: AtomicU64::new(0),
-            event: AtomicU64::new(0),
-            polls: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn node(&self, ino: u64) -> Result<&Node, i32> {
-        ino.checked_sub(1)
-            .and_then(|i| self.nodes.get(i as usize))
-            .ok_or(libc::ESTALE)
-    }
-
-    fn fill_attr(&self, n: &Node, attr: &mut FileAttr) {
-        attr.ino(n.ino);
-        match &n.kind {
-            Kind::Dir(children) => {
-                attr.mode(libc::S_IFDIR | 0o755);
-                let subdirs = children
-                    .iter()
-                    .filter(|(_, i)| matches!(self.nodes[*i as usize - 1].kind, Kind::Dir(_)))
-                    .count();
-                attr.nlink(2 + subdirs as u32);
-            }
-            Kind::File(data) => {
-                attr.mode(libc::S_IFREG | 0o644);
-                attr.nlink(1);
-                attr.size(data.read().len() as u64);
-            }
-            Kind::Event => {
-                attr.mode(libc::S_IFREG | 0o444);
-                attr.nlink(1);
-                attr.size(4096); // as sysfs: the real length is known only by reading
-            }
-        }
-        attr.blksize(4096);
-    }
-
-    fn stats(&self) -> Stats {
-        Stats {
-            lookups: self.nodes[1..]
-                .iter()
-                .map(|n| n.lookups.load(Ordering::Relaxed))
-                .sum(),
-            posix_requests: self.posix_requests.load(Ordering::Relaxed),
-            flock_requests: self.flock_requests.load(Ordering::Relaxed),
-            waiting: self.waits.len() as u64,
-            interrupts: self.interrupts.load(Ordering::Relaxed),
-            open_files: self.files.len() as u64,
-            poll_handles: self.polls.lock().len() as u64,
-        }
-    }
-
-    fn forget(&self, f: &Forget) {
-        if let Ok(n) = self.node(f.ino()) {
-            // The kernel never forgets more than it looked up; saturate anyway so that a
-            // buggy kernel cannot wrap the count.
-            let _ = n
-                .lookups
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-                    Some(c.saturating_sub(f.nlookup()))
-                });
-        }
-    }
-
-    fn open_file(&self, fh: u64, ino: u64) -> Result<Arc<OpenFile>, i32> {
-        match self.files.get(fh) {
-            Some(f) if f.ino == ino => Ok(f),
-            _ => Err(libc::EBADF),
-        }
-    }
-}
-
-fn errno(e: Errno) -> i32 {
-    e.0
-}
-
-/// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
-fn lock_request(
-    owner: LockOwner,
-    pid: u32,
-    typ: u32,
-    start: u64,
-    end: u64,
-) -> Result<LockRequest, i32> {
-    let ty = LockType::from_l_type(typ as i16).map_err(errno)?;
-    let start = i64::try_from(start).map_err(|_| libc::EINVAL)?;
-    let end = i64::try_from(end.min(OFFSET_MAX as u64)).map_err(|_| libc::EINVAL)?;
-    Ok(LockRequest {
-        owner,
-        pid: pid as i32,
-        ty,
-        start,
-        end,
-    })
-}
-
 /// What `scalevfs mount` asks of a mount (its command-line options).
 #[derive(Clone, Debug)]
 pub struct MountOptions {
@@ -429,50 +204,36 @@ impl Default for MountOptions {
     }
 }
 
-/// A mounted spike file system and its worker threads.
+/// A mounted scalevfs and its worker threads.
 pub struct Server {
-    inner: Arc<Inner>,
+    inner: Arc<Dispatcher>,
     workers: Vec<JoinHandle<io::Result<()>>>,
     mountpoint: PathBuf,
     /// The connection's name under `/sys/fs/fuse/connections`: the minor number of the
     /// mount's anonymous device.
     conn: u32,
+    /// `stop` ran (or `wait` saw the connection end).
+    stopped: bool,
+    /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
+    sys: Option<(Arc<KernfsFs>, DemoTree)>,
 }
 
-struct Inner {
-    session: Session,
-    fs: Fs,
-    /// Readable once shutdown has begun (never drained).
-    shutdown: EventFd,
-}
-
-struct EventFd(RawFd);
-
-impl EventFd {
-    fn new() -> io::Result<EventFd> {
-        // SAFETY: plain syscall with constant flags.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(EventFd(fd))
-    }
-    fn signal(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
-        unsafe { libc::write(self.0, (&one as *const u64).cast(), 8) };
-    }
-}
-
-impl Drop for EventFd {
-    fn drop(&mut self) {
-        // SAFETY: we own the fd and close it once.
-        unsafe { libc::close(self.0) };
-    }
+/// Builds the kernfs demo tree and mounts it at `/sys` in `vfs` (`docs/fuse.md` section
+/// 6; the same tree as `scalevfs sys`).
+fn mount_sys(vfs: &Arc<Vfs>) -> Result<(Arc<KernfsFs>, DemoTree), scalevfs_vfs::Errno> {
+    let core = vfs.core();
+    let root_owner = scalevfs::inodes::Owner { uid: 0, gid: 0 };
+    core.node_mkdir(&core.root_node(), b"sys", 0o755, root_owner)?;
+    let k = Kernfs::new(scalevfs_kernfs::Locking::Scalable);
+    let tree = demo_tree(&k)?;
+    let fs = KernfsFs::new(k);
+    vfs.mount("/sys", fs.clone())?;
+    Ok((fs, tree))
 }
 
 impl Server {
-    /// Mounts the spike tree on `mountpoint` and starts `threads` workers (at least 1).
+    /// Mounts a new empty scalevfs on `mountpoint` with `threads` workers (at least 1) and
+    /// the other options at their defaults.
     pub fn mount(mountpoint: &Path, threads: usize) -> Result<Server, MountError> {
         Server::mount_with(
             mountpoint,
@@ -483,10 +244,41 @@ impl Server {
         )
     }
 
-    /// Mounts on `mountpoint` as `options` say (the spike ignores the size, inode and
-    /// `sys` options).
+    /// Mounts a new scalevfs (tmpfs root with `size_limit` and `inode_limit`) on
+    /// `mountpoint` as `options` say; with `sys`, the kernfs demo tree is mounted at
+    /// `/sys` inside it ([`Server::sys`]).
     pub fn mount_with(mountpoint: &Path, options: &MountOptions) -> Result<Server, MountError> {
-        let threads = options.threads;
+        let vfs = Vfs::new(VfsOptions {
+            size_limit: options.size_limit,
+            inode_limit: options.inode_limit,
+            ..VfsOptions::default()
+        });
+        let sys =
+            if options.sys {
+                Some(mount_sys(&vfs).map_err(|e| {
+                    MountError::Mount(io::Error::other(format!("building /sys: {e}")))
+                })?)
+            } else {
+                None
+            };
+        let mut server = Server::serve(vfs, mountpoint, options)?;
+        server.sys = sys;
+        Ok(server)
+    }
+
+    /// The kernfs tree under `/sys` (with `MountOptions::sys`): `sys().0.kernfs().notify`
+    /// is `sysfs_notify`, which wakes pollers through FUSE poll notifications.
+    pub fn sys(&self) -> Option<(&KernfsFs, &DemoTree)> {
+        self.sys.as_ref().map(|(k, t)| (&**k, t))
+    }
+
+    /// Serves `vfs` (its root directory) on `mountpoint`. Nobody else should change the
+    /// tree while it is served: the kernel caches entries and attributes for a second.
+    pub fn serve(
+        vfs: Arc<Vfs>,
+        mountpoint: &Path,
+        options: &MountOptions,
+    ) -> Result<Server, MountError> {
         let fusermount = preflight(mountpoint)?;
         let mut config = KernelConfig::default();
         if options.allow_other {
@@ -496,63 +288,69 @@ impl Server {
             .auto_unmount(options.auto_unmount)
             .fusermount_path(&fusermount)
             .mount_option("default_permissions")
-            .mount_option("fsname=scalevfs-spike")
+            .mount_option("fsname=scalevfs")
+            .mount_option("subtype=scalevfs")
             .posix_locks(true)
-            .flock_locks(true);
+            .flock_locks(true)
+            // The kernel computes set-id bit removal and sends it as a mode change, and
+            // sends O_TRUNC as a setattr (see the crate docs).
+            .handle_killpriv(false)
+            .atomic_o_trunc(false);
         let canonical = std::fs::canonicalize(mountpoint).map_err(MountError::Mount)?;
         let session = Session::mount(mountpoint.to_owned(), config).map_err(MountError::Mount)?;
         // Not stat(2): that would send GETATTR to a server with no workers yet.
         let conn = connection_id(&canonical).map_err(MountError::Mount)?;
-        let fd = session.as_raw_fd();
-        // SAFETY: F_GETFL/F_SETFL on the session's open /dev/fuse fd.
-        unsafe {
-            let fl = libc::fcntl(fd, libc::F_GETFL);
-            if fl < 0 || libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK) < 0 {
-                return Err(MountError::Mount(io::Error::last_os_error()));
-            }
-        }
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(Dispatcher {
             session,
-            fs: Fs::new(),
-            shutdown: EventFd::new().map_err(MountError::Mount)?,
+            fs: Fs::new(vfs),
         });
-        let workers = (0..threads.max(1))
-            .map(|i| {
-                let inner = inner.clone();
-                std::thread::Builder::new()
-                    .name(format!("fuse-worker-{i}"))
-                    .spawn(move || inner.worker())
-                    .map_err(MountError::Mount)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Server {
+        let mut server = Server {
             inner,
-            workers,
+            workers: Vec::new(),
             mountpoint: mountpoint.to_owned(),
             conn,
-        })
+            stopped: false,
+            sys: None,
+        };
+        for i in 0..options.threads.max(1) {
+            let inner = server.inner.clone();
+            let w = std::thread::Builder::new()
+                .name(format!("fuse-worker-{i}"))
+                .spawn(move || worker(&inner))
+                .map_err(MountError::Mount)?; // Drop unmounts what is already running
+            server.workers.push(w);
+        }
+        Ok(server)
     }
 
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
     }
 
+    /// The served file system (for inspection: the live-inode count, `/proc/locks`).
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.inner.fs.vfs
+    }
+
     pub fn stats(&self) -> Stats {
         self.inner.fs.stats()
     }
 
-    /// `sysfs_notify` on `/event`: bumps its count and wakes every poller through
-    /// `FUSE_NOTIFY_POLL` (the kernel then polls again and sees `POLLPRI`).
-    pub fn notify_event(&self) {
-        let fs = &self.inner.fs;
-        // Release: pairs with the Acquire loads in FUSE_POLL and FUSE_READ.
-        fs.event.fetch_add(1, Ordering::Release);
-        let khs: Vec<u64> = fs.polls.lock().drain().map(|(_, kh)| kh).collect();
-        let notifier = self.inner.session.notifier();
-        for kh in khs {
-            // Fails only if the connection is gone.
-            let _ = notifier.poll_wakeup(kh);
+    /// Blocks until the connection ends from outside (`scalevfs umount`, `fusermount3 -u`,
+    /// `umount`): the workers see `ENODEV`. Then cleans up as [`Server::unmount`] does.
+    pub fn wait(mut self) -> io::Result<()> {
+        self.stopped = true;
+        let mut first = Ok(());
+        for w in self.workers.drain(..) {
+            let r = join(w);
+            if first.is_ok() {
+                first = r;
+            }
         }
+        self.inner.fs.waits.cancel_all();
+        self.inner.fs.files.clear();
+        self.inner.fs.nodes.clear();
+        first
     }
 
     /// Detaches the mount and stops the server, even with files open or lockers waiting.
@@ -561,33 +359,52 @@ impl Server {
     }
 
     fn stop(&mut self) -> io::Result<()> {
-        if self.workers.is_empty() {
+        if std::mem::replace(&mut self.stopped, true) {
             return Ok(());
         }
-        self.inner.shutdown.signal();
-        for t in self.inner.fs.waits.values() {
-            t.cancel();
-        }
+        self.inner.fs.waits.cancel_all();
         // Requests in flight (a close(2) flushing, a lock waiter) would wait for a reply
         // forever, and closing our /dev/fuse fd does not end the connection while another
         // process (a forked child) holds a copy: abort it explicitly. Abort *before* the
-        // detach: while mounted, the connection's fusectl name is surely still ours.
+        // detach: while mounted, the connection's fusectl name is surely still ours. The
+        // abort also wakes every worker's read with ENODEV.
         let aborted = abort_connection(self.conn);
         let detached = detach(&self.mountpoint);
-        for w in self.workers.drain(..) {
-            match w.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => eprintln!("scalevfs-fuse: worker failed: {e}"),
-                Err(_) => eprintln!("scalevfs-fuse: worker panicked"),
+        if aborted.is_ok() {
+            for w in self.workers.drain(..) {
+                let _ = join(w);
             }
+        } else {
+            // Without the abort a worker may stay blocked in read: do not wait for it.
+            self.workers.clear();
         }
+        self.inner.fs.files.clear();
+        self.inner.fs.nodes.clear();
         aborted.and(detached)
+    }
+}
+
+fn join(w: JoinHandle<io::Result<()>>) -> io::Result<()> {
+    match w.join() {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::other("a FUSE worker panicked")),
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+fn worker(inner: &Arc<Dispatcher>) -> io::Result<()> {
+    loop {
+        match inner.session.next_request() {
+            Ok(Some(req)) => inner.dispatch(req),
+            Ok(None) => return Ok(()), // ENODEV: the connection ended (abort or unmount)
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -665,397 +482,27 @@ fn detach(mountpoint: &Path) -> io::Result<()> {
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
     if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } < 0 {
         let e = io::Error::last_os_error();
-        // EINVAL: not a mount point any more (e.g. `scalevfs umount` got there first).
-        if e.raw_os_error() != Some(libc::EINVAL) {
-            return Err(e);
+        match e.raw_os_error() {
+            // Not a mount point any more (e.g. `scalevfs umount` got there first).
+            Some(libc::EINVAL) => {}
+            // Not root: the setuid helper may unmount what its user mounted.
+            Some(libc::EPERM) => {
+                let fusermount = fusermount_path().ok_or(e)?;
+                let st = std::process::Command::new(fusermount)
+                    .args(["-u", "-z", "-q"])
+                    .arg(mountpoint)
+                    .status()?;
+                if !st.success() {
+                    return Err(io::Error::other(format!(
+                        "fusermount3 -u -z {} failed: {st}",
+                        mountpoint.display()
+                    )));
+                }
+            }
+            _ => return Err(e),
         }
     }
     Ok(())
-}
-
-impl Inner {
-    fn worker(self: Arc<Self>) -> io::Result<()> {
-        let mut fds = [
-            libc::pollfd {
-                fd: self.session.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.shutdown.0,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        loop {
-            // SAFETY: `fds` is a live array of two pollfds.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            if fds[1].revents != 0 {
-                return Ok(());
-            }
-            match self.session.next_request() {
-                Ok(Some(req)) => self.dispatch(req),
-                Ok(None) => return Ok(()), // ENODEV: the connection was aborted
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue, // another worker won
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    fn dispatch(self: &Arc<Self>, req: Request) {
-        let op = match req.operation() {
-            Ok(op) => op,
-            Err(_) => {
-                let _ = req.reply_error(libc::EIO);
-                return;
-            }
-        };
-        let fs = &self.fs;
-        // Replies fail only if the request was interrupted and aborted, or the connection
-        // is gone: either way there is nobody to tell.
-        let _ = match op {
-            Operation::Lookup(op) => {
-                let r = fs.node(op.parent()).and_then(|p| match &p.kind {
-                    Kind::Dir(ch) => ch
-                        .iter()
-                        .find(|(n, _)| n.as_os_str() == op.name())
-                        .map(|(_, i)| *i)
-                        .ok_or(libc::ENOENT),
-                    Kind::File(_) | Kind::Event => Err(libc::ENOTDIR),
-                });
-                match r {
-                    Ok(ino) => {
-                        let n = &fs.nodes[ino as usize - 1];
-                        let mut out = EntryOut::default();
-                        fs.fill_attr(n, out.attr());
-                        out.ino(ino);
-                        out.ttl_attr(TTL);
-                        out.ttl_entry(TTL);
-                        // Count before replying: once the kernel has the reply it may send
-                        // the matching forget on another worker (libfuse PR #1368's race).
-                        n.lookups.fetch_add(1, Ordering::Relaxed);
-                        let res = req.reply(out);
-                        if res.is_err() {
-                            // The kernel did not take the entry (interrupted): no forget comes.
-                            n.lookups.fetch_sub(1, Ordering::Relaxed);
-                        }
-                        res
-                    }
-                    Err(e) => req.reply_error(e),
-                }
-            }
-            Operation::Forget(forgets) => {
-                for f in forgets.as_ref() {
-                    fs.forget(f);
-                }
-                Ok(()) // forget has no reply
-            }
-            Operation::Getattr(op) => match fs.node(op.ino()) {
-                Ok(n) => {
-                    let mut out = AttrOut::default();
-                    fs.fill_attr(n, out.attr());
-                    out.ttl(TTL);
-                    req.reply(out)
-                }
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Opendir(op) => match fs.node(op.ino()).map(|n| &n.kind) {
-                Ok(Kind::Dir(_)) => req.reply(OpenOut::default()),
-                Ok(Kind::File(_) | Kind::Event) => req.reply_error(libc::ENOTDIR),
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Readdir(op) => match fs.node(op.ino()) {
-                Ok(
-                    n @ Node {
-                        kind: Kind::Dir(children),
-                        ..
-                    },
-                ) => {
-                    let mut out = ReaddirOut::new(op.size() as usize);
-                    let all = [
-                        (OsStr::new("."), n.ino, libc::DT_DIR),
-                        (OsStr::new(".."), n.parent, libc::DT_DIR),
-                    ]
-                    .into_iter()
-                    .chain(children.iter().map(|(name, i)| {
-                        let t = match fs.nodes[*i as usize - 1].kind {
-                            Kind::Dir(_) => libc::DT_DIR,
-                            Kind::File(_) | Kind::Event => libc::DT_REG,
-                        };
-                        (name.as_os_str(), *i, t)
-                    }));
-                    for (k, (name, ino, typ)) in all.enumerate().skip(op.offset() as usize) {
-                        if out.entry(name, ino, typ as u32, k as u64 + 1) {
-                            break;
-                        }
-                    }
-                    req.reply(out)
-                }
-                Ok(_) => req.reply_error(libc::ENOTDIR),
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Releasedir(_) => req.reply(()),
-            Operation::Open(op) => match fs.node(op.ino()).map(|n| &n.kind) {
-                Ok(kind @ (Kind::File(_) | Kind::Event)) => {
-                    let fh = fs.next_fh.fetch_add(1, Ordering::Relaxed);
-                    fs.files.insert(
-                        fh,
-                        Arc::new(OpenFile {
-                            ino: op.ino(),
-                            owners: Mutex::new(Vec::new()),
-                            seen: AtomicU64::new(fs.event.load(Ordering::Acquire)),
-                        }),
-                    );
-                    let mut out = OpenOut::default();
-                    out.fh(fh);
-                    // Attribute reads must reach us each time, not the page cache.
-                    out.direct_io(matches!(kind, Kind::Event));
-                    req.reply(out)
-                }
-                Ok(Kind::Dir(_)) => req.reply_error(libc::EISDIR),
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Read(op) => match fs.node(op.ino()).map(|n| &n.kind) {
-                Ok(Kind::Event) => match fs.open_file(op.fh(), op.ino()) {
-                    Ok(f) => {
-                        // Acquire: pairs with the Release in `notify_event`.
-                        let ev = fs.event.load(Ordering::Acquire);
-                        f.seen.store(ev, Ordering::Relaxed);
-                        let text = format!("{ev}\n").into_bytes();
-                        let start = (op.offset() as usize).min(text.len());
-                        let end = start.saturating_add(op.size() as usize).min(text.len());
-                        req.reply(text[start..end].to_vec())
-                    }
-                    Err(e) => req.reply_error(e),
-                },
-                Ok(Kind::File(data)) => {
-                    let d = data.read();
-                    let start = (op.offset() as usize).min(d.len());
-                    let end = start.saturating_add(op.size() as usize).min(d.len());
-                    req.reply(d[start..end].to_vec())
-                }
-                Ok(Kind::Dir(_)) => req.reply_error(libc::EISDIR),
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Write(op, mut data) => match fs.node(op.ino()).map(|n| &n.kind) {
-                Ok(Kind::File(file)) => {
-                    let mut buf = Vec::with_capacity(op.size() as usize);
-                    let _ = data.read_to_end(&mut buf);
-                    let mut d = file.write();
-                    let start = op.offset() as usize;
-                    if start.saturating_add(buf.len()) > d.len() {
-                        drop(d);
-                        req.reply_error(libc::EFBIG) // the toy files do not grow
-                    } else {
-                        d[start..start + buf.len()].copy_from_slice(&buf);
-                        drop(d);
-                        let mut out = WriteOut::default();
-                        out.size(buf.len() as u32);
-                        req.reply(out)
-                    }
-                }
-                Ok(Kind::Dir(_)) => req.reply_error(libc::EISDIR),
-                Ok(Kind::Event) => req.reply_error(libc::EACCES),
-                Err(e) => req.reply_error(e),
-            },
-            Operation::Flush(op) => {
-                // close(2) of some fd: the POSIX close rule for the flushing owner.
-                let owner = op.lock_owner().into_raw();
-                if let (Ok(n), Ok(f)) = (fs.node(op.ino()), fs.open_file(op.fh(), op.ino())) {
-                    fs.locks.release_posix(&n.locks, owner);
-                    f.owners.lock().retain(|o| *o != owner);
-                }
-                req.reply(())
-            }
-            Operation::Release(op) => {
-                // Last close of the open file description: its flock lock, and the locks of
-                // owners that never flushed it (OFD locks), go.
-                if let (Ok(n), Some(f)) = (fs.node(op.ino()), fs.files.remove(op.fh())) {
-                    for owner in std::mem::take(&mut *f.owners.lock()) {
-                        fs.locks.release_posix(&n.locks, owner);
-                    }
-                    fs.locks.release_file(&n.locks, op.fh());
-                    fs.polls.lock().remove(&op.fh());
-                }
-                req.reply(())
-            }
-            Operation::Statfs(_) => {
-                let mut out = StatfsOut::default();
-                let st = out.statfs();
-                st.bsize(4096);
-                st.frsize(4096);
-                st.files(fs.nodes.len() as u64);
-                st.namelen(255);
-                req.reply(out)
-            }
-            Operation::Getlk(op) => {
-                fs.posix_requests.fetch_add(1, Ordering::Relaxed);
-                let r = fs.node(op.ino()).and_then(|n| {
-                    let lr = lock_request(
-                        LockOwner::Process(op.owner().into_raw()),
-                        op.pid(),
-                        op.typ(),
-                        op.start(),
-                        op.end(),
-                    )?;
-                    Ok(fs.locks.getlk(&n.locks, &lr))
-                });
-                match r {
-                    Ok(found) => {
-                        let mut out = LkOut::default();
-                        let fl = out.file_lock();
-                        match found {
-                            Some(info) => {
-                                fl.typ(info.ty.to_l_type() as u32);
-                                fl.start(info.start as u64);
-                                fl.end(info.end as u64);
-                                fl.pid(info.pid as u32);
-                            }
-                            None => fl.typ(libc::F_UNLCK as u32),
-                        }
-                        req.reply(out)
-                    }
-                    Err(e) => req.reply_error(e),
-                }
-            }
-            Operation::Setlk(op) => {
-                fs.posix_requests.fetch_add(1, Ordering::Relaxed);
-                let owner = op.owner().into_raw();
-                let prepared = fs.node(op.ino()).and_then(|_| {
-                    let f = fs.open_file(op.fh(), op.ino())?;
-                    let lr = lock_request(
-                        LockOwner::Process(owner),
-                        op.pid(),
-                        op.typ(),
-                        op.start(),
-                        op.end(),
-                    )?;
-                    Ok((f, lr))
-                });
-                match prepared {
-                    Err(e) => req.reply_error(e),
-                    Ok((f, lr)) => {
-                        if lr.ty != LockType::Unlock {
-                            let mut owners = f.owners.lock();
-                            if !owners.contains(&owner) {
-                                owners.push(owner);
-                            }
-                        }
-                        let ino = op.ino();
-                        let sleep = op.sleep();
-                        self.lock_op(req, ino, sleep, move |fs, ctx, token| {
-                            fs.locks.setlk(ctx, &lr, token)
-                        })
-                    }
-                }
-            }
-            Operation::Flock(op) => {
-                fs.flock_requests.fetch_add(1, Ordering::Relaxed);
-                let (ino, fh) = (op.ino(), op.fh());
-                let lop = op.op().unwrap_or(0) as i32;
-                let pid = req.pid() as i32;
-                match fs.open_file(fh, ino) {
-                    Err(e) => req.reply_error(e),
-                    Ok(_) => {
-                        let sleep = lop & libc::LOCK_NB == 0;
-                        self.lock_op(req, ino, sleep, move |fs, ctx, token| {
-                            let op = if token.is_some() {
-                                lop
-                            } else {
-                                lop | libc::LOCK_NB
-                            };
-                            fs.locks.flock(ctx, fh, pid, op, token)
-                        })
-                    }
-                }
-            }
-            Operation::Interrupt(op) => match fs.waits.get(op.unique()) {
-                Some(token) => {
-                    fs.interrupts.fetch_add(1, Ordering::Relaxed);
-                    token.cancel();
-                    Ok(()) // an interrupt is not answered unless it must be requeued
-                }
-                // Not (yet or any more) waiting: the kernel requeues the interrupt only if
-                // the target is still pending.
-                None => req.reply_error(libc::EAGAIN),
-            },
-            Operation::Poll(op) => match fs.open_file(op.fh(), op.ino()) {
-                Ok(f) => {
-                    // Register before computing the mask, so a notify in between is not
-                    // lost: it either finds the kh or happened before our load below.
-                    if let Some(kh) = op.kh() {
-                        fs.polls.lock().insert(op.fh(), kh);
-                    }
-                    let mut revents = (libc::POLLIN | libc::POLLRDNORM) as u32;
-                    // Acquire: pairs with the Release in `notify_event`.
-                    if fs.event.load(Ordering::Acquire) != f.seen.load(Ordering::Relaxed) {
-                        revents |= (libc::POLLERR | libc::POLLPRI) as u32;
-                    }
-                    let mut out = PollOut::default();
-                    out.revents(revents & op.events());
-                    req.reply(out)
-                }
-                Err(e) => req.reply_error(e),
-            },
-            _ => req.reply_error(libc::ENOSYS),
-        };
-    }
-
-    /// Runs a lock operation: once without waiting on this worker; if it conflicts and the
-    /// caller may sleep, again on a thread of its own that waits on a published
-    /// [`CancelToken`] (see the module docs). `f(fs, ctx, None)` must not sleep.
-    fn lock_op<F>(self: &Arc<Self>, req: Request, ino: u64, sleep: bool, f: F) -> io::Result<()>
-    where
-        F: Fn(&Fs, &FileLockContext, Option<&CancelToken>) -> Result<(), Errno> + Send + 'static,
-    {
-        let ctx = &self.fs.nodes[ino as usize - 1].locks;
-        match f(&self.fs, ctx, None) {
-            Err(Errno::EAGAIN) if sleep => {}
-            Ok(()) => return req.reply(()),
-            Err(e) => return req.reply_error(errno(e)),
-        }
-        let token = CancelToken::new();
-        let unique = req.unique();
-        self.fs.waits.insert(unique, token.clone());
-        let inner = self.clone();
-        // The request goes to the waiting thread through a slot, so that it can still be
-        // answered here if no thread can be made.
-        let slot = Arc::new(Mutex::new(Some(req)));
-        let theirs = slot.clone();
-        let spawned = std::thread::Builder::new()
-            .name("fuse-lock-wait".into())
-            .spawn(move || {
-                let Some(req) = theirs.lock().take() else {
-                    return;
-                };
-                let fs = &inner.fs;
-                let ctx = &fs.nodes[ino as usize - 1].locks;
-                let res = f(fs, ctx, Some(&token));
-                let _ = match res {
-                    Ok(()) => req.reply(()),
-                    Err(e) => req.reply_error(errno(e)),
-                };
-                // Unpublish only after replying, so an interrupt racing with the reply sees
-                // either the token (harmless cancel) or an answered request (EAGAIN, which
-                // the kernel drops).
-                fs.waits.remove(unique);
-            });
-        if spawned.is_err() {
-            self.fs.waits.remove(unique);
-            if let Some(req) = slot.lock().take() {
-                return req.reply_error(libc::ENOLCK);
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -1071,30 +518,5 @@ mod tests {
             "not three octal digits"
         );
         assert_eq!(unescape_mountinfo("/plain"), b"/plain");
-    }
-
-    #[test]
-    fn fuse_lock_ranges_convert_to_lock_requests() {
-        let r = lock_request(LockOwner::Process(7), 42, libc::F_WRLCK as u32, 5, u64::MAX).unwrap();
-        assert_eq!(
-            (r.start, r.end, r.ty, r.pid),
-            (5, OFFSET_MAX, LockType::Write, 42)
-        );
-        assert_eq!(
-            lock_request(LockOwner::Process(7), 1, 99, 0, 1),
-            Err(libc::EINVAL),
-            "bad type"
-        );
-        assert_eq!(
-            lock_request(
-                LockOwner::Process(7),
-                1,
-                libc::F_RDLCK as u32,
-                u64::MAX,
-                u64::MAX
-            ),
-            Err(libc::EINVAL),
-            "start beyond OFFSET_MAX"
-        );
     }
 }

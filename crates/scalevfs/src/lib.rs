@@ -54,6 +54,7 @@
 
 mod cwd;
 pub mod fdtable;
+pub mod inodes;
 pub mod locking;
 pub mod pollfiles;
 pub mod process;

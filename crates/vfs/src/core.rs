@@ -298,7 +298,7 @@ impl VfsCore {
         }
     }
 
-    fn new_owner(&self, dir: &Inode, cred: &Cred, is_dir: bool) -> (u32, u32) {
+    pub(crate) fn new_owner(&self, dir: &Inode, cred: &Cred, is_dir: bool) -> (u32, u32) {
         if dir.mode() & libc::S_ISGID != 0 {
             (dir.gid(), if is_dir { libc::S_ISGID } else { 0 })
         } else {
@@ -306,7 +306,7 @@ impl VfsCore {
         }
     }
 
-    fn open_existing(&self, ctx: &Ctx<'_>, p: Path, flags: i32) -> SysResult<FileRef> {
+    pub(crate) fn open_existing(&self, ctx: &Ctx<'_>, p: Path, flags: i32) -> SysResult<FileRef> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         if flags & libc::O_PATH != 0 {
             return Ok(OpenFile::new(p, flags));
@@ -367,19 +367,32 @@ impl VfsCore {
         if last.kind != LastKind::Norm {
             return Err(Errno::EEXIST);
         }
+        self.create_locked(&dirp, &last.name, |dirp, dir, d, name| {
+            if last.slash && !is_dir {
+                return Err(Errno::ENOENT);
+            }
+            if check_create {
+                perm::may_create(dir, ctx.cred)?;
+            }
+            f(dirp, dir, d, name)
+        })
+    }
+
+    /// The part of `filename_create` after the walk: takes the parent's `rwsem`, looks
+    /// `name` up (`EEXIST` if it exists) and runs `f` on the negative dentry, lock held.
+    pub(crate) fn create_locked<R>(
+        &self,
+        dirp: &Path,
+        name: &[u8],
+        f: impl FnOnce(&Path, &Inode, &DentryRef, &[u8]) -> SysResult<R>,
+    ) -> SysResult<R> {
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
         let _w = dir.rwsem.write();
-        let d = self.lookup_one(&dirp, &last.name, true)?;
+        let d = self.lookup_one(dirp, name, true)?;
         if !d.is_negative() {
             return Err(Errno::EEXIST);
         }
-        if last.slash && !is_dir {
-            return Err(Errno::ENOENT);
-        }
-        if check_create {
-            perm::may_create(dir, ctx.cred)?;
-        }
-        f(&dirp, dir, &d, &last.name)
+        f(dirp, dir, &d, name)
     }
 
     pub fn mkdir(
@@ -391,12 +404,55 @@ impl VfsCore {
         umask: u32,
     ) -> SysResult<()> {
         self.with_create(ctx, start, path, true, true, |dirp, dir, d, name| {
-            let (gid, extra) = self.new_owner(dir, ctx.cred, true);
-            let m = libc::S_IFDIR | (mode & 0o1777 & !umask) | extra;
-            let inode = dir.fs().create(dir, name, m, ctx.cred.uid, gid)?;
-            self.dcache.instantiate(d, &dirp.dentry, inode);
-            Ok(())
+            self.make_node(
+                ctx.cred,
+                dirp,
+                dir,
+                d,
+                name,
+                libc::S_IFDIR | (mode & 0o1777 & !umask),
+            )
+            .map(|_| ())
         })
+    }
+
+    /// Creates the inode of a new file, directory or special file (`mode` includes the
+    /// type) owned by `cred` (or the setgid directory's group) on the negative dentry `d`.
+    pub(crate) fn make_node(
+        &self,
+        cred: &Cred,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+        mode: u32,
+    ) -> SysResult<crate::inode::InodeRef> {
+        let (gid, extra) = self.new_owner(dir, cred, mode & libc::S_IFMT == libc::S_IFDIR);
+        let inode = dir.fs().create(dir, name, mode | extra, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
+    }
+
+    /// Creates a symlink owned by `cred` on the negative dentry `d`.
+    pub(crate) fn make_symlink(
+        &self,
+        cred: &Cred,
+        target: &[u8],
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+    ) -> SysResult<crate::inode::InodeRef> {
+        if target.len() >= crate::namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let (gid, _) = self.new_owner(dir, cred, false);
+        let inode = dir.fs().symlink(dir, name, target, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
     }
 
     pub fn symlink(
@@ -413,10 +469,8 @@ impl VfsCore {
             return Err(Errno::ENOENT);
         }
         self.with_create(ctx, start, path, false, true, |dirp, dir, d, name| {
-            let (gid, _) = self.new_owner(dir, ctx.cred, false);
-            let inode = dir.fs().symlink(dir, name, target, ctx.cred.uid, gid)?;
-            self.dcache.instantiate(d, &dirp.dentry, inode);
-            Ok(())
+            self.make_symlink(ctx.cred, target, dirp, dir, d, name)
+                .map(|_| ())
         })
     }
 
@@ -430,17 +484,29 @@ impl VfsCore {
             }
             perm::may_link(&inode_ref, ctx.cred)?;
             perm::may_create(dir, ctx.cred)?;
-            if inode_ref.is_dir() {
-                return Err(Errno::EPERM);
-            }
-            let _i = inode_ref.rwsem.write();
-            if inode_ref.nlink() == 0 {
-                return Err(Errno::ENOENT);
-            }
-            dir.fs().link(dir, name, &inode_ref)?;
-            self.dcache.instantiate(d, &dirp.dentry, inode_ref.clone());
-            Ok(())
+            self.link_locked(&inode_ref, dirp, dir, d, name)
         })
+    }
+
+    /// `vfs_link` after the permission checks: links `inode` as the negative dentry `d`.
+    pub(crate) fn link_locked(
+        &self,
+        inode: &crate::inode::InodeRef,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+    ) -> SysResult<()> {
+        if inode.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        let _i = inode.rwsem.write();
+        if inode.nlink() == 0 {
+            return Err(Errno::ENOENT);
+        }
+        dir.fs().link(dir, name, inode)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(())
     }
 
     /// `unlinkat` (`rmdir` with `AT_REMOVEDIR`).
@@ -453,13 +519,26 @@ impl VfsCore {
             (LastKind::Dot, true) => return Err(Errno::EINVAL),
             (LastKind::Root, true) => return Err(Errno::EBUSY),
         }
+        self.unlink_locked(ctx, &dirp, &last.name, rmdir, last.slash)
+    }
+
+    /// `do_unlinkat`/`do_rmdir` after the walk: `name` in the directory `dirp`; `slash`:
+    /// the path had a trailing slash.
+    pub(crate) fn unlink_locked(
+        &self,
+        ctx: &Ctx<'_>,
+        dirp: &Path,
+        name: &[u8],
+        rmdir: bool,
+        slash: bool,
+    ) -> SysResult<()> {
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
         let _w = dir.rwsem.write();
-        let d = self.lookup_one(&dirp, &last.name, true)?;
+        let d = self.lookup_one(dirp, name, true)?;
         let Some(victim) = d.inode() else {
             return Err(Errno::ENOENT);
         };
-        if !rmdir && last.slash {
+        if !rmdir && slash {
             return Err(if victim.is_dir() {
                 Errno::EISDIR
             } else {
@@ -473,9 +552,9 @@ impl VfsCore {
         {
             let _v = victim.rwsem.write();
             if rmdir {
-                dir.fs().rmdir(dir, &last.name, victim)?;
+                dir.fs().rmdir(dir, name, victim)?;
             } else {
-                dir.fs().unlink(dir, &last.name, victim)?;
+                dir.fs().unlink(dir, name, victim)?;
             }
         }
         self.dcache.drop_dentry(&d);
@@ -500,6 +579,21 @@ impl VfsCore {
         }
         let (odp, olast) = self.lookup_parent(ctx, ostart, opath)?;
         let (ndp, nlast) = self.lookup_parent(ctx, nstart, npath)?;
+        self.rename_parents(ctx, &odp, &olast, &ndp, &nlast, flags)
+    }
+
+    /// `renameat2` after both walks: `olast` in `odp` to `nlast` in `ndp`.
+    pub(crate) fn rename_parents(
+        &self,
+        ctx: &Ctx<'_>,
+        odp: &Path,
+        olast: &crate::namei::Last,
+        ndp: &Path,
+        nlast: &crate::namei::Last,
+        flags: u32,
+    ) -> SysResult<()> {
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
         if odp.mnt != ndp.mnt {
             return Err(Errno::EXDEV);
         }
@@ -537,11 +631,11 @@ impl VfsCore {
             let b = ndir.rwsem.write();
             (Some(b), Some(odir.rwsem.write()))
         };
-        let od = self.lookup_one(&odp, &olast.name, true)?;
+        let od = self.lookup_one(odp, &olast.name, true)?;
         let Some(src) = od.inode() else {
             return Err(Errno::ENOENT);
         };
-        let nd = self.lookup_one(&ndp, &nlast.name, true)?;
+        let nd = self.lookup_one(ndp, &nlast.name, true)?;
         let tgt = nd.inode();
         if noreplace && tgt.is_some() {
             return Err(Errno::EEXIST);
@@ -759,7 +853,7 @@ impl VfsCore {
         self.do_truncate(ctx, inode, len, true)
     }
 
-    fn do_truncate(
+    pub(crate) fn do_truncate(
         &self,
         ctx: &Ctx<'_>,
         inode: &Inode,
@@ -915,19 +1009,10 @@ impl VfsCore {
             return Err(Errno::ENOTDIR);
         }
         let mut pos = f.pos.lock();
-        let _r = inode.rwsem.read();
-        if inode.nlink() == 0 {
-            return Err(Errno::ENOENT);
-        }
-        let parent_ino = f
-            .path()
-            .dentry
-            .parent()
-            .and_then(|p| p.inode().map(|i| i.ino))
-            .unwrap_or(inode.ino);
         let mut used = 0usize;
         let mut too_small = false;
-        let at_end = inode.fs().readdir(inode, parent_ino, *pos, &mut |e| {
+        let start = *pos;
+        let at_end = self.readdir_from(f, start, &mut |e| {
             let reclen = (19 + e.name.len() + 1 + 7) & !7;
             if used + reclen > buf.len() {
                 too_small = used == 0;
@@ -953,8 +1038,35 @@ impl VfsCore {
             // Linux's tmpfs (simple_offset) parks the position at DIR_OFFSET_EOD.
             *pos = DIR_OFFSET_EOD;
         }
-        inode.touch_atime();
         Ok(used)
+    }
+
+    /// Emits the entries of the directory open as `f` from cookie `pos` (0: the start,
+    /// with `.` and `..`) until `emit` returns false; true if the end was reached. The
+    /// cookies (`next_pos`) are stable: a later call from any of them continues there.
+    pub fn readdir_from(
+        &self,
+        f: &OpenFile,
+        pos: i64,
+        emit: &mut dyn FnMut(crate::fs::DirEmit<'_>) -> bool,
+    ) -> SysResult<bool> {
+        let inode = f.inode();
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let _r = inode.rwsem.read();
+        if inode.nlink() == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let parent_ino = f
+            .path()
+            .dentry
+            .parent()
+            .and_then(|p| p.inode().map(|i| i.ino))
+            .unwrap_or(inode.ino);
+        let at_end = inode.fs().readdir(inode, parent_ino, pos, emit)?;
+        inode.touch_atime();
+        Ok(at_end)
     }
 
     pub fn ftruncate(&self, ctx: &Ctx<'_>, f: &OpenFile, len: i64) -> SysResult<()> {

@@ -12,6 +12,7 @@
 //! | [`namei`]   | path resolution: lock-free rcu-walk, ref-walk fallback                 |
 //! | [`mount`]   | mounts and the lock-free mount table                                   |
 //! | [`file`]    | open file descriptions                                                 |
+//! | [`handle`]  | inode handles: operations by inode for a FUSE server                   |
 //! | [`core`]    | `VfsCore`: every operation with Linux semantics and errno              |
 //! | [`perm`]    | credentials and permission checks                                      |
 //! | [`rcuhash`] | the lock-free-lookup hash table under both caches                      |
@@ -33,6 +34,7 @@ pub mod errno;
 pub mod eventfd;
 pub mod file;
 pub mod fs;
+pub mod handle;
 pub mod inode;
 pub mod locks;
 pub mod mount;

@@ -1,0 +1,806 @@
+//! Request dispatch: every FUSE operation mapped to the VFS's inode-handle API
+//! ([`scalevfs_vfs::handle`]) and lock manager. See the crate docs for the design.
+
+use std::ffi::OsStr;
+use std::io::{self, Read as _};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use polyfuse::op::{Operation, SetAttrTime};
+use polyfuse::reply::{
+    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut,
+};
+use polyfuse::{Request, Session};
+use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
+use scalevfs::Vfs;
+use scalevfs_kernfs::demo::ShardedCounter;
+use scalevfs_kernfs::vfs::KernfsFile;
+use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
+use scalevfs_vfs::cancel::CancelToken;
+use scalevfs_vfs::locks::{
+    FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
+};
+use scalevfs_vfs::{Errno, Stat, Timespec};
+
+use crate::tables::{FileTable, Handle, NodeTable, Waits};
+
+/// How long the kernel may cache entries and attributes of the tmpfs root. Every change
+/// goes through this mount (nobody else holds the `Vfs` while it is served), and the
+/// kernel invalidates what its own operations change, so caching is safe; see the
+/// README's FUSE differences for what it costs (atime). Nodes of other file systems
+/// (kernfs under `/sys`, which changes behind our back) are not cached (TTL 0).
+const TTL: Duration = Duration::from_secs(1);
+
+/// Counters a test reads to see what reached the server.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Nodes the kernel holds a reference to (the root excluded).
+    pub nodes: u64,
+    /// Sum of those nodes' lookup counts.
+    pub lookups: u64,
+    /// getlk/setlk/setlkw requests without `FUSE_LK_FLOCK`.
+    pub posix_requests: u64,
+    /// setlk/setlkw requests with `FUSE_LK_FLOCK`.
+    pub flock_requests: u64,
+    /// Lock requests sleeping right now.
+    pub waiting: u64,
+    /// `FUSE_INTERRUPT`s that cancelled a waiting request.
+    pub interrupts: u64,
+    /// Open file and directory handles.
+    pub open_files: u64,
+}
+
+pub(crate) struct Fs {
+    pub vfs: Arc<Vfs>,
+    pub nodes: NodeTable,
+    pub files: FileTable,
+    pub waits: Waits,
+    // Statistics, sharded by CPU so that lock requests on different files do not all
+    // write one cache line.
+    posix_requests: ShardedCounter,
+    flock_requests: ShardedCounter,
+    interrupts: ShardedCounter,
+}
+
+fn e(err: Errno) -> i32 {
+    err.0
+}
+
+fn dur(t: Timespec) -> Duration {
+    if t.sec < 0 {
+        Duration::ZERO
+    } else {
+        Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
+    }
+}
+
+fn fill_attr(st: &Stat, a: &mut FileAttr) {
+    a.ino(st.ino);
+    a.mode(st.mode);
+    a.nlink(st.nlink as u32);
+    a.uid(st.uid);
+    a.gid(st.gid);
+    a.rdev(st.rdev as u32);
+    a.size(st.size as u64);
+    a.blksize(st.blksize as u32);
+    a.blocks(st.blocks as u64);
+    a.atime(dur(st.atime));
+    a.mtime(dur(st.mtime));
+    a.ctime(dur(st.ctime));
+}
+
+fn name_bytes(n: &OsStr) -> &[u8] {
+    n.as_bytes()
+}
+
+/// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
+pub(crate) fn lock_request(
+    owner: LockOwner,
+    pid: u32,
+    typ: u32,
+    start: u64,
+    end: u64,
+) -> Result<LockRequest, i32> {
+    let ty = LockType::from_l_type(typ as i16).map_err(e)?;
+    let start = i64::try_from(start).map_err(|_| libc::EINVAL)?;
+    let end = i64::try_from(end.min(OFFSET_MAX as u64)).map_err(|_| libc::EINVAL)?;
+    Ok(LockRequest {
+        owner,
+        pid: pid as i32,
+        ty,
+        start,
+        end,
+    })
+}
+
+type Res<T> = Result<T, i32>;
+
+impl Fs {
+    pub fn new(vfs: Arc<Vfs>) -> Fs {
+        let root = vfs.core().root_node();
+        Fs {
+            vfs,
+            nodes: NodeTable::new(root),
+            files: FileTable::new(),
+            waits: Waits::new(),
+            posix_requests: ShardedCounter::new(),
+            flock_requests: ShardedCounter::new(),
+            interrupts: ShardedCounter::new(),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let (nodes, lookups) = self.nodes.counts();
+        Stats {
+            nodes,
+            lookups,
+            posix_requests: self.posix_requests.sum(),
+            flock_requests: self.flock_requests.sum(),
+            waiting: self.waits.len() as u64,
+            interrupts: self.interrupts.sum(),
+            open_files: self.files.len() as u64,
+        }
+    }
+
+    fn node(&self, id: u64) -> Res<Node> {
+        self.nodes.get(id).ok_or(libc::ESTALE)
+    }
+
+    fn handle(&self, fh: u64) -> Res<Arc<Handle>> {
+        self.files.get(fh).ok_or(libc::EBADF)
+    }
+
+    fn lock_ctx<'a>(&self, node: &'a Node) -> &'a FileLockContext {
+        self.vfs.lock_context(node)
+    }
+
+    fn locks(&self) -> &LockManager {
+        self.vfs.locks()
+    }
+
+    /// Whether `node` belongs to the tmpfs root (not a file system mounted inside).
+    fn in_root_fs(&self, node: &Node) -> bool {
+        std::ptr::eq(node.inode().sb(), self.nodes.root().inode().sb())
+    }
+
+    fn ttl(&self, node: &Node) -> Duration {
+        if self.in_root_fs(node) {
+            TTL
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Replies with an entry for `node`, counting the kernel's new reference first (the
+    /// FORGET may arrive on another worker as soon as the reply is written) and taking it
+    /// back if the reply could not be delivered (an interrupted request: no FORGET comes).
+    fn reply_entry(&self, req: &Request, node: Node, open: Option<OpenOut>) -> io::Result<()> {
+        let st = node.stat();
+        let generation = node.generation();
+        let ttl = self.ttl(&node);
+        let id = self.nodes.remember(node);
+        let mut out = EntryOut::default();
+        fill_attr(&st, out.attr());
+        out.ino(id);
+        out.generation(generation);
+        out.ttl_attr(ttl);
+        out.ttl_entry(ttl);
+        let r = match open {
+            None => req.reply(out),
+            Some(o) => req.reply((out, o)),
+        };
+        if r.is_err() {
+            self.nodes.forget(id, 1);
+        }
+        r
+    }
+
+    fn reply_attr(&self, req: &Request, node: &Node) -> io::Result<()> {
+        let mut out = AttrOut::default();
+        fill_attr(&node.stat(), out.attr());
+        out.ttl(self.ttl(node));
+        req.reply(out)
+    }
+
+    fn open_handle(&self, node: Node, flags: i32) -> Res<u64> {
+        let file = self.vfs.core().node_open(&node, flags).map_err(e)?;
+        Ok(self.files.insert(Handle::new(node, file)))
+    }
+}
+
+/// Runs on every worker thread.
+pub(crate) struct Dispatcher {
+    pub session: Session,
+    pub fs: Fs,
+}
+
+fn owner_of(req: &Request) -> Owner {
+    Owner {
+        uid: req.uid(),
+        gid: req.gid(),
+    }
+}
+
+impl Dispatcher {
+    pub fn dispatch(self: &Arc<Self>, req: Request) {
+        let op = match req.operation() {
+            Ok(op) => op,
+            Err(_) => {
+                let _ = req.reply_error(libc::EIO);
+                return;
+            }
+        };
+        let fs = &self.fs;
+        let core = fs.vfs.core();
+        // Replies fail only if the request was interrupted and aborted, or the connection
+        // is gone: either way there is nobody to tell.
+        let r: io::Result<()> = match op {
+            Operation::Lookup(op) => match fs
+                .node(op.parent())
+                .and_then(|d| core.node_lookup(&d, name_bytes(op.name())).map_err(e))
+            {
+                Ok(n) => fs.reply_entry(&req, n, None),
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Forget(forgets) => {
+                for f in forgets.as_ref() {
+                    fs.nodes.forget(f.ino(), f.nlookup());
+                }
+                Ok(()) // forget has no reply
+            }
+            Operation::Getattr(op) => match fs.node(op.ino()) {
+                Ok(n) => fs.reply_attr(&req, &n),
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Setattr(op) => {
+                let t = |x: Option<SetAttrTime>| {
+                    x.map(|x| match x {
+                        SetAttrTime::Timespec(d) => SetTime::At(Timespec {
+                            sec: d.as_secs() as i64,
+                            nsec: d.subsec_nanos() as i64,
+                        }),
+                        _ => SetTime::Now, // SetAttrTime::Now (the enum is non_exhaustive)
+                    })
+                };
+                let a = SetAttr {
+                    mode: op.mode().map(|m| m & 0o7777),
+                    uid: op.uid(),
+                    gid: op.gid(),
+                    size: op.size(),
+                    atime: t(op.atime()),
+                    mtime: t(op.mtime()),
+                };
+                match fs
+                    .node(op.ino())
+                    .and_then(|n| core.node_setattr(&n, &a).map_err(e).map(|_| n))
+                {
+                    Ok(n) => fs.reply_attr(&req, &n),
+                    Err(err) => req.reply_error(err),
+                }
+            }
+            Operation::Readlink(op) => match fs
+                .node(op.ino())
+                .and_then(|n| core.node_readlink(&n).map_err(e))
+            {
+                Ok(t) => req.reply(t),
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Symlink(op) => self.entry(&req, op.parent(), |d| {
+                core.node_symlink(
+                    d,
+                    name_bytes(op.name()),
+                    name_bytes(op.link()),
+                    owner_of(&req),
+                )
+            }),
+            Operation::Mknod(op) => self.entry(&req, op.parent(), |d| {
+                core.node_mknod(d, name_bytes(op.name()), op.mode(), owner_of(&req))
+            }),
+            Operation::Mkdir(op) => self.entry(&req, op.parent(), |d| {
+                core.node_mkdir(d, name_bytes(op.name()), op.mode(), owner_of(&req))
+            }),
+            Operation::Unlink(op) => self.unit(&req, op.parent(), |d| {
+                core.node_unlink(d, name_bytes(op.name()))
+            }),
+            Operation::Rmdir(op) => self.unit(&req, op.parent(), |d| {
+                core.node_rmdir(d, name_bytes(op.name()))
+            }),
+            Operation::Rename(op) => {
+                let r = fs.node(op.parent()).and_then(|d| {
+                    let nd = fs.node(op.newparent())?;
+                    core.node_rename(
+                        &d,
+                        name_bytes(op.name()),
+                        &nd,
+                        name_bytes(op.newname()),
+                        op.flags(),
+                    )
+                    .map_err(e)
+                });
+                match r {
+                    Ok(()) => req.reply(()),
+                    Err(err) => req.reply_error(err),
+                }
+            }
+            Operation::Link(op) => match fs.node(op.ino()) {
+                Ok(n) => self.entry(&req, op.newparent(), |d| {
+                    core.node_link(&n, d, name_bytes(op.newname()))
+                }),
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Create(op) => {
+                let flags = op.open_flags() as i32;
+                let r = fs.node(op.parent()).and_then(|d| {
+                    let name = name_bytes(op.name());
+                    match core.node_create(&d, name, op.mode(), flags, owner_of(&req)) {
+                        // Created meanwhile and no O_EXCL: open(2) opens the existing file.
+                        Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {
+                            let n = core.node_lookup(&d, name).map_err(e)?;
+                            if n.is_dir() {
+                                return Err(libc::EISDIR);
+                            }
+                            let f = core.node_open(&n, flags).map_err(e)?;
+                            Ok((n, f))
+                        }
+                        r => r.map_err(e),
+                    }
+                });
+                match r {
+                    Ok((node, file)) => {
+                        let fh = fs.files.insert(Handle::new(node.clone(), file));
+                        let mut o = OpenOut::default();
+                        o.fh(fh);
+                        let r = fs.reply_entry(&req, node, Some(o));
+                        if r.is_err() {
+                            fs.files.remove(fh); // no RELEASE will come
+                        }
+                        r
+                    }
+                    Err(err) => req.reply_error(err),
+                }
+            }
+            Operation::Open(op) => self.open(&req, op.ino(), op.flags() as i32),
+            Operation::Opendir(op) => self.open(
+                &req,
+                op.ino(),
+                (op.flags() as i32 & !libc::O_ACCMODE) | libc::O_RDONLY | libc::O_DIRECTORY,
+            ),
+            Operation::Read(op) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let mut buf = vec![0u8; op.size() as usize];
+                    match i64::try_from(op.offset())
+                        .map_err(|_| libc::EINVAL)
+                        .and_then(|off| core.file_read_at(&h.file, &mut buf, off).map_err(e))
+                    {
+                        Ok(n) => {
+                            buf.truncate(n);
+                            req.reply(buf)
+                        }
+                        Err(err) => req.reply_error(err),
+                    }
+                }
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Write(op, mut data) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let mut buf = Vec::with_capacity(op.size() as usize);
+                    let _ = data.read_to_end(&mut buf);
+                    match i64::try_from(op.offset())
+                        .map_err(|_| libc::EINVAL)
+                        .and_then(|off| core.file_write_at(&h.file, &buf, off).map_err(e))
+                    {
+                        Ok(n) => {
+                            let mut out = WriteOut::default();
+                            out.size(n as u32);
+                            req.reply(out)
+                        }
+                        Err(err) => req.reply_error(err),
+                    }
+                }
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Flush(op) => {
+                // close(2) of some fd: the POSIX close rule for the flushing owner.
+                let owner = op.lock_owner().into_raw();
+                if let Ok(h) = fs.handle(op.fh()) {
+                    if let Some(ctx) = h.node.inode().lock_ctx.get() {
+                        fs.locks().release_posix(ctx, owner);
+                    }
+                    h.owners.lock().retain(|o| *o != owner);
+                }
+                req.reply(())
+            }
+            Operation::Release(op) => {
+                self.release(op.fh());
+                req.reply(())
+            }
+            Operation::Releasedir(op) => {
+                self.release(op.fh());
+                req.reply(())
+            }
+            Operation::Fsync(op) => match fs.handle(op.fh()) {
+                Ok(h) => match core.fsync(&h.file) {
+                    Ok(()) => req.reply(()),
+                    Err(err) => req.reply_error(e(err)),
+                },
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Fsyncdir(_) => req.reply(()),
+            Operation::Readdir(op) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let mut out = ReaddirOut::new(op.size() as usize);
+                    let r = i64::try_from(op.offset())
+                        .map_err(|_| libc::EINVAL)
+                        .and_then(|pos| {
+                            core.readdir_from(&h.file, pos, &mut |d| {
+                                // `entry` is true when the entry did not fit: stop there;
+                                // the kernel resumes from the previous entry's cookie.
+                                !out.entry(
+                                    OsStr::from_bytes(d.name),
+                                    d.ino,
+                                    d.d_type as u32,
+                                    d.next_pos as u64,
+                                )
+                            })
+                            .map_err(e)
+                        });
+                    match r {
+                        Ok(_) => req.reply(out),
+                        Err(err) => req.reply_error(err),
+                    }
+                }
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Statfs(_) => {
+                let s = fs.vfs.statfs();
+                let mut out = StatfsOut::default();
+                let st = out.statfs();
+                st.bsize(s.bsize);
+                st.frsize(s.bsize);
+                st.blocks(s.blocks);
+                st.bfree(s.bfree);
+                st.bavail(s.bavail);
+                st.files(s.files);
+                st.ffree(s.ffree);
+                st.namelen(s.namelen);
+                req.reply(out)
+            }
+            Operation::Access(op) => {
+                // Only sent without default_permissions (we always mount with it): check
+                // with the request's uid/gid (no supplementary groups) for completeness.
+                match fs.node(op.ino()) {
+                    Ok(n) => {
+                        let cred = scalevfs_vfs::Cred {
+                            uid: req.uid(),
+                            gid: req.gid(),
+                            groups: Vec::new(),
+                        };
+                        let m = op.mask() as i32;
+                        let mut mask = 0;
+                        if m & libc::R_OK != 0 {
+                            mask |= scalevfs_vfs::perm::MAY_READ;
+                        }
+                        if m & libc::W_OK != 0 {
+                            mask |= scalevfs_vfs::perm::MAY_WRITE;
+                        }
+                        if m & libc::X_OK != 0 {
+                            mask |= scalevfs_vfs::perm::MAY_EXEC;
+                        }
+                        match scalevfs_vfs::perm::permission(n.inode(), &cred, mask) {
+                            Ok(()) => req.reply(()),
+                            Err(err) => req.reply_error(e(err)),
+                        }
+                    }
+                    Err(err) => req.reply_error(err),
+                }
+            }
+            Operation::Fallocate(op) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let r = match (i64::try_from(op.offset()), i64::try_from(op.length())) {
+                        (Ok(off), Ok(len)) => core
+                            .fallocate(&h.file, op.mode() as i32, off, len)
+                            .map_err(e),
+                        _ => Err(libc::EFBIG),
+                    };
+                    match r {
+                        Ok(()) => req.reply(()),
+                        Err(err) => req.reply_error(err),
+                    }
+                }
+                Err(err) => req.reply_error(err),
+            },
+            Operation::Getlk(op) => {
+                fs.posix_requests.inc();
+                let r = fs.node(op.ino()).and_then(|n| {
+                    let lr = lock_request(
+                        LockOwner::Process(op.owner().into_raw()),
+                        op.pid(),
+                        op.typ(),
+                        op.start(),
+                        op.end(),
+                    )?;
+                    Ok(fs.locks().getlk(fs.lock_ctx(&n), &lr))
+                });
+                match r {
+                    Ok(found) => {
+                        let mut out = LkOut::default();
+                        let fl = out.file_lock();
+                        match found {
+                            Some(info) => {
+                                fl.typ(info.ty.to_l_type() as u32);
+                                fl.start(info.start as u64);
+                                fl.end(info.end as u64);
+                                fl.pid(info.pid as u32);
+                            }
+                            None => fl.typ(libc::F_UNLCK as u32),
+                        }
+                        req.reply(out)
+                    }
+                    Err(err) => req.reply_error(err),
+                }
+            }
+            Operation::Setlk(op) => {
+                fs.posix_requests.inc();
+                let owner = op.owner().into_raw();
+                let prepared = fs.handle(op.fh()).and_then(|h| {
+                    let lr = lock_request(
+                        LockOwner::Process(owner),
+                        op.pid(),
+                        op.typ(),
+                        op.start(),
+                        op.end(),
+                    )?;
+                    Ok((h, lr))
+                });
+                match prepared {
+                    Err(err) => req.reply_error(err),
+                    Ok((h, lr)) => {
+                        if lr.ty != LockType::Unlock {
+                            let mut owners = h.owners.lock();
+                            if !owners.contains(&owner) {
+                                owners.push(owner);
+                            }
+                        }
+                        let sleep = op.sleep();
+                        self.lock_op(req, h, sleep, move |fs, ctx, _, token| {
+                            fs.locks().setlk(ctx, &lr, token)
+                        });
+                        Ok(())
+                    }
+                }
+            }
+            Operation::Flock(op) => {
+                fs.flock_requests.inc();
+                let lop = op.op().unwrap_or(0) as i32;
+                let pid = req.pid() as i32;
+                match fs.handle(op.fh()) {
+                    Err(err) => req.reply_error(err),
+                    Ok(h) => {
+                        let sleep = lop & libc::LOCK_NB == 0;
+                        // Owner: the open file description (as `flock(2)` on Linux), whose
+                        // last reference releases it (`OpenFile::release`).
+                        self.lock_op(req, h, sleep, move |fs, ctx, h, token| {
+                            let op = if token.is_some() {
+                                lop
+                            } else {
+                                lop | libc::LOCK_NB
+                            };
+                            fs.locks().flock(ctx, h.file.lock_id(), pid, op, token)
+                        });
+                        Ok(())
+                    }
+                }
+            }
+            Operation::Interrupt(op) => match fs.waits.get(op.unique()) {
+                Some(token) => {
+                    fs.interrupts.inc();
+                    token.cancel();
+                    Ok(()) // an interrupt is not answered unless it must be requeued
+                }
+                // Not (yet or any more) waiting: the kernel requeues the interrupt only if
+                // the target is still pending.
+                None => req.reply_error(libc::EAGAIN),
+            },
+            Operation::Poll(op) => match fs.handle(op.fh()) {
+                Ok(h) => {
+                    let revents = match h.file.private::<Arc<KernfsFile>>() {
+                        Some(kf) => {
+                            // Register before computing the mask, so a notify in between
+                            // is not lost: it either finds the waker or happened before
+                            // `poll` below reads the event count.
+                            if let Some(kh) = op.kh() {
+                                let mut reg = h.poll.lock();
+                                if reg.map(|(k, _)| k) != Some(kh) {
+                                    let notifier = self.session.notifier();
+                                    let waker: Waker = Arc::new(move |_| {
+                                        // Fails only if the connection is gone.
+                                        let _ = notifier.poll_wakeup(kh);
+                                    });
+                                    if let Some(key) = kf.open_file().add_waiter(waker) {
+                                        if let Some((_, old)) = reg.replace((kh, key)) {
+                                            kf.open_file().remove_waiter(old);
+                                        }
+                                    }
+                                }
+                            }
+                            kf.open_file().poll()
+                        }
+                        // Regular files (not ENOSYS, which would make the kernel stop
+                        // asking for every file, kernfs ones included).
+                        None => DEFAULT_POLLMASK,
+                    };
+                    let mut out = PollOut::default();
+                    out.revents(revents & op.events());
+                    req.reply(out)
+                }
+                Err(err) => req.reply_error(err),
+            },
+            // Xattrs, bmap, copy_file_range, lseek: not in the VFS or not decoded by
+            // polyfuse (the kernel falls back or reports EOPNOTSUPP).
+            _ => req.reply_error(libc::ENOSYS),
+        };
+        drop(r);
+    }
+
+    /// A request creating `dir/name`: runs `f` on the parent and replies with an entry.
+    fn entry(
+        &self,
+        req: &Request,
+        parent: u64,
+        f: impl FnOnce(&Node) -> Result<Node, Errno>,
+    ) -> io::Result<()> {
+        match self.fs.node(parent).and_then(|d| f(&d).map_err(e)) {
+            Ok(n) => self.fs.reply_entry(req, n, None),
+            Err(err) => req.reply_error(err),
+        }
+    }
+
+    /// A request on `dir` with an empty reply.
+    fn unit(
+        &self,
+        req: &Request,
+        parent: u64,
+        f: impl FnOnce(&Node) -> Result<(), Errno>,
+    ) -> io::Result<()> {
+        match self.fs.node(parent).and_then(|d| f(&d).map_err(e)) {
+            Ok(()) => req.reply(()),
+            Err(err) => req.reply_error(err),
+        }
+    }
+
+    fn open(&self, req: &Request, ino: u64, flags: i32) -> io::Result<()> {
+        let opened = self.fs.node(ino).and_then(|n| {
+            // Attribute files of kernfs: every read must reach us (sysfs re-reads after a
+            // poll), not the page cache.
+            let direct = !self.fs.in_root_fs(&n) && !n.is_dir();
+            Ok((self.fs.open_handle(n, flags)?, direct))
+        });
+        match opened {
+            Ok((fh, direct)) => {
+                let mut out = OpenOut::default();
+                out.fh(fh);
+                out.direct_io(direct);
+                let r = req.reply(out);
+                if r.is_err() {
+                    self.fs.files.remove(fh); // no RELEASE will come
+                }
+                r
+            }
+            Err(err) => req.reply_error(err),
+        }
+    }
+
+    /// Last close of the open file description: the locks of owners that never flushed it
+    /// (OFD owners) go; its flock and `LockOwner::File` locks go with the last reference
+    /// of the VFS open file (dropped here unless a lock waiter still holds it).
+    fn release(&self, fh: u64) {
+        if let Some(h) = self.fs.files.remove(fh) {
+            if let Some((_, key)) = h.poll.lock().take() {
+                if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
+                    kf.open_file().remove_waiter(key);
+                }
+            }
+            let owners = std::mem::take(&mut *h.owners.lock());
+            if let Some(ctx) = h.node.inode().lock_ctx.get() {
+                for owner in owners {
+                    self.fs.locks().release_posix(ctx, owner);
+                }
+                self.fs.locks().release_file(ctx, h.file.lock_id());
+            }
+        }
+    }
+
+    /// Runs a lock operation: once without waiting on this worker; if it conflicts and the
+    /// caller may sleep, again on a thread of its own that waits on a published
+    /// [`CancelToken`] (see the crate docs). `f(fs, ctx, h, None)` must not sleep.
+    fn lock_op<F>(self: &Arc<Self>, req: Request, h: Arc<Handle>, sleep: bool, f: F)
+    where
+        F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+            + Send
+            + 'static,
+    {
+        let fs = &self.fs;
+        let ctx = fs.lock_ctx(&h.node);
+        match f(fs, ctx, &h, None) {
+            Err(Errno::EAGAIN) if sleep => {}
+            Ok(()) => {
+                let _ = req.reply(());
+                return;
+            }
+            Err(err) => {
+                let _ = req.reply_error(e(err));
+                return;
+            }
+        }
+        let token = CancelToken::new();
+        let unique = req.unique();
+        fs.waits.insert(unique, token.clone());
+        let inner = self.clone();
+        // The request goes to the waiting thread through a slot, so that it can still be
+        // answered here if no thread can be made.
+        let slot = Arc::new(Mutex::new(Some(req)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("fuse-lock-wait".into())
+            .spawn(move || {
+                let Some(req) = theirs.lock().take() else {
+                    return;
+                };
+                let fs = &inner.fs;
+                let ctx = fs.lock_ctx(&h.node);
+                let res = f(fs, ctx, &h, Some(&token));
+                let _ = match res {
+                    Ok(()) => req.reply(()),
+                    Err(err) => req.reply_error(e(err)),
+                };
+                // Unpublish only after replying, so an interrupt racing with the reply sees
+                // either the token (harmless cancel) or an answered request (EAGAIN, which
+                // the kernel drops).
+                fs.waits.remove(unique);
+            });
+        if spawned.is_err() {
+            fs.waits.remove(unique);
+            if let Some(req) = slot.lock().take() {
+                let _ = req.reply_error(libc::ENOLCK);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuse_lock_ranges_convert_to_lock_requests() {
+        let r = lock_request(LockOwner::Process(7), 42, libc::F_WRLCK as u32, 5, u64::MAX).unwrap();
+        assert_eq!(
+            (r.start, r.end, r.ty, r.pid),
+            (5, OFFSET_MAX, LockType::Write, 42)
+        );
+        assert_eq!(
+            lock_request(LockOwner::Process(7), 1, 99, 0, 1),
+            Err(libc::EINVAL),
+            "bad type"
+        );
+        assert_eq!(
+            lock_request(
+                LockOwner::Process(7),
+                1,
+                libc::F_RDLCK as u32,
+                u64::MAX,
+                u64::MAX
+            ),
+            Err(libc::EINVAL),
+            "start beyond OFFSET_MAX"
+        );
+    }
+
+    #[test]
+    fn times_before_the_epoch_clamp_to_zero() {
+        assert_eq!(dur(Timespec { sec: -5, nsec: 3 }), Duration::ZERO);
+        assert_eq!(dur(Timespec { sec: 2, nsec: 7 }), Duration::new(2, 7));
+    }
+}

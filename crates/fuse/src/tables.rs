@@ -1,0 +1,319 @@
+//! The server's shared tables, each sharded 64 ways so that requests on different
+//! nodes, handles or uniques take different mutexes (no global lock on any request path).
+//!
+//! * [`NodeTable`]: FUSE node id -> ([`Node`], lookup count). A node id is the VFS inode
+//!   number (never reused: tmpfs numbers come from a 64-bit counter, kernfs numbers are
+//!   unique in their tree, and the entry's `Node` keeps the inode, hence its number,
+//!   alive), tagged with the superblock for file systems mounted inside (`--sys`:
+//!   `(dev - root dev) << 48 | ino`), and 1 for the root. So two lookups of one inode
+//!   (hard links, a rename) get one node id without a second map, and the generation is
+//!   always 0. tmpfs numbers come in per-thread blocks of 1024 consecutive values, so
+//!   `id % 64` spreads them over the shards.
+//! * [`FileTable`]: `fh` -> open file handle. `fh = seq << 6 | shard`, the shard picked by
+//!   the current CPU (the per-shard `seq` lives under the shard's mutex: no shared counter).
+//! * [`Waits`]: request `unique` -> [`CancelToken`] of a sleeping lock request.
+//!
+//! ## Lookup counts (libfuse PR #1368 and #1371)
+//! [`NodeTable::remember`] (find-or-insert and +1) and [`NodeTable::forget`] (-n and erase
+//! at 0) are each one critical section under the entry's shard mutex. A lookup either runs
+//! before a concurrent forget's section (its +1 keeps the entry alive) or after it (the
+//! entry is gone and it inserts a fresh one): no lookup returns an entry being freed, and
+//! two forgets cannot both see zero. The erased `Node` is dropped after the mutex is
+//! released (dropping it may free the inode).
+//!
+//! Lock order: a shard mutex is a leaf (nothing else is taken under it).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use scalevfs::inodes::Node;
+use scalevfs_primitives::cpu::current_shard;
+use scalevfs_vfs::cancel::CancelToken;
+use scalevfs_vfs::FileRef;
+
+const SHARDS: usize = 64;
+
+/// The root's node id, fixed by the FUSE protocol.
+pub const ROOT_ID: u64 = 1;
+
+struct Entry {
+    node: Node,
+    nlookup: u64,
+}
+
+/// See the module docs.
+pub struct NodeTable {
+    root: Node,
+    shards: [Mutex<HashMap<u64, Entry>>; SHARDS],
+}
+
+impl NodeTable {
+    pub fn new(root: Node) -> NodeTable {
+        NodeTable {
+            root,
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn shard(&self, id: u64) -> &Mutex<HashMap<u64, Entry>> {
+        &self.shards[(id % SHARDS as u64) as usize]
+    }
+
+    /// The node id the kernel will know `node` by.
+    pub fn id_of(&self, node: &Node) -> u64 {
+        let (inode, root) = (node.inode(), self.root.inode());
+        if std::ptr::eq(inode, root) {
+            return ROOT_ID;
+        }
+        let tag = inode.sb().dev.wrapping_sub(root.sb().dev);
+        debug_assert!(node.ino() < 1 << 48, "inode numbers fit in 48 bits");
+        tag << 48 | node.ino()
+    }
+
+    /// The root's node.
+    pub fn root(&self) -> &Node {
+        &self.root
+    }
+
+    /// The node behind `id` (`None`: unknown or forgotten: the kernel's reference is stale).
+    pub fn get(&self, id: u64) -> Option<Node> {
+        if id == ROOT_ID {
+            return Some(self.root.clone());
+        }
+        self.shard(id).lock().get(&id).map(|e| e.node.clone())
+    }
+
+    /// Counts one more kernel reference to `node` (an entry reply about to be sent) and
+    /// returns its node id. The root is not counted.
+    pub fn remember(&self, node: Node) -> u64 {
+        let id = self.id_of(&node);
+        if id != ROOT_ID {
+            let mut s = self.shard(id).lock();
+            s.entry(id)
+                .and_modify(|e| e.nlookup += 1)
+                .or_insert(Entry { node, nlookup: 1 });
+        }
+        id
+    }
+
+    /// The kernel dropped `n` references to `id` (FORGET, BATCH_FORGET, or an entry reply
+    /// that could not be delivered). At zero the entry goes.
+    pub fn forget(&self, id: u64, n: u64) {
+        if id == ROOT_ID {
+            return;
+        }
+        let gone = {
+            let mut s = self.shard(id).lock();
+            match s.get_mut(&id) {
+                Some(e) if e.nlookup > n => {
+                    e.nlookup -= n;
+                    None
+                }
+                // Saturate: the kernel never forgets more than it was given.
+                Some(_) => s.remove(&id),
+                None => None,
+            }
+        };
+        drop(gone); // outside the shard lock: may free the inode
+    }
+
+    /// How many nodes the kernel holds, and the sum of their lookup counts.
+    pub fn counts(&self) -> (u64, u64) {
+        self.shards.iter().fold((0, 0), |(n, c), s| {
+            let s = s.lock();
+            (
+                n + s.len() as u64,
+                c + s.values().map(|e| e.nlookup).sum::<u64>(),
+            )
+        })
+    }
+
+    /// Unmount: drops every node (the kernel forgets nothing after an abort).
+    pub fn clear(&self) {
+        for s in &self.shards {
+            let all = std::mem::take(&mut *s.lock());
+            drop(all);
+        }
+    }
+}
+
+/// An open file or directory handle: one per kernel open file description.
+pub struct Handle {
+    pub node: Node,
+    pub file: FileRef,
+    /// POSIX-style owners that locked through this handle and have not flushed it since:
+    /// at release these can only be OFD owners (see `docs/fuse.md` section 5).
+    pub owners: Mutex<Vec<u64>>,
+    /// The kernel's poll handle and our registration with the kernfs open file that
+    /// wakes it (`--sys` attribute files), removed at release.
+    pub poll: Mutex<Option<(u64, scalevfs_kernfs::WaiterKey)>>,
+}
+
+impl Handle {
+    pub fn new(node: Node, file: FileRef) -> Handle {
+        Handle {
+            node,
+            file,
+            owners: Mutex::new(Vec::new()),
+            poll: Mutex::new(None),
+        }
+    }
+}
+
+struct FileShard {
+    seq: u64,
+    map: HashMap<u64, Arc<Handle>>,
+}
+
+/// See the module docs.
+pub struct FileTable {
+    shards: [Mutex<FileShard>; SHARDS],
+}
+
+impl FileTable {
+    pub fn new() -> FileTable {
+        FileTable {
+            shards: std::array::from_fn(|_| {
+                Mutex::new(FileShard {
+                    seq: 0,
+                    map: HashMap::new(),
+                })
+            }),
+        }
+    }
+
+    pub fn insert(&self, h: Handle) -> u64 {
+        let shard = current_shard(SHARDS);
+        let mut s = self.shards[shard].lock();
+        s.seq += 1;
+        let fh = s.seq << 6 | shard as u64;
+        s.map.insert(fh, Arc::new(h));
+        fh
+    }
+
+    pub fn get(&self, fh: u64) -> Option<Arc<Handle>> {
+        self.shards[(fh % SHARDS as u64) as usize]
+            .lock()
+            .map
+            .get(&fh)
+            .cloned()
+    }
+
+    pub fn remove(&self, fh: u64) -> Option<Arc<Handle>> {
+        self.shards[(fh % SHARDS as u64) as usize]
+            .lock()
+            .map
+            .remove(&fh)
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().map.len()).sum()
+    }
+
+    /// Unmount: drops every handle (the last reference of each open file description
+    /// releases its flock and OFD locks).
+    pub fn clear(&self) {
+        for s in &self.shards {
+            let all = std::mem::take(&mut s.lock().map);
+            drop(all);
+        }
+    }
+}
+
+/// See the module docs.
+pub struct Waits {
+    shards: [Mutex<HashMap<u64, CancelToken>>; SHARDS],
+}
+
+impl Waits {
+    pub fn new() -> Waits {
+        Waits {
+            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+        }
+    }
+    fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, CancelToken>> {
+        &self.shards[(unique % SHARDS as u64) as usize]
+    }
+    pub fn insert(&self, unique: u64, t: CancelToken) {
+        self.shard(unique).lock().insert(unique, t);
+    }
+    pub fn get(&self, unique: u64) -> Option<CancelToken> {
+        self.shard(unique).lock().get(&unique).cloned()
+    }
+    pub fn remove(&self, unique: u64) {
+        self.shard(unique).lock().remove(&unique);
+    }
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().len()).sum()
+    }
+    /// Cancels every waiting request (unmount).
+    pub fn cancel_all(&self) {
+        for s in &self.shards {
+            for t in s.lock().values() {
+                t.cancel();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scalevfs::inodes::Owner;
+    use scalevfs::{Vfs, VfsOptions};
+
+    /// Many threads look up and forget the same few inodes (reached by several names: hard
+    /// links) at once: a held node id always resolves to its inode (nothing is erased
+    /// while counted), and once every thread forgot what it was given, nothing is left.
+    #[test]
+    fn concurrent_remember_and_forget_keep_exact_counts() {
+        let vfs = Vfs::new(VfsOptions::default());
+        let core = vfs.core();
+        let root = core.root_node();
+        let me = Owner { uid: 0, gid: 0 };
+        let mut inos = Vec::new();
+        for i in 0..4 {
+            let n = core
+                .node_mknod(&root, format!("f{i}").as_bytes(), 0o644, me)
+                .unwrap();
+            core.node_link(&n, &root, format!("l{i}").as_bytes())
+                .unwrap();
+            inos.push(n.ino());
+        }
+        let table = NodeTable::new(root.clone());
+        std::thread::scope(|s| {
+            for t in 0..16 {
+                let (table, core, root, inos) = (&table, core, &root, &inos);
+                s.spawn(move || {
+                    let mut held = vec![0u64; 4];
+                    for k in 0..2000usize {
+                        let i = (k * 7 + t) % 4;
+                        let name = if k % 2 == 0 { "f" } else { "l" };
+                        let n = core
+                            .node_lookup(root, format!("{name}{i}").as_bytes())
+                            .unwrap();
+                        let id = table.remember(n);
+                        assert_eq!(id, inos[i], "one node id per inode, whatever the name");
+                        held[i] += 1;
+                        assert_eq!(table.get(id).unwrap().ino(), inos[i]);
+                        if k % 3 == 0 {
+                            // Forget everything this thread holds on i, in one batch.
+                            table.forget(id, held[i]);
+                            held[i] = 0;
+                        }
+                    }
+                    for (i, n) in held.into_iter().enumerate() {
+                        if n > 0 {
+                            table.forget(inos[i], n);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(table.counts(), (0, 0), "every entry went at zero");
+        assert!(table.get(inos[0]).is_none());
+        assert_eq!(table.remember(root.clone()), ROOT_ID);
+        assert_eq!(table.counts(), (0, 0), "the root is not counted");
+    }
+}

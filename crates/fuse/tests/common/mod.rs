@@ -1,0 +1,213 @@
+//! The harness of the mount tests: gating (root, /dev/fuse, fusermount3), the
+//! process-wide test mutex, fork helpers and bounded waits.
+#![allow(dead_code)]
+
+use std::ffi::CString;
+use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use scalevfs_fuse::{Server, Stats};
+
+pub fn skip_reason() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is absent".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    if scalevfs_fuse::fusermount_path().is_none() {
+        return Some("fusermount3 is missing (apt-get install fuse3)".into());
+    }
+    None
+}
+
+/// The mount tests run one at a time: a child forked by one test inherits every fd the
+/// other tests have open at that moment, which delays their last close (FUSE_RELEASE)
+/// until the child exits and so changes what they observe.
+pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[macro_export]
+macro_rules! require_fuse {
+    () => {
+        if let Some(why) = $crate::common::skip_reason() {
+            eprintln!("SKIPPED: FUSE mount test needs root, /dev/fuse and fusermount3: {why}");
+            return;
+        }
+        let _serial = $crate::common::SERIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+    };
+}
+
+pub fn mount(threads: usize) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::mount(dir.path(), threads).expect("mount");
+    (dir, server)
+}
+
+pub fn cpath(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+pub fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap()
+}
+
+pub fn open_rw(p: &Path) -> File {
+    File::options().read(true).write(true).open(p).unwrap()
+}
+
+pub fn flock_struct(ty: i32, start: i64, len: i64) -> libc::flock {
+    // SAFETY: libc::flock is plain data; all-zero is a valid value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty as i16;
+    fl.l_whence = libc::SEEK_SET as i16;
+    fl.l_start = start;
+    fl.l_len = len;
+    fl
+}
+
+/// `fcntl(fd, cmd, &fl)`: Ok or the errno.
+pub fn fcntl_lock(fd: i32, cmd: i32, fl: &mut libc::flock) -> Result<(), i32> {
+    // SAFETY: `fl` is a live, initialised struct flock.
+    if unsafe { libc::fcntl(fd, cmd, fl as *mut libc::flock) } == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+pub fn flock(fd: i32, op: i32) -> Result<(), i32> {
+    // SAFETY: plain syscall.
+    if unsafe { libc::flock(fd, op) } == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+pub struct Pipe {
+    pub r: i32,
+    pub w: i32,
+}
+
+impl Pipe {
+    pub fn new() -> Pipe {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        Pipe {
+            r: fds[0],
+            w: fds[1],
+        }
+    }
+    pub fn send(&self, b: u8) {
+        // SAFETY: writes one byte from a live u8.
+        let n = unsafe { libc::write(self.w, (&b as *const u8).cast(), 1) };
+        assert_eq!(n, 1);
+    }
+    pub fn recv(&self) -> u8 {
+        let mut b = 0u8;
+        // SAFETY: reads one byte into a live u8.
+        let n = unsafe { libc::read(self.r, (&mut b as *mut u8).cast(), 1) };
+        assert_eq!(n, 1, "pipe closed early");
+        b
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // SAFETY: we own both descriptors.
+        unsafe {
+            libc::close(self.r);
+            libc::close(self.w);
+        }
+    }
+}
+
+/// Installs a SIGUSR1 handler that does nothing, without `SA_RESTART`, so that a system
+/// call it interrupts returns `EINTR`.
+pub fn catch_sigusr1_without_restart() {
+    extern "C" fn on_usr1(_: i32) {}
+    // SAFETY: a zeroed sigaction is valid; the handler is async-signal-safe (empty).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr1 as extern "C" fn(i32) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Forks; the child runs `f` (raw system calls only) and exits with its result.
+pub fn fork_child(f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child only makes system calls through `f` and then `_exit`s; it never
+    // returns into the test harness.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = f();
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    pid
+}
+
+/// Waits at most 20 s for `pid`; returns its exit code (kills it and panics on timeout).
+pub fn wait_child(pid: i32) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a live c_int.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            assert!(libc::WIFEXITED(status), "child died by signal: {status:#x}");
+            return libc::WEXITSTATUS(status);
+        }
+        if Instant::now() > deadline {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("child {pid} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn wait_for(server: &Server, what: &str, cond: impl Fn(&Stats) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond(&server.stats()) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {:?}",
+            server.stats()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+pub fn mounted(p: &Path) -> bool {
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let p = p.to_str().unwrap();
+    mi.lines().any(|l| l.split(' ').nth(4) == Some(p))
+}
+
+/// Waits (at most 10 s, writing `drop_caches` meanwhile) until the kernel has forgotten
+/// every node. `false`: `drop_caches` cannot be written here.
+pub fn forget_all(server: &Server) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().lookups != 0 {
+        if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"2") {
+            eprintln!("cannot write /proc/sys/vm/drop_caches to force forgets: {e}");
+            return false;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "lookups leaked: {:?}",
+            server.stats()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}

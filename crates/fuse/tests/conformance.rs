@@ -1,0 +1,63 @@
+//! The conformance harness's scripted cases against a FUSE mount of scalevfs and against
+//! host tmpfs (/dev/shm): every difference must be listed in `FUSE_DIFFERENCES` with its
+//! reason (the same list is in the README, "FUSE mount: differences from host tmpfs").
+//! Needs root, /dev/fuse and fusermount3.
+
+mod common;
+
+use scalevfs_conformance::{cases, HostBackend, Report};
+
+/// Cases that differ through FUSE, each with the reason (README: "FUSE mount: differences
+/// from host tmpfs").
+const FUSE_DIFFERENCES: &[(&str, &str)] = &[
+    ("io/seek-data-hole/hole-then-data", LSEEK),
+    ("io/seek-data-hole/data-hole-data", LSEEK),
+    ("io/seek-data-hole/trailing-hole-from-truncate", LSEEK),
+    ("io/seek-data-hole/all-hole", LSEEK),
+    ("io/fallocate-then-seek-data", LSEEK),
+];
+
+/// Why SEEK_DATA/SEEK_HOLE differ.
+const LSEEK: &str = "polyfuse 0.5.1 does not decode FUSE_LSEEK (it answers ENOSYS), so the \
+    kernel falls back to the generic llseek: the whole file is data, SEEK_HOLE is the size";
+
+#[test]
+fn fuse_mount_agrees_with_host_tmpfs() {
+    require_fuse!();
+    // The host side drops to other uids in permission cases: allow_other.
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        allow_other: true,
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let host = HostBackend::new().expect("host tmpfs backend");
+    let fuse = HostBackend::in_dir(dir.path()).expect("backend in the FUSE mount");
+    let all = cases::all();
+    let report = Report::run(&host, &fuse, &all);
+    println!("{}", report.summary(400));
+    let differ: Vec<&str> = report
+        .cases
+        .iter()
+        .filter(|c| !c.agrees())
+        .map(|c| c.script.name.as_str())
+        .collect();
+    println!("DIFFERING: {differ:?}");
+    let unexpected: Vec<&&str> = differ
+        .iter()
+        .filter(|n| !FUSE_DIFFERENCES.iter().any(|(k, _)| k == *n))
+        .collect();
+    let stale: Vec<&str> = FUSE_DIFFERENCES
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| !differ.contains(k))
+        .collect();
+    drop(fuse);
+    server.unmount().unwrap();
+    assert!(
+        unexpected.is_empty(),
+        "unexplained differences: {unexpected:?}"
+    );
+    assert!(stale.is_empty(), "listed but agreeing now: {stale:?}");
+}

@@ -1,0 +1,417 @@
+//! Inode handles: the VFS driven by inode instead of by path, for a server (FUSE) whose
+//! client names files by node id and whose kernel has already resolved paths and checked
+//! permissions.
+//!
+//! A [`Node`] is a counted reference to a dentry, and through it to its inode (Linux's
+//! `struct path` held by a NFS export handle): it keeps the inode alive without any path
+//! lookup, across renames (the dentry moves with `d_move`) and after unlink (the dentry
+//! is unhashed but still holds the inode, like an open file). Dropping the last `Node`
+//! and the last open file of an unlinked inode frees it.
+//!
+//! Every operation here reuses the path-based operation's second half in [`VfsCore`]
+//! (`create_locked`, `make_node`, `unlink_locked`, `rename_parents`, `open_existing`,
+//! ...): the same locks (parent `rwsem` exclusively for namespace changes; the rename
+//! mutex and both parents across directories; the inode `rwsem` for attributes) and the
+//! same errno values, minus what the caller's kernel already did:
+//! * **No permission checks** (`Cred::root()` for the checks): the FUSE kernel mounted with
+//!   `default_permissions` checked with the caller's fsuid, fsgid, supplementary groups
+//!   and capabilities, which a FUSE request does not carry. It also computed the set-id
+//!   bit changes of `chmod`/`chown`/`write`/`truncate` (the server does not set
+//!   `FUSE_HANDLE_KILLPRIV`, so the kernel sends them as explicit mode changes) and applied
+//!   the umask and `mode_strip_sgid` to new files' modes.
+//! * **Ownership of new files** is the creator's ([`Owner`]: the request's uid/gid), and a
+//!   setgid directory passes its group on (and its setgid bit to subdirectories), as
+//!   `inode_init_owner` does.
+
+use crate::abi::{Stat, Timespec};
+use crate::file::{FileRef, OpenFile};
+use crate::inode::Inode;
+use crate::mount::Path;
+use crate::namei::{Ctx, Last, LastKind, NAME_MAX};
+use crate::perm::Cred;
+use crate::{Errno, SysResult, VfsCore};
+
+/// The credentials the kernel-checked operations run with: every check passes.
+static CHECKED: Cred = Cred {
+    uid: 0,
+    gid: 0,
+    groups: Vec::new(),
+};
+
+/// A counted reference that keeps an inode alive without a path (see the module docs).
+#[derive(Clone)]
+pub struct Node {
+    path: Path,
+}
+
+impl Node {
+    /// The inode (a node always has one: only positive dentries become nodes).
+    pub fn inode(&self) -> &Inode {
+        self.path
+            .dentry
+            .inode()
+            .expect("a node's dentry is positive for its whole life")
+    }
+    /// The inode number (`st_ino`).
+    pub fn ino(&self) -> u64 {
+        self.inode().ino
+    }
+    /// Inode numbers are never reused by our file systems while an inode lives (tmpfs
+    /// numbers come from a 64-bit counter), so one generation suffices.
+    pub fn generation(&self) -> u64 {
+        0
+    }
+    /// Whether this is the root of its file system.
+    pub fn is_root(&self) -> bool {
+        self.path.dentry.is_root()
+    }
+    pub fn is_dir(&self) -> bool {
+        self.inode().is_dir()
+    }
+    /// `stat` (after the file system refreshed the inode, as `getattr` does).
+    pub fn stat(&self) -> Stat {
+        let i = self.inode();
+        i.fs().getattr(i);
+        i.stat()
+    }
+    /// The location this node was reached by (its dentry may be unlinked since).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The creator of a new file: the FUSE request's uid and gid.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Owner {
+    fn cred(self) -> Cred {
+        Cred {
+            uid: self.uid,
+            gid: self.gid,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// A time to set: now, or a given time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SetTime {
+    Now,
+    At(Timespec),
+}
+
+/// The attributes a `setattr` changes (`None`: unchanged).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// Permission bits and set-id bits (`07777`); the type bits are ignored.
+    pub mode: Option<u32>,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub size: Option<u64>,
+    pub atime: Option<SetTime>,
+    pub mtime: Option<SetTime>,
+}
+
+/// Rejects names the kernel never sends as a single component.
+fn check_name(name: &[u8]) -> SysResult<()> {
+    if name.is_empty() || name.contains(&b'/') {
+        return Err(Errno::EINVAL);
+    }
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(())
+}
+
+fn last(name: &[u8]) -> SysResult<Last> {
+    check_name(name)?;
+    Ok(Last {
+        name: name.to_vec(),
+        kind: match name {
+            b"." => LastKind::Dot,
+            b".." => LastKind::DotDot,
+            _ => LastKind::Norm,
+        },
+        slash: false,
+    })
+}
+
+/// A name to create or remove: `.` and `..` exist (`EEXIST` to create them).
+fn entry_name(name: &[u8], dot: Errno) -> SysResult<()> {
+    check_name(name)?;
+    if name == b"." || name == b".." {
+        return Err(dot);
+    }
+    Ok(())
+}
+
+impl VfsCore {
+    fn checked_ctx<'a>(&self, at: &'a Node) -> Ctx<'a> {
+        Ctx {
+            cred: &CHECKED,
+            root: &at.path,
+        }
+    }
+
+    /// The root directory's node.
+    pub fn root_node(&self) -> Node {
+        Node { path: self.root() }
+    }
+
+    /// `name` in the directory `dir` (no permission check), crossing mount points.
+    /// `ENOENT` if it does not exist, `ENOTDIR` if `dir` is not a directory.
+    pub fn node_lookup(&self, dir: &Node, name: &[u8]) -> SysResult<Node> {
+        check_name(name)?;
+        if !dir.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        let path = match name {
+            b"." => dir.path.clone(),
+            b".." => {
+                let parent = dir.path.dentry.parent().unwrap_or(dir.path.dentry.clone());
+                Path {
+                    mnt: dir.path.mnt,
+                    dentry: parent,
+                }
+            }
+            _ => {
+                let d = self.lookup_one(&dir.path, name, false)?;
+                if d.is_negative() {
+                    return Err(Errno::ENOENT);
+                }
+                self.cross_mounts(Path {
+                    mnt: dir.path.mnt,
+                    dentry: d,
+                })
+            }
+        };
+        Ok(Node { path })
+    }
+
+    fn make(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        f: impl FnOnce(&Path, &Inode, &crate::dentry::DentryRef, &[u8]) -> SysResult<()>,
+    ) -> SysResult<Node> {
+        entry_name(name, Errno::EEXIST)?;
+        if !dir.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        self.create_locked(&dir.path, name, |dirp, inode, d, name| {
+            // may_create's non-permission part: no new entries in a removed directory.
+            if inode.nlink() == 0 {
+                return Err(Errno::ENOENT);
+            }
+            f(dirp, inode, d, name)?;
+            Ok(Node {
+                path: Path {
+                    mnt: dirp.mnt,
+                    dentry: d.clone(),
+                },
+            })
+        })
+    }
+
+    /// `mknod`: a regular file, FIFO or socket (`mode` includes the type; the kernel
+    /// applied the umask). Device nodes: `EOPNOTSUPP` (the VFS keeps no device numbers).
+    pub fn node_mknod(&self, dir: &Node, name: &[u8], mode: u32, owner: Owner) -> SysResult<Node> {
+        let ty = match mode & libc::S_IFMT {
+            0 => libc::S_IFREG,
+            t @ (libc::S_IFREG | libc::S_IFIFO | libc::S_IFSOCK) => t,
+            libc::S_IFCHR | libc::S_IFBLK => return Err(Errno::EOPNOTSUPP),
+            _ => return Err(Errno::EINVAL),
+        };
+        let cred = owner.cred();
+        self.make(dir, name, |dirp, inode, d, name| {
+            self.make_node(&cred, dirp, inode, d, name, ty | (mode & 0o7777))
+                .map(|_| ())
+        })
+    }
+
+    /// `mkdir` (the kernel applied the umask).
+    pub fn node_mkdir(&self, dir: &Node, name: &[u8], mode: u32, owner: Owner) -> SysResult<Node> {
+        let cred = owner.cred();
+        self.make(dir, name, |dirp, inode, d, name| {
+            self.make_node(&cred, dirp, inode, d, name, libc::S_IFDIR | (mode & 0o1777))
+                .map(|_| ())
+        })
+    }
+
+    /// `symlink(target, dir/name)`.
+    pub fn node_symlink(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        target: &[u8],
+        owner: Owner,
+    ) -> SysResult<Node> {
+        let cred = owner.cred();
+        self.make(dir, name, |dirp, inode, d, name| {
+            self.make_symlink(&cred, target, dirp, inode, d, name)
+                .map(|_| ())
+        })
+    }
+
+    /// `link(node, dir/name)`: `EXDEV` across mounts, `EPERM` for a directory, `ENOENT`
+    /// for an inode with no links left.
+    pub fn node_link(&self, node: &Node, dir: &Node, name: &[u8]) -> SysResult<Node> {
+        if node.path.mnt != dir.path.mnt {
+            return Err(Errno::EXDEV);
+        }
+        let inode = node.path.dentry.inode_ref().ok_or(Errno::ENOENT)?;
+        self.make(dir, name, |dirp, di, d, name| {
+            self.link_locked(&inode, dirp, di, d, name)
+        })
+    }
+
+    /// `open(O_CREAT | O_EXCL)` of a new regular file: the node and its open file
+    /// description (`flags` without the creation flags).
+    pub fn node_create(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        flags: i32,
+        owner: Owner,
+    ) -> SysResult<(Node, FileRef)> {
+        let node = self.node_mknod(dir, name, libc::S_IFREG | (mode & 0o7777), owner)?;
+        let f = self.node_open(&node, flags)?;
+        Ok((node, f))
+    }
+
+    /// `unlink(dir/name)`: `EISDIR` for a directory.
+    pub fn node_unlink(&self, dir: &Node, name: &[u8]) -> SysResult<()> {
+        entry_name(name, Errno::EISDIR)?;
+        self.unlink_locked(&self.checked_ctx(dir), &dir.path, name, false, false)
+    }
+
+    /// `rmdir(dir/name)`: `ENOTDIR`, `ENOTEMPTY`, `EBUSY` for a mount point; `.` is
+    /// `EINVAL` and `..` `ENOTEMPTY`, as Linux.
+    pub fn node_rmdir(&self, dir: &Node, name: &[u8]) -> SysResult<()> {
+        match name {
+            b"." => return Err(Errno::EINVAL),
+            b".." => return Err(Errno::ENOTEMPTY),
+            _ => check_name(name)?,
+        }
+        self.unlink_locked(&self.checked_ctx(dir), &dir.path, name, true, false)
+    }
+
+    /// `renameat2(dir/name, newdir/newname, flags)` with `RENAME_NOREPLACE` or
+    /// `RENAME_EXCHANGE` (others: `EINVAL`).
+    pub fn node_rename(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        newdir: &Node,
+        newname: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+        if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let (o, n) = (last(name)?, last(newname)?);
+        self.rename_parents(
+            &self.checked_ctx(dir),
+            &dir.path,
+            &o,
+            &newdir.path,
+            &n,
+            flags,
+        )
+    }
+
+    /// The target of a symlink (`EINVAL` for anything else).
+    pub fn node_readlink(&self, node: &Node) -> SysResult<Vec<u8>> {
+        let inode = node.inode();
+        if !inode.is_symlink() {
+            return Err(Errno::EINVAL);
+        }
+        let t = inode.fs().readlink(inode)?;
+        inode.touch_atime();
+        Ok(t)
+    }
+
+    /// `setattr`: size (`truncate`), owner, mode, times, in that order, each as the
+    /// matching system call does it (ctime updated; `SetTime::Now` is `UTIME_NOW`).
+    pub fn node_setattr(&self, node: &Node, a: &SetAttr) -> SysResult<()> {
+        let ctx = self.checked_ctx(node);
+        let inode = node.inode();
+        if let Some(size) = a.size {
+            if inode.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            if !inode.is_reg() {
+                return Err(Errno::EINVAL);
+            }
+            let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
+            self.do_truncate(&ctx, inode, len, true)?;
+        }
+        if a.uid.is_some() || a.gid.is_some() {
+            self.chown(
+                &ctx,
+                &node.path,
+                a.uid.unwrap_or(u32::MAX),
+                a.gid.unwrap_or(u32::MAX),
+            )?;
+        }
+        if let Some(mode) = a.mode {
+            if inode.is_symlink() {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            self.chmod(&ctx, &node.path, mode)?;
+        }
+        if a.atime.is_some() || a.mtime.is_some() {
+            let t = |s: Option<SetTime>| match s {
+                None => Timespec {
+                    sec: 0,
+                    nsec: libc::UTIME_OMIT,
+                },
+                Some(SetTime::Now) => Timespec {
+                    sec: 0,
+                    nsec: libc::UTIME_NOW,
+                },
+                Some(SetTime::At(t)) => t,
+            };
+            let times = [t(a.atime), t(a.mtime)];
+            for ts in &times {
+                let special = ts.nsec == libc::UTIME_NOW || ts.nsec == libc::UTIME_OMIT;
+                if !special && !(0..1_000_000_000).contains(&ts.nsec) {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            self.utimes(&ctx, &node.path, Some(times))?;
+        }
+        Ok(())
+    }
+
+    /// An open file description of `node` without a descriptor (`open(2)`'s checks on
+    /// flags and type, no permission check). `O_CREAT`, `O_EXCL`, `O_NOCTTY` and
+    /// `O_TRUNC` are ignored (the kernel sends truncation as a `setattr`).
+    pub fn node_open(&self, node: &Node, flags: i32) -> SysResult<FileRef> {
+        let flags = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY | libc::O_TRUNC);
+        self.open_existing(&self.checked_ctx(node), node.path.clone(), flags)
+    }
+
+    /// `pread` on an open file description.
+    pub fn file_read_at(&self, f: &OpenFile, buf: &mut [u8], off: i64) -> SysResult<usize> {
+        self.pread(f, buf, off)
+    }
+
+    /// `pwrite` on an open file description (appends if it was opened `O_APPEND`, as
+    /// Linux's `pwrite`).
+    pub fn file_write_at(&self, f: &OpenFile, buf: &[u8], off: i64) -> SysResult<usize> {
+        let ctx = Ctx {
+            cred: &CHECKED,
+            root: f.path(),
+        };
+        self.pwrite(&ctx, f, buf, off)
+    }
+}
