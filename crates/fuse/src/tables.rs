@@ -26,12 +26,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs::inodes::Node;
 use scalevfs_primitives::cpu::current_shard;
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::FileRef;
 
+/// Shards per table; each shard's mutex has a cache line of its own (`CachePadded`), so
+/// requests on different shards share no line.
 const SHARDS: usize = 64;
 
 /// The root's node id, fixed by the FUSE protocol.
@@ -45,14 +48,14 @@ struct Entry {
 /// See the module docs.
 pub struct NodeTable {
     root: Node,
-    shards: [Mutex<HashMap<u64, Entry>>; SHARDS],
+    shards: [CachePadded<Mutex<HashMap<u64, Entry>>>; SHARDS],
 }
 
 impl NodeTable {
     pub fn new(root: Node) -> NodeTable {
         NodeTable {
             root,
-            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            shards: std::array::from_fn(|_| CachePadded::new(Mutex::new(HashMap::new()))),
         }
     }
 
@@ -168,17 +171,17 @@ struct FileShard {
 
 /// See the module docs.
 pub struct FileTable {
-    shards: [Mutex<FileShard>; SHARDS],
+    shards: [CachePadded<Mutex<FileShard>>; SHARDS],
 }
 
 impl FileTable {
     pub fn new() -> FileTable {
         FileTable {
             shards: std::array::from_fn(|_| {
-                Mutex::new(FileShard {
+                CachePadded::new(Mutex::new(FileShard {
                     seq: 0,
                     map: HashMap::new(),
-                })
+                }))
             }),
         }
     }
@@ -223,13 +226,13 @@ impl FileTable {
 
 /// See the module docs.
 pub struct Waits {
-    shards: [Mutex<HashMap<u64, CancelToken>>; SHARDS],
+    shards: [CachePadded<Mutex<HashMap<u64, CancelToken>>>; SHARDS],
 }
 
 impl Waits {
     pub fn new() -> Waits {
         Waits {
-            shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
+            shards: std::array::from_fn(|_| CachePadded::new(Mutex::new(HashMap::new()))),
         }
     }
     fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, CancelToken>> {
