@@ -1154,8 +1154,10 @@ pub fn leaked_cores() -> u64 {
 
 /// Lets the epoch collector free retired objects (tests and teardown).
 pub fn reclaim() {
+    crate::retire::reclaim_local();
     for _ in 0..4 {
         crossbeam_epoch::pin().flush();
+        crate::retire::reclaim_local();
     }
 }
 

@@ -322,16 +322,10 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     // not be the thread that published them).
     let ip = d.inode.load(Ordering::Acquire);
     let parent = d.parent.load(Ordering::Acquire);
-    let raw = SendPtr(d as *const Dentry as *mut Dentry);
     let guard = crossbeam_epoch::pin();
     // SAFETY: the dentry is unhashed, off the LRU and dead: no new reader can find it, and the
-    // pinned ones finish before the collector runs this.
-    unsafe {
-        guard.defer_unchecked(move || {
-            let raw = raw;
-            drop(Box::from_raw(raw.0));
-        });
-    }
+    // pinned ones unpin before it is freed (its drop frees memory only).
+    unsafe { crate::retire::retire_box(&guard, d as *const Dentry as *mut Dentry) };
     drop(guard);
     if !ip.is_null() {
         // SAFETY: the dentry owned one count of its inode (published by `instantiate` or at
@@ -390,10 +384,6 @@ impl NameRef {
         name_bytes(unsafe { Shared::<[MaybeUninit<u8>]>::from_usize(self.0).deref() })
     }
 }
-
-struct SendPtr<T>(*mut T);
-// SAFETY: moves a retired pointer to the thread that frees it.
-unsafe impl<T> Send for SendPtr<T> {}
 
 /// Per-CPU LRU lists of unused dentries (see the module docs).
 pub struct Lru {
@@ -719,7 +709,7 @@ impl Dcache {
             // Release: pairs with the Acquire in `with_name`.
             let old = d.name.swap(new, Ordering::AcqRel, &g);
             // SAFETY: the old name is unreachable now; pinned readers keep it until they unpin.
-            unsafe { g.defer_destroy(old) };
+            unsafe { crate::retire::retire_owned(&g, old) };
             let pid = parent.id;
             let me = d.as_ptr() as usize;
             // Drop whatever negative dentry still sits at the new name (the caller dropped a

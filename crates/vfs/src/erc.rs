@@ -39,10 +39,6 @@ unsafe impl<T: Release> Send for Erc<T> {}
 // SAFETY: as above.
 unsafe impl<T: Release> Sync for Erc<T> {}
 
-struct SendPtr<T>(*mut ErcInner<T>);
-// SAFETY: only used to move a retired block to the collector thread that frees it.
-unsafe impl<T> Send for SendPtr<T> {}
-
 impl<T: Release> Erc<T> {
     pub fn new(val: T) -> Erc<T> {
         let b = Box::new(ErcInner {
@@ -156,17 +152,12 @@ impl<T: Release> Drop for Erc<T> {
         // Acquire: pairs with every other holder's Release decrement.
         fence(Ordering::Acquire);
         self.inner().val.release();
-        let p = SendPtr(self.ptr.as_ptr());
         let guard = crossbeam_epoch::pin();
         // SAFETY: the count is zero, so no new reference can be made (try_get_raw refuses
-        // zero); lock-free readers that still see the pointer are pinned, and the collector runs
-        // this only after they unpin. `release` removed the object from every lookup structure.
-        unsafe {
-            guard.defer_unchecked(move || {
-                let p = p;
-                drop(Box::from_raw(p.0));
-            });
-        }
+        // zero); lock-free readers that still see the pointer are pinned, and the object is
+        // freed only after they unpin. `release` removed it from every lookup structure, and
+        // dropping the box only frees memory.
+        unsafe { crate::retire::retire_box(&guard, self.ptr.as_ptr()) };
     }
 }
 

@@ -44,6 +44,7 @@ pub mod pipe;
 pub mod poll;
 pub mod prims;
 pub mod rcuhash;
+pub mod retire;
 #[cfg(test)]
 mod testfs;
 

@@ -122,9 +122,9 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
                 let next = n.next.load(Ordering::Relaxed, &guard);
                 // Release: lookups that load `link` after this see a consistent chain.
                 link.store(next, Ordering::Release);
-                // SAFETY: the node is unlinked; lookups still walking it are pinned, so the
-                // collector frees it only after they unpin.
-                unsafe { guard.defer_destroy(cur) };
+                // SAFETY: the node is unlinked; lookups still walking it are pinned, so it
+                // is freed only after they unpin (its drop frees memory only).
+                unsafe { crate::retire::retire_owned(&guard, cur) };
                 return true;
             }
             link = &n.next;
