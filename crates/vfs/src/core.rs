@@ -209,7 +209,7 @@ impl VfsCore {
         }
         check_path(path)?;
         let mut links = 0;
-        let (mut dirp, mut last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
+        let (mut dirp, mut last) = self.lookup_parent_counting(ctx, start, path, &mut links)?;
         loop {
             if last.kind != LastKind::Norm {
                 // ".", ".." or "/": resolved, then do_open's checks: EEXIST, else EISDIR.

@@ -106,12 +106,27 @@ impl VfsCore {
         start: &Path,
         path: &[u8],
     ) -> SysResult<(Path, Last)> {
+        let mut links = 0;
+        self.lookup_parent_counting(ctx, start, path, &mut links)
+    }
+
+    /// [`lookup_parent`](Self::lookup_parent) that adds the symlinks it followed to
+    /// `links`, for a caller that goes on resolving (open with `O_CREAT`: the 40-link limit
+    /// is per resolution). rcu-walk first: it follows no symlink and takes a count only on
+    /// the parent, so creates in different directories share no dentry count (ref-walk
+    /// from `/` would count every ancestor, `/` included).
+    pub fn lookup_parent_counting(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        links: &mut u32,
+    ) -> SysResult<(Path, Last)> {
         check_path(path)?;
         if let Some(r) = self.rcu_lookup_parent(ctx, start, path) {
             return r;
         }
-        let mut links = 0;
-        self.link_path_walk(ctx, start.clone(), path, &mut links)
+        self.link_path_walk(ctx, start.clone(), path, links)
     }
 
     /// rcu-walk for `lookup_parent`: the same walk stopping at the directory that holds the
