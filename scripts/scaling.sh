@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # 1->2 thread scaling of benchmark workloads measured the robust way on a noisy VM:
-# interleaved runs of the one_thread example (1 thread, then 2 threads, 7 times), medians.
-# Reports, per workload and design, the throughput scaling and the CPU time per operation
-# at 2 threads relative to 1 thread (1.00 = no contention at all; scheduling noise from
-# other tenants moves elapsed time much more than it moves CPU time).
+# interleaved runs of the one_thread example (1 thread, then 2 threads, 7 times), medians
+# of its timed phase (setup excluded). Reports, per workload and design, the throughput
+# scaling and the CPU time per operation at 2 threads relative to 1 thread (1.00 = no
+# contention at all; scheduling noise from other tenants moves elapsed time much more
+# than it moves CPU time).
 #
 #   scripts/scaling.sh [--design D] WORKLOAD[:CALLS]...   e.g.  scripts/scaling.sh inode-churn:15000
 #
@@ -20,7 +21,7 @@ for spec in "$@"; do
     raw=$(mktemp)
     for _ in 1 2 3 4 5 6 7; do
         for t in 1 2; do
-            /usr/bin/time -f "$t %e %U" "$bin" "$w" "$design" "$calls" "$t" >/dev/null 2>>"$raw"
+            "$bin" "$w" "$design" "$calls" "$t" 2>&1 >/dev/null | sed -n "s/^worker-phase /$t /p" >>"$raw"
         done
     done
     python3 - "$raw" "$w" "$design" <<'PY'

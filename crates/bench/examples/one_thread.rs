@@ -1,6 +1,8 @@
 //! Runs one workload on one thread for a fixed number of worker calls and prints how many
 //! operations that was: the unit `scripts/callgrind.sh` measures instruction counts on.
 //! With THREADS, that many threads each make CALLS calls (for `perf record` of one design).
+//! On stderr: `worker-phase ELAPSED CPU`, the seconds of the calls alone (setup excluded)
+//! and the CPU seconds the worker threads used (`scripts/scaling.sh` reads it).
 //!
 //! ```text
 //! one_thread WORKLOAD DESIGN CALLS [THREADS]   e.g.  one_thread dlist-add-del scalable 1000
@@ -17,6 +19,18 @@ fn main() {
         eprintln!("one_thread: {e}");
         std::process::exit(2);
     }
+}
+
+/// CPU time the calling thread has used (`RUSAGE_THREAD`), in seconds.
+fn thread_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct we pass; all-zero is a valid rusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 fn run() -> Result<(), String> {
@@ -43,17 +57,24 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("bad THREADS '{threads}': {e}"))?;
     let inst = w.setup(design, threads)?;
     let inst = &*inst;
-    let ops: u64 = std::thread::scope(|s| {
+    let start = std::time::Instant::now();
+    let (ops, cpu): (u64, f64) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
                     let mut worker = inst.worker(t);
-                    (0..calls).map(|_| worker()).sum::<u64>()
+                    let ops = (0..calls).map(|_| worker()).sum::<u64>();
+                    (ops, thread_cpu_seconds())
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, 0.0)))
+            .fold((0, 0.0), |(o, c), (o2, c2)| (o + o2, c + c2))
     });
+    // The timed phase alone (setup excluded), for scripts/scaling.sh.
+    eprintln!("worker-phase {:.6} {cpu:.6}", start.elapsed().as_secs_f64());
     println!("{ops}");
     Ok(())
 }
