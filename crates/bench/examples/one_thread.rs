@@ -1,8 +1,10 @@
-//! Runs one workload on one thread for a fixed number of worker calls and prints how many
-//! operations that was: the unit `scripts/callgrind.sh` measures instruction counts on.
+//! Runs one workload on one thread for a fixed number of worker calls (plus a warm-up of a
+//! tenth as many) and prints how many operations that was in all: the unit
+//! `scripts/callgrind.sh` measures instruction counts on.
 //! With THREADS, that many threads each make CALLS calls (for `perf record` of one design).
-//! On stderr: `worker-phase ELAPSED CPU`, the seconds of the calls alone (setup excluded)
-//! and the CPU seconds the worker threads used (`scripts/scaling.sh` reads it).
+//! On stderr: `worker-phase ELAPSED CPU`, the seconds of the CALLS calls alone (after setup
+//! and a warm-up of CALLS/10 calls per thread) and the CPU seconds the worker threads used
+//! in them (`scripts/scaling.sh` reads it).
 //!
 //! ```text
 //! one_thread WORKLOAD DESIGN CALLS [THREADS]   e.g.  one_thread dlist-add-del scalable 1000
@@ -57,23 +59,32 @@ fn run() -> Result<(), String> {
         .map_err(|e| format!("bad THREADS '{threads}': {e}"))?;
     let inst = w.setup(design, threads)?;
     let inst = &*inst;
-    let start = std::time::Instant::now();
+    // A warm-up of a tenth of the calls on every thread, then a barrier: the timed phase is
+    // the steady state (caches, allocator pages and the epoch's garbage warm), as the
+    // benchmark runner measures after its warm-up round.
+    let warm = std::sync::Barrier::new(threads + 1);
+    let warm = &warm;
+    let mut start = std::time::Instant::now();
     let (ops, cpu): (u64, f64) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
                     let mut worker = inst.worker(t);
+                    let warm_ops = (0..calls / 10).map(|_| worker()).sum::<u64>();
+                    warm.wait();
+                    let cpu0 = thread_cpu_seconds();
                     let ops = (0..calls).map(|_| worker()).sum::<u64>();
-                    (ops, thread_cpu_seconds())
+                    (warm_ops + ops, thread_cpu_seconds() - cpu0)
                 })
             })
             .collect();
+        warm.wait();
+        start = std::time::Instant::now();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or((0, 0.0)))
             .fold((0, 0.0), |(o, c), (o2, c2)| (o + o2, c + c2))
     });
-    // The timed phase alone (setup excluded), for scripts/scaling.sh.
     eprintln!("worker-phase {:.6} {cpu:.6}", start.elapsed().as_secs_f64());
     println!("{ops}");
     Ok(())
