@@ -16,6 +16,7 @@
 //! | [`core`]    | `VfsCore`: every operation with Linux semantics and errno              |
 //! | [`perm`]    | credentials and permission checks                                      |
 //! | [`rcuhash`] | the lock-free-lookup hash table under both caches                      |
+//! | [`retire`]  | epoch-deferred frees run on the retiring thread (per-thread call_rcu)  |
 //! | [`erc`]     | counted pointers with synchronous release and epoch-deferred free      |
 //! | [`prims`]   | adapters selecting the scalable or legacy primitive                    |
 //! | [`locks`]   | POSIX, OFD and flock locks with deadlock detection (seed 002)          |
