@@ -286,15 +286,7 @@ fn every_inode_is_freed_after_unlink_close_and_forget() {
     held[0].read_to_end(&mut buf).unwrap();
     assert_eq!(buf, b"data");
     drop(held);
-    wait_for(&server, "every file released", |s| s.open_files == 0);
-    if !forget_all(&server) {
-        eprintln!("SKIPPED the forget half of the leak test");
-        return;
-    }
-    vfs.drop_caches();
-    assert_eq!(server.stats().nodes, 0);
-    assert_eq!(vfs.inode_count(), base, "no inode leaked");
-    server.unmount().unwrap();
+    unmount_leaking_nothing(server, base);
 }
 
 #[test]
@@ -463,15 +455,7 @@ fn lookups_and_forgets_racing_renames_and_links_leak_nothing() {
         std::fs::remove_file(root.join(format!("f{i}"))).unwrap();
         std::fs::remove_file(root.join(format!("h{i}"))).unwrap();
     }
-    wait_for(&server, "every file released", |s| s.open_files == 0);
-    if !forget_all(&server) {
-        eprintln!("SKIPPED the forget half of the test");
-        return;
-    }
-    vfs.drop_caches();
-    assert_eq!(server.stats().nodes, 0);
-    assert_eq!(vfs.inode_count(), base, "no inode leaked");
-    server.unmount().unwrap();
+    unmount_leaking_nothing(server, base);
 }
 
 #[test]

@@ -211,3 +211,19 @@ pub fn forget_all(server: &Server) -> bool {
     }
     true
 }
+
+/// The end of a leak test: waits for every file to be released and every lookup to be
+/// forgotten, then checks that the node table is empty and the VFS is back to `base`
+/// inodes, and unmounts. Skips the check (saying so) if forgets cannot be forced.
+pub fn unmount_leaking_nothing(server: Server, base: usize) {
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    if !forget_all(&server) {
+        eprintln!("SKIPPED the forget half of the leak test");
+        return;
+    }
+    let vfs = server.vfs().clone();
+    vfs.drop_caches();
+    assert_eq!(server.stats().nodes, 0);
+    assert_eq!(vfs.inode_count(), base, "no inode leaked");
+    server.unmount().unwrap();
+}
