@@ -231,35 +231,6 @@ impl FileSystem for KernfsFs {
         }
     }
 
-    fn create(&self, _: &Inode, _: &[u8], mode: u32, _: u32, _: u32) -> SysResult<InodeRef> {
-        // lookup_open without ->create: EACCES; vfs_mkdir/vfs_mknod without the op: EPERM.
-        Err(if mode & libc::S_IFMT == libc::S_IFREG {
-            Errno::EACCES
-        } else {
-            Errno::EPERM
-        })
-    }
-
-    fn symlink(&self, _: &Inode, _: &[u8], _: &[u8], _: u32, _: u32) -> SysResult<InodeRef> {
-        Err(Errno::EPERM)
-    }
-
-    fn link(&self, _: &Inode, _: &[u8], _: &InodeRef) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-
-    fn unlink(&self, _: &Inode, _: &[u8], _: &Inode) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-
-    fn rmdir(&self, _: &Inode, _: &[u8], _: &Inode) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-
-    fn rename(&self, _: &Inode, _: &[u8], _: &Inode, _: &[u8], _: u32) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-
     /// Positions: 0 is `.`, 1 is `..`, then `2 + cookie` after the entry with that kernfs
     /// cookie (cookies start at 1 and are never reused, so positions stay valid).
     fn readdir(

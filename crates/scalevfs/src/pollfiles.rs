@@ -148,24 +148,6 @@ impl FileSystem for AnonFs {
     fn lookup(&self, _dir: &Inode, _name: &[u8]) -> SysResult<Option<InodeRef>> {
         Ok(None)
     }
-    fn create(&self, _: &Inode, _: &[u8], _: u32, _: u32, _: u32) -> SysResult<InodeRef> {
-        Err(Errno::EPERM)
-    }
-    fn symlink(&self, _: &Inode, _: &[u8], _: &[u8], _: u32, _: u32) -> SysResult<InodeRef> {
-        Err(Errno::EPERM)
-    }
-    fn link(&self, _: &Inode, _: &[u8], _: &InodeRef) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-    fn unlink(&self, _: &Inode, _: &[u8], _: &Inode) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-    fn rmdir(&self, _: &Inode, _: &[u8], _: &Inode) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
-    fn rename(&self, _: &Inode, _: &[u8], _: &Inode, _: &[u8], _: u32) -> SysResult<()> {
-        Err(Errno::EPERM)
-    }
     fn readdir(
         &self,
         _dir: &Inode,

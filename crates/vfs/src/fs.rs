@@ -11,7 +11,7 @@
 use crate::file::OpenFile;
 use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::poll::Pollable;
-use crate::SysResult;
+use crate::{Errno, SysResult};
 use std::any::Any;
 use std::sync::Arc;
 
@@ -37,37 +37,59 @@ pub trait FileSystem: Send + Sync + 'static {
     fn evict_inode(&self, inode: &Inode);
     /// Looks `name` up in `dir`.
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>>;
+    // Namespace changes. The defaults are Linux's answers for an inode without the
+    // operation (a file system that does not change its namespace through the VFS, such as
+    // kernfs or the anonymous-inode mount): `lookup_open` without `->create` gives
+    // `EACCES`, `vfs_mkdir`, `vfs_mknod`, `vfs_symlink`, `vfs_link`, `vfs_unlink`,
+    // `vfs_rmdir` and `vfs_rename` without theirs `EPERM`.
+
     /// Creates a regular file, directory or special file (`mode` includes the type).
     fn create(
         &self,
-        dir: &Inode,
-        name: &[u8],
+        _dir: &Inode,
+        _name: &[u8],
         mode: u32,
-        uid: u32,
-        gid: u32,
-    ) -> SysResult<InodeRef>;
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<InodeRef> {
+        Err(if mode & libc::S_IFMT == libc::S_IFREG {
+            Errno::EACCES
+        } else {
+            Errno::EPERM
+        })
+    }
     fn symlink(
         &self,
-        dir: &Inode,
-        name: &[u8],
-        target: &[u8],
-        uid: u32,
-        gid: u32,
-    ) -> SysResult<InodeRef>;
-    fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()>;
-    fn unlink(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()>;
+        _dir: &Inode,
+        _name: &[u8],
+        _target: &[u8],
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<InodeRef> {
+        Err(Errno::EPERM)
+    }
+    fn link(&self, _dir: &Inode, _name: &[u8], _inode: &InodeRef) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    fn unlink(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
     /// Removes an empty directory (`ENOTEMPTY` otherwise).
-    fn rmdir(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()>;
+    fn rmdir(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
     /// Renames; the VFS has checked types, emptiness of a replaced directory, loops and
     /// permissions. `flags` may hold `RENAME_EXCHANGE` (both exist).
     fn rename(
         &self,
-        old_dir: &Inode,
-        old_name: &[u8],
-        new_dir: &Inode,
-        new_name: &[u8],
-        flags: u32,
-    ) -> SysResult<()>;
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _flags: u32,
+    ) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
     /// Emits entries from position `pos` (0 = start, including `.` and `..`) until `emit`
     /// returns false; returns true if it reached the end of the directory. Entries that
     /// exist throughout a directory scan are emitted exactly once.
