@@ -236,16 +236,7 @@ fn next_ino() -> u64 {
     thread_local! {
         static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
-    BLOCK.with(|b| {
-        let (mut next, mut end) = b.get();
-        if next == end {
-            // Relaxed: numbers only need to be unique.
-            next = NEXT.fetch_add(1024, Ordering::Relaxed);
-            end = next + 1024;
-        }
-        b.set((next + 1, end));
-        next
-    })
+    scalevfs_vfs::prims::next_batched_id(&NEXT, &BLOCK)
 }
 
 impl Tmpfs {

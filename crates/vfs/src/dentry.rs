@@ -474,16 +474,7 @@ fn next_dentry_id() -> u64 {
     thread_local! {
         static BLOCK: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     }
-    BLOCK.with(|b| {
-        let (mut next, mut end) = b.get();
-        if next == end {
-            // Relaxed: ids only need to be unique.
-            next = NEXT.fetch_add(1024, Ordering::Relaxed);
-            end = next + 1024;
-        }
-        b.set((next + 1, end));
-        next
-    })
+    crate::prims::next_batched_id(&NEXT, &BLOCK)
 }
 
 impl Dcache {

@@ -128,3 +128,23 @@ impl RenameLock {
 pub type InodeList = DList<std::num::NonZeroUsize>;
 /// Where an inode sits on its superblock's list.
 pub use scalevfs_primitives::dlist::DListNode as InodeListNode;
+
+/// A number from a per-thread block of `BATCH` taken from `counter` (Linux's
+/// `get_next_ino` batching): numbers are unique, and threads take a shared counter's line
+/// once per block instead of once per number. Each user keeps its own counter and block.
+pub fn next_batched_id(
+    counter: &std::sync::atomic::AtomicU64,
+    block: &'static std::thread::LocalKey<std::cell::Cell<(u64, u64)>>,
+) -> u64 {
+    const BATCH: u64 = 1024;
+    block.with(|b| {
+        let (mut next, mut end) = b.get();
+        if next == end {
+            // Relaxed: numbers only need to be unique.
+            next = counter.fetch_add(BATCH, std::sync::atomic::Ordering::Relaxed);
+            end = next + BATCH;
+        }
+        b.set((next + 1, end));
+        next
+    })
+}
