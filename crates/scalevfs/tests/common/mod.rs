@@ -76,12 +76,19 @@ impl Host {
     fn fd(&self, i: usize) -> i32 {
         self.fds.get(i).copied().unwrap_or(-1)
     }
+    /// The descriptor of index `i`, forgotten: once closed, its number may be reused by
+    /// another test thread of this process, so a second close (or the final cleanup) must
+    /// not close that number again. It becomes -1, which `close` answers with `EBADF`,
+    /// exactly what the host says for a descriptor closed twice.
+    fn take_fd(&mut self, i: usize) -> i32 {
+        self.fds.get_mut(i).map_or(-1, |fd| std::mem::replace(fd, -1))
+    }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
-        for &fd in &self.fds {
-            // SAFETY: closing our own descriptors.
+        for &fd in self.fds.iter().filter(|&&fd| fd >= 0) {
+            // SAFETY: closing our own descriptors (closed ones are -1, see `take_fd`).
             unsafe { libc::close(fd) };
         }
         // SAFETY: as above.
@@ -237,7 +244,7 @@ impl Both {
 
     pub fn close(&mut self, i: usize) -> R {
         // SAFETY: closing a descriptor we opened.
-        let h = host(unsafe { libc::close(self.h.fd(i)) }, |_| Out::Unit);
+        let h = host(unsafe { libc::close(self.h.take_fd(i)) }, |_| Out::Unit);
         let o = ours(self.oproc(i).close(self.ofd(i)), |_| Out::Unit);
         self.cmp(format!("close(#{i})"), h, o)
     }
