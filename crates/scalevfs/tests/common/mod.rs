@@ -81,7 +81,9 @@ impl Host {
     /// not close that number again. It becomes -1, which `close` answers with `EBADF`,
     /// exactly what the host says for a descriptor closed twice.
     fn take_fd(&mut self, i: usize) -> i32 {
-        self.fds.get_mut(i).map_or(-1, |fd| std::mem::replace(fd, -1))
+        self.fds
+            .get_mut(i)
+            .map_or(-1, |fd| std::mem::replace(fd, -1))
     }
 }
 
