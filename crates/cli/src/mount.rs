@@ -15,7 +15,8 @@
 //! own stderr (this is how `fusermount3`'s own complaints reach the user) until a
 //! [`TOKEN`] line says `mounted` (exit 0) or `error` (print it, exit 1); end of file
 //! without a token means the child died. Once mounted the child points stderr at
-//! `/dev/null` too, so that nothing holds the caller's terminal or pipes open.
+//! `/dev/null` too, so that nothing holds the caller's terminal or pipes open; a failure
+//! after that point (an unmount that went wrong) goes to the system log.
 //!
 //! ## Running and stopping
 //!
@@ -236,14 +237,35 @@ fn daemon_child(path: &Path, options: &MountOptions, to_parent: OwnedFd) -> Resu
         // SAFETY: dup2 of an open fd onto fd 2.
         unsafe { libc::dup2(null.as_raw_fd(), 2) };
     };
-    serve(path, options, Some(&mounted)).inspect_err(|e| report(&format!("error {e}")))
+    let result = serve(path, options, Some(&mounted));
+    if let Err(e) = &result {
+        // Before `mounted` the parent relays this line; after it stderr is /dev/null,
+        // so the system log is the only place a detached daemon's failure can be read.
+        report(&format!("error {e}"));
+        log_error(&format!("scalevfs mount {}: {e}", path.display()));
+    }
+    result
+}
+
+/// One `LOG_DAEMON | LOG_ERR` line in the system log (journald or syslogd, if running).
+fn log_error(msg: &str) {
+    let Ok(msg) = CString::new(msg.replace('\0', "")) else {
+        return;
+    };
+    // SAFETY: a constant "%s" format with one NUL-terminated string argument.
+    unsafe {
+        libc::syslog(
+            libc::LOG_DAEMON | libc::LOG_ERR,
+            c"%s".as_ptr(),
+            msg.as_ptr(),
+        )
+    };
 }
 
 /// Mounts, says so, waits for a signal or for the mount to disappear, unmounts.
 fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Result<(), String> {
     let signals = SignalFd::block_int_term()?;
     let server = Server::mount_with(path, options).map_err(|e| e.to_string())?;
-    // Read right after mounting, before any other mount can land on `path`.
     // Read right after mounting, before any other mount can land on `path`: the FUSE
     // mount on top there is ours.
     let ours = fuse_mounts().ok().and_then(|m| {

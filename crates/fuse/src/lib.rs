@@ -480,7 +480,12 @@ fn abort_connection(conn: u32) -> io::Result<()> {
             return Ok(());
         }
     }
-    std::fs::write(&abort, b"1")
+    // The directory goes when the superblock dies: an unmount from outside may finish
+    // between the check above and this write, and then the connection is gone already.
+    match std::fs::write(&abort, b"1") {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        r => r,
+    }
 }
 
 /// `umount2(MNT_DETACH)`: the mount leaves the namespace now, even while busy.
