@@ -15,7 +15,7 @@
 //! * The pointer is *read* without a lock: it is published with a `Release` store of an
 //!   `Arc::into_raw` reference owned by the node and read under an epoch guard (`notify`);
 //!   when the list empties, the pointer is cleared and the node's reference is dropped
-//!   through the epoch collector, so a reader that loaded it keeps a valid object until it
+//!   after a grace period (`scalevfs_vfs::retire`, on the closing thread), so a reader that loaded it keeps a valid object until it
 //!   unpins (merged Linux: `rcu_assign_pointer` + `kfree_rcu`). The legacy design reads and
 //!   writes the pointer under one global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed
 //!   `kernfs_open_node_lock`).
@@ -71,7 +71,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_epoch as epoch;
 use scalevfs_primitives::lockstat::{LockClass, Mutex};
-use scalevfs_vfs::{Errno, SysResult};
+use scalevfs_vfs::{retire, Errno, SysResult};
 
 use crate::node::{KernfsNode, NodeKind, ATTR_SIZE};
 use crate::perm::{Creds, MAY_READ, MAY_WRITE};
@@ -359,12 +359,10 @@ impl Kernfs {
         if let Some(p) = retired {
             let guard = epoch::pin();
             // SAFETY: `p` is the node's strong reference, unpublished above; lockless
-            // readers that loaded it hold epoch guards pinned before this defer, so
-            // dropping it after they unpin is safe. The closure moves an address only (an
-            // `Arc<OpenNode>` is Send).
-            unsafe {
-                guard.defer_unchecked(move || drop(Arc::from_raw(p as *const OpenNode)));
-            }
+            // readers that loaded it hold epoch guards pinned before this call, so
+            // dropping it after they unpin is safe; dropping an `OpenNode` takes no lock.
+            // Per-thread retirement rather than `defer`: see `scalevfs_vfs::retire`.
+            unsafe { retire::retire_arc(&guard, p as *const OpenNode) };
         }
     }
 
@@ -397,7 +395,7 @@ impl Kernfs {
         // Acquire pairs with the Release publication in `get_open_node`.
         let p = fd.open.load(Ordering::Acquire);
         // SAFETY: a non-null pointer loaded under the guard stays valid until the guard is
-        // dropped (its reference is released through the collector; see put_open_node).
+        // dropped (its reference is retired after a grace period; see put_open_node).
         if let Some(on) = unsafe { p.as_ref() } {
             f(on);
         }

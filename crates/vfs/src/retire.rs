@@ -228,6 +228,28 @@ pub unsafe fn retire_owned<T: ?Sized + Pointable>(guard: &Guard, p: Shared<'_, T
     );
 }
 
+unsafe fn drop_arc<T>(p: *mut ()) {
+    // SAFETY: `p` came from `Arc::into_raw` (see `retire_arc`), whose reference is
+    // dropped once.
+    drop(unsafe { Arc::from_raw(p.cast_const().cast::<T>()) });
+}
+
+/// Drops one strong reference of an `Arc` (an `Arc::into_raw` pointer) on this thread once
+/// every thread pinned now has unpinned: `kfree_rcu` of a refcounted object.
+///
+/// # Safety
+/// As for [`retire_box`]: the reference is unreachable for new readers, nobody else drops
+/// it, and dropping `T` takes no lock.
+pub unsafe fn retire_arc<T: Send + Sync + 'static>(guard: &Guard, p: *const T) {
+    push(
+        guard,
+        Item {
+            ptr: p.cast_mut().cast(),
+            free: drop_arc::<T>,
+        },
+    );
+}
+
 /// Runs `f` on this thread once every thread pinned now has unpinned.
 ///
 /// # Safety
@@ -311,6 +333,26 @@ mod tests {
         assert_eq!(freed.load(Ordering::Relaxed), n);
         // Exactly once: the Arc has no other holders left.
         assert_eq!(Arc::strong_count(&freed), 1);
+    }
+
+    #[test]
+    fn a_retired_arc_reference_is_dropped_once_and_only_that_one() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(Counted(freed.clone()));
+        let kept = shared.clone();
+        let g = crossbeam_epoch::pin();
+        // SAFETY: never shared; the strong reference `into_raw` yields is retired once.
+        unsafe { retire_arc(&g, Arc::into_raw(shared)) };
+        drop(g);
+        drain();
+        assert_eq!(
+            Arc::strong_count(&kept),
+            1,
+            "the retired reference was dropped"
+        );
+        assert_eq!(freed.load(Ordering::Relaxed), 0, "the object outlives it");
+        drop(kept);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
     }
 
     #[test]
