@@ -4,7 +4,12 @@
 //!
 //! * `dcache`: seed 004's AIM7 "short" shape: every thread opens, reads and closes the same
 //!   few files (hot dentries: lockref vs a locked count, path walk of a shared prefix).
-//! * `dcache-distinct`: the same on a file per thread (disjoint: should scale).
+//! * `dcache-distinct`: the same on a file per thread. The threads still share their
+//!   process's descriptor table: lowest-free-fd allocation makes every open and close
+//!   write one bitmap word that both threads use (Linux takes `files->file_lock` there).
+//! * `dcache-distinct-procs`: the same with a process per worker, as AIM7 forks its
+//!   workers (scalevfs: `Process::fork`; host: the thread `unshare(CLONE_FILES)`s): nothing
+//!   is shared, so it should scale linearly.
 //! * `d_path`: getcwd from every thread while thread 0 renames an ancestor now and then
 //!   (the rename lock: shared readers vs d_path taking it exclusively). The host side reads
 //!   `/proc/self/fd/N` of a descriptor on the directory, which is the kernel's d_path.
@@ -12,7 +17,8 @@
 //!   and removes them (inode create/evict: the superblock inode list).
 //! * `stat-walk`: seed 001's traversal: each thread `fstatat`s every entry of its own tree.
 //!
-//! All threads of a run share one process (one fd table), as threads do on the host.
+//! Except in `dcache-distinct-procs`, all threads of a run share one process (one fd
+//! table), as threads do on the host.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,8 +35,18 @@ const BATCH: u64 = 32;
 
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![
-        Box::new(Dcache { distinct: false }),
-        Box::new(Dcache { distinct: true }),
+        Box::new(Dcache {
+            distinct: false,
+            procs: false,
+        }),
+        Box::new(Dcache {
+            distinct: true,
+            procs: false,
+        }),
+        Box::new(Dcache {
+            distinct: true,
+            procs: true,
+        }),
         Box::new(DPath),
         Box::new(InodeChurn),
         Box::new(StatWalk),
@@ -60,6 +76,28 @@ impl Env {
                 })
             }
             None => Ok(Env::Host(HostDir::shm("vfs")?)),
+        }
+    }
+
+    /// Gives the calling worker a descriptor table of its own, as a forked process has:
+    /// on our side a forked `Process` to make its calls through (returned), on the host
+    /// `unshare(CLONE_FILES)` for the calling thread (nothing returned: `self` serves).
+    fn own_fd_table(&self) -> Result<Option<Env>, String> {
+        match self {
+            Env::Ours { p, .. } => Ok(Some(Env::Ours {
+                _vfs: p.vfs().clone(),
+                p: Box::new(p.fork()),
+            })),
+            Env::Host(_) => {
+                // SAFETY: affects only the calling (worker) thread's fd table.
+                if unsafe { libc::unshare(libc::CLONE_FILES) } != 0 {
+                    return Err(format!(
+                        "unshare(CLONE_FILES): {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                Ok(None)
+            }
         }
     }
 
@@ -178,6 +216,8 @@ impl Env {
 
 struct Dcache {
     distinct: bool,
+    /// A process (descriptor table) per worker.
+    procs: bool,
 }
 
 /// Files in the shared set (AIM7 "short" reads a handful of files).
@@ -187,19 +227,22 @@ struct DcacheInst {
     env: Env,
     /// Per thread: the paths it cycles through.
     paths: Vec<Vec<CString>>,
+    procs: bool,
 }
 
 impl Workload for Dcache {
     fn name(&self) -> &'static str {
-        if self.distinct {
-            "dcache-distinct"
-        } else {
-            "dcache"
+        match (self.distinct, self.procs) {
+            (false, _) => "dcache",
+            (true, false) => "dcache-distinct",
+            (true, true) => "dcache-distinct-procs",
         }
     }
     fn description(&self) -> &'static str {
-        if self.distinct {
-            "open, read 64 bytes, close a file of one's own below a 3-level path (disjoint)"
+        if self.procs {
+            "open, read 64 bytes, close a file of one's own below a 3-level path, a process per worker (disjoint)"
+        } else if self.distinct {
+            "open, read 64 bytes, close a file of one's own below a 3-level path (threads share the fd table)"
         } else {
             "open, read 64 bytes, close the same few files from every thread (AIM7 short; seed 004)"
         }
@@ -230,7 +273,11 @@ impl Workload for Dcache {
             }
             paths = vec![set; threads];
         }
-        Ok(Box::new(DcacheInst { env, paths }))
+        Ok(Box::new(DcacheInst {
+            env,
+            paths,
+            procs: self.procs,
+        }))
     }
 }
 
@@ -239,12 +286,20 @@ impl Instance for DcacheInst {
         let paths = &self.paths[thread];
         let mut i = thread;
         let mut buf = [0u8; 64];
+        let own = if self.procs {
+            self.env
+                .own_fd_table()
+                .expect("a worker gets a descriptor table of its own")
+        } else {
+            None
+        };
         Box::new(move || {
+            let env = own.as_ref().unwrap_or(&self.env);
             for _ in 0..BATCH {
-                let fd = self.env.open(&paths[i % paths.len()], libc::O_RDONLY);
+                let fd = env.open(&paths[i % paths.len()], libc::O_RDONLY);
                 debug_assert!(fd >= 0);
-                std::hint::black_box(self.env.read(fd, &mut buf));
-                self.env.close(fd);
+                std::hint::black_box(env.read(fd, &mut buf));
+                env.close(fd);
                 i += 1;
             }
             BATCH
@@ -518,6 +573,54 @@ mod tests {
                     w.name()
                 );
             }
+        }
+    }
+
+    /// `dcache-distinct-procs`' workers really have descriptor tables of their own: a
+    /// descriptor a worker opens is not, in the run's shared table, that file.
+    #[test]
+    fn own_fd_table_is_not_the_shared_one() {
+        for design in [Design::Scalable, Design::Host] {
+            let env = Env::new(design).unwrap();
+            env.write_file("f", b"x").unwrap();
+            let path = env.path("f");
+            let (opened_tx, opened_rx) = std::sync::mpsc::channel();
+            let (checked_tx, checked_rx) = std::sync::mpsc::channel::<()>();
+            std::thread::scope(|s| {
+                let (env, path) = (&env, &path);
+                s.spawn(move || {
+                    let own = env.own_fd_table().unwrap();
+                    let worker = own.as_ref().unwrap_or(&env);
+                    let fd = worker.open(path, libc::O_RDONLY);
+                    let mut b = [0u8; 1];
+                    assert_eq!(worker.read(fd, &mut b), 1, "{design}");
+                    opened_tx.send(fd).unwrap();
+                    checked_rx.recv().unwrap();
+                    worker.close(fd);
+                });
+                let fd = opened_rx.recv().unwrap();
+                // This thread still uses the shared table (on the host other tests' threads
+                // use it too, so `fd` may be open there: just not on our file).
+                let ours_in_shared_table = match env {
+                    Env::Ours { p, .. } => p.fstat(fd).is_ok(),
+                    Env::Host(dir) => {
+                        // SAFETY: zeroed stat buffers are valid out-parameters.
+                        let (mut a, mut b): (libc::stat, libc::stat) =
+                            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+                        // SAFETY: valid path and buffers.
+                        let same = unsafe {
+                            libc::stat(dir.cpath("f").as_ptr(), &mut a) == 0
+                                && libc::fstat(fd, &mut b) == 0
+                        };
+                        same && a.st_ino == b.st_ino && a.st_dev == b.st_dev
+                    }
+                };
+                checked_tx.send(()).unwrap();
+                assert!(
+                    !ours_in_shared_table,
+                    "{design}: fd {fd} is open in the shared table"
+                );
+            });
         }
     }
 
