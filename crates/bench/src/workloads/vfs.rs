@@ -590,7 +590,7 @@ mod tests {
                 let (env, path) = (&env, &path);
                 s.spawn(move || {
                     let own = env.own_fd_table().unwrap();
-                    let worker = own.as_ref().unwrap_or(&env);
+                    let worker = own.as_ref().unwrap_or(env);
                     let fd = worker.open(path, libc::O_RDONLY);
                     let mut b = [0u8; 1];
                     assert_eq!(worker.read(fd, &mut b), 1, "{design}");
