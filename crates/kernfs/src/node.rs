@@ -161,18 +161,27 @@ pub(crate) enum NodeData {
 }
 
 /// A kernfs node. See the module docs.
+///
+/// `repr(C)` to fix the layout: every open, read and close of an attribute writes the
+/// `Arc` count (in the allocation's header, just before the node), `active` and the
+/// open-node pointer (in `data`), and reads the mode and owner. They come first, so they
+/// share one or two cache lines: when the node was used last on another CPU (all readers of
+/// a sysfs file use the same node), an open moves those lines, not the four that the
+/// compiler's order spread the fields over (kernfs-showgids at 2 threads: 5-7% faster,
+/// 1→2 thread scaling 1.82x → 1.87x, medians of 9 interleaved runs).
+#[repr(C)]
 pub struct KernfsNode {
-    /// The instance's shared open-file state (see `Core` in lib.rs).
-    pub(crate) core: Arc<crate::Core>,
-    ino: u64,
     pub(crate) active: ActiveCount,
     mode: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
+    pub(crate) data: NodeData,
+    /// The instance's shared open-file state (see `Core` in lib.rs).
+    pub(crate) core: Arc<crate::Core>,
+    ino: u64,
     mtime_ns: AtomicI64,
     ctime_ns: AtomicI64,
     pub(crate) linkage: SpinLock<Linkage>,
-    pub(crate) data: NodeData,
 }
 
 /// What `getattr` reports, as `stat` on sysfs does.
