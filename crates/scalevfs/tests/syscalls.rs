@@ -843,6 +843,14 @@ fn times_change_like_linux() {
         "read updates atime (relatime: atime <= mtime)"
     );
     assert_eq!(s.mtime, old);
+    // relatime: an atime newer than mtime and ctime, and less than a day old, stays.
+    let later = Timespec {
+        sec: s.ctime.sec + 3600,
+        nsec: 0,
+    };
+    p.utimensat(AT_FDCWD, "/d/f", Some([later, old]), 0).unwrap();
+    p.pread64(fd, &mut b, 0).unwrap();
+    assert_eq!(p.fstat(fd).unwrap().atime, later, "relatime keeps a recent atime");
     p.write(fd, b"y").unwrap();
     let s2 = p.fstat(fd).unwrap();
     assert!(s2.mtime > old && s2.ctime >= s2.mtime);
