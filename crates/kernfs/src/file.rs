@@ -357,12 +357,11 @@ impl Kernfs {
             })
         };
         if let Some(p) = retired {
-            let guard = epoch::pin();
             // SAFETY: `p` is the node's strong reference, unpublished above; lockless
             // readers that loaded it hold epoch guards pinned before this call, so
             // dropping it after they unpin is safe; dropping an `OpenNode` takes no lock.
             // Per-thread retirement rather than `defer`: see `scalevfs_vfs::retire`.
-            unsafe { retire::retire_arc(&guard, p as *const OpenNode) };
+            unsafe { retire::retire_arc(p as *const OpenNode) };
         }
     }
 

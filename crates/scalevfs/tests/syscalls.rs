@@ -848,9 +848,14 @@ fn times_change_like_linux() {
         sec: s.ctime.sec + 3600,
         nsec: 0,
     };
-    p.utimensat(AT_FDCWD, "/d/f", Some([later, old]), 0).unwrap();
+    p.utimensat(AT_FDCWD, "/d/f", Some([later, old]), 0)
+        .unwrap();
     p.pread64(fd, &mut b, 0).unwrap();
-    assert_eq!(p.fstat(fd).unwrap().atime, later, "relatime keeps a recent atime");
+    assert_eq!(
+        p.fstat(fd).unwrap().atime,
+        later,
+        "relatime keeps a recent atime"
+    );
     p.write(fd, b"y").unwrap();
     let s2 = p.fstat(fd).unwrap();
     assert!(s2.mtime > old && s2.ctime >= s2.mtime);

@@ -322,11 +322,9 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     // not be the thread that published them).
     let ip = d.inode.load(Ordering::Acquire);
     let parent = d.parent.load(Ordering::Acquire);
-    let guard = crossbeam_epoch::pin();
     // SAFETY: the dentry is unhashed, off the LRU and dead: no new reader can find it, and the
     // pinned ones unpin before it is freed (its drop frees memory only).
-    unsafe { crate::retire::retire_box(&guard, d as *const Dentry as *mut Dentry) };
-    drop(guard);
+    unsafe { crate::retire::retire_box(d as *const Dentry as *mut Dentry) };
     if !ip.is_null() {
         // SAFETY: the dentry owned one count of its inode (published by `instantiate` or at
         // allocation); we give it back. The pointer stays in `inode` for pinned readers.
@@ -700,7 +698,7 @@ impl Dcache {
             // Release: pairs with the Acquire in `with_name`.
             let old = d.name.swap(new, Ordering::AcqRel, &g);
             // SAFETY: the old name is unreachable now; pinned readers keep it until they unpin.
-            unsafe { crate::retire::retire_owned(&g, old) };
+            unsafe { crate::retire::retire_owned(old) };
             let pid = parent.id;
             let me = d.as_ptr() as usize;
             // Drop whatever negative dentry still sits at the new name (the caller dropped a

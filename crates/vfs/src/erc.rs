@@ -152,12 +152,11 @@ impl<T: Release> Drop for Erc<T> {
         // Acquire: pairs with every other holder's Release decrement.
         fence(Ordering::Acquire);
         self.inner().val.release();
-        let guard = crossbeam_epoch::pin();
         // SAFETY: the count is zero, so no new reference can be made (try_get_raw refuses
         // zero); lock-free readers that still see the pointer are pinned, and the object is
         // freed only after they unpin. `release` removed it from every lookup structure, and
         // dropping the box only frees memory.
-        unsafe { crate::retire::retire_box(&guard, self.ptr.as_ptr()) };
+        unsafe { crate::retire::retire_box(self.ptr.as_ptr()) };
     }
 }
 

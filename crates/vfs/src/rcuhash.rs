@@ -124,7 +124,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
                 link.store(next, Ordering::Release);
                 // SAFETY: the node is unlinked; lookups still walking it are pinned, so it
                 // is freed only after they unpin (its drop frees memory only).
-                unsafe { crate::retire::retire_owned(&guard, cur) };
+                unsafe { crate::retire::retire_owned(cur) };
                 return true;
             }
             link = &n.next;
