@@ -210,6 +210,17 @@ fn check_name(name: &[u8]) -> SysResult<()> {
     }
 }
 
+/// Pages of physical memory (the bound of an unlimited tmpfs).
+fn phys_pages() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    if n > 0 {
+        n as u64
+    } else {
+        u64::MAX
+    }
+}
+
 fn node(inode: &Inode) -> &Node {
     inode.private::<Node>().expect("a tmpfs inode")
 }
@@ -672,6 +683,16 @@ impl FileSystem for Tmpfs {
         let mut p = pages(inode)?.write();
         let end = off + len;
         let (first, last) = (off / PAGE as u64, (end - 1) / PAGE as u64);
+        // Refuse a range that cannot fit before walking it page by page (a range of 2^50
+        // pages would take forever and exhaust memory): shmem_fallocate's `end - start >
+        // max_blocks` check is ENOSPC; without a size limit Linux allocates until memory
+        // runs out (ENOMEM), so a range larger than physical memory is ENOMEM here.
+        let span = last - first + 1;
+        match self.max_pages {
+            Some(max) if span > max => return Err(Errno::ENOSPC),
+            None if span > phys_pages() => return Err(Errno::ENOMEM),
+            _ => {}
+        }
         let missing = (first..=last).filter(|i| !p.contains_key(i)).count() as u64;
         self.reserve_pages(missing)?;
         for i in first..=last {
