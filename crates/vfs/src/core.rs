@@ -193,11 +193,18 @@ impl VfsCore {
         mode: u32,
         umask: u32,
     ) -> SysResult<FileRef> {
-        if flags & libc::O_TMPFILE == libc::O_TMPFILE {
-            return Err(Errno::EOPNOTSUPP);
-        }
+        // build_open_how: O_PATH drops every other flag first; then build_open_flags
+        // validates __O_TMPFILE (with O_DIRECTORY, without O_CREAT, writable).
         if flags & libc::O_PATH != 0 {
             flags &= libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        }
+        if flags & O_TMPFILE_ONLY != 0 {
+            let tmpfile_mask = libc::O_TMPFILE | libc::O_CREAT;
+            if flags & tmpfile_mask != libc::O_TMPFILE || flags & libc::O_ACCMODE == 0 {
+                return Err(Errno::EINVAL);
+            }
+            // Valid, but not provided (README).
+            return Err(Errno::EOPNOTSUPP);
         }
         if flags & libc::O_CREAT != 0 && flags & libc::O_DIRECTORY != 0 {
             return Err(Errno::EINVAL);
@@ -331,6 +338,10 @@ impl VfsCore {
         permission(inode, ctx.cred, mask)?;
         if flags & libc::O_NOATIME != 0 && !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
+        }
+        // do_dentry_open: only tmpfs regular files have FMODE_CAN_ODIRECT.
+        if flags & libc::O_DIRECT != 0 && !inode.is_reg() {
+            return Err(Errno::EINVAL);
         }
         let private = inode.fs().open(inode, flags)?;
         let release = |private: Option<Box<dyn std::any::Any + Send + Sync>>| {
@@ -571,12 +582,7 @@ impl VfsCore {
         npath: &[u8],
         flags: u32,
     ) -> SysResult<()> {
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
-        if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace)
-        {
-            return Err(Errno::EINVAL);
-        }
+        check_rename_flags(flags)?;
         let (odp, olast) = self.lookup_parent(ctx, ostart, opath)?;
         let (ndp, nlast) = self.lookup_parent(ctx, nstart, npath)?;
         self.rename_parents(ctx, &odp, &olast, &ndp, &nlast, flags)
@@ -798,6 +804,12 @@ impl VfsCore {
             let v = match ts.nsec {
                 libc::UTIME_OMIT => continue,
                 libc::UTIME_NOW => n,
+                // timestamp_truncate: a time at the file system's limit (tmpfs: the ends
+                // of time64_t) loses its nanoseconds.
+                _ if ts.sec == i64::MAX || ts.sec == i64::MIN => Timespec {
+                    sec: ts.sec,
+                    nsec: 0,
+                },
                 _ => *ts,
             };
             if i == 0 {
@@ -1084,7 +1096,25 @@ impl VfsCore {
         if off < 0 || len <= 0 {
             return Err(Errno::EINVAL);
         }
-        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+        // vfs_fallocate: the mode must be a valid combination before anything else is
+        // looked at; whether this file system supports it comes last, after the EFBIG
+        // check (so an unsupported but valid mode over a too-large range is EFBIG).
+        const MODE_MASK: i32 = libc::FALLOC_FL_PUNCH_HOLE
+            | libc::FALLOC_FL_COLLAPSE_RANGE
+            | libc::FALLOC_FL_ZERO_RANGE
+            | libc::FALLOC_FL_INSERT_RANGE
+            | libc::FALLOC_FL_UNSHARE_RANGE
+            | FALLOC_FL_WRITE_ZEROES;
+        let keep = mode & libc::FALLOC_FL_KEEP_SIZE != 0;
+        let valid = mode & !(MODE_MASK | libc::FALLOC_FL_KEEP_SIZE) == 0
+            && match mode & MODE_MASK {
+                0 | libc::FALLOC_FL_UNSHARE_RANGE | libc::FALLOC_FL_ZERO_RANGE => true,
+                libc::FALLOC_FL_PUNCH_HOLE => keep,
+                libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_INSERT_RANGE => !keep,
+                FALLOC_FL_WRITE_ZEROES => !keep,
+                _ => false,
+            };
+        if !valid {
             return Err(Errno::EOPNOTSUPP);
         }
         if !f.writable() {
@@ -1104,6 +1134,10 @@ impl VfsCore {
         if end as u64 > inode.fs().max_file_size() {
             return Err(Errno::EFBIG);
         }
+        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
+            // Valid, but not provided (README: fallocate supports 0 and KEEP_SIZE).
+            return Err(Errno::EOPNOTSUPP);
+        }
         let _w = inode.rwsem.write();
         inode.fs().fallocate(inode, mode, off as u64, len as u64)?;
         inode.touch_mc();
@@ -1118,6 +1152,23 @@ impl VfsCore {
         inode.fs().fsync(inode)
     }
 }
+
+/// `__O_TMPFILE` alone (`O_TMPFILE` includes `O_DIRECTORY`).
+const O_TMPFILE_ONLY: i32 = libc::O_TMPFILE & !libc::O_DIRECTORY;
+
+/// `renameat2`'s flags: `EINVAL` for unknown bits and for `RENAME_EXCHANGE` with
+/// `RENAME_NOREPLACE` (`RENAME_WHITEOUT` is not provided: unknown here).
+pub fn check_rename_flags(flags: u32) -> SysResult<()> {
+    let exchange = flags & libc::RENAME_EXCHANGE != 0;
+    let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+    if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// `FALLOC_FL_WRITE_ZEROES` (Linux 6.17; not in the libc crate yet).
+const FALLOC_FL_WRITE_ZEROES: i32 = 0x80;
 
 /// `rw_verify_area`: a position plus count past `i64::MAX` is `EINVAL`.
 fn check_rw_area(off: i64, len: usize) -> SysResult<()> {
