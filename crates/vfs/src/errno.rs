@@ -73,6 +73,7 @@ errnos!(
     ENOTEMPTY,
     ELOOP,
     ENODATA,
+    ENOPKG,
     EOVERFLOW,
     EOPNOTSUPP,
     ESTALE,

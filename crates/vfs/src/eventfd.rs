@@ -3,8 +3,8 @@
 //! A 64-bit counter. `write` adds (blocking or `EAGAIN` if the sum would exceed
 //! `0xffff_ffff_ffff_fffe`; the value `u64::MAX` is `EINVAL`); `read` returns the counter
 //! and zeroes it, or returns 1 and decrements in `EFD_SEMAPHORE` mode (blocking or
-//! `EAGAIN` at 0). A read buffer shorter than 8 bytes, or a write
-//! buffer of any size but 8, is `EINVAL`. Poll: `EPOLLIN` when the
+//! `EAGAIN` at 0). A read or write buffer shorter than 8 bytes is `EINVAL` (a longer
+//! write uses its first 8). Poll: `EPOLLIN` when the
 //! counter is non-zero, `EPOLLOUT` while another write of 1 fits, `EPOLLERR` when the
 //! counter is `u64::MAX` (reachable in Linux only through in-kernel `eventfd_signal`
 //! overflow; kept for fidelity).
@@ -53,13 +53,13 @@ impl Pollable for EventFdInner {
         let c = self.count.load(Ordering::SeqCst);
         let mut m = 0;
         if c > 0 {
-            m |= EPOLLIN | EPOLLRDNORM;
+            m |= EPOLLIN;
         }
         if c == u64::MAX {
             m |= EPOLLERR;
         }
         if c < COUNT_MAX {
-            m |= EPOLLOUT | EPOLLWRNORM;
+            m |= EPOLLOUT;
         }
         m
     }
@@ -145,10 +145,11 @@ impl EventFd {
         Ok(8)
     }
 
-    /// `write(2)`: adds the native-endian value in `buf` (exactly 8 bytes, else
+    /// `write(2)`: adds the native-endian value in the first 8 bytes of `buf` (fewer:
     /// `EINVAL`, as Linux); returns 8.
     pub fn write(&self, buf: &[u8], cancel: Option<&CancelToken>) -> Result<usize, Errno> {
-        if buf.len() != 8 {
+        // eventfd_write: fewer than 8 bytes is EINVAL; more are ignored.
+        if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
         let v = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
@@ -207,7 +208,7 @@ mod tests {
         assert_eq!(rd(&e), Err(Errno::EAGAIN));
         assert_eq!(wr(&e, u64::MAX), Err(Errno::EINVAL));
         assert_eq!(wr(&e, COUNT_MAX), Ok(8));
-        assert_eq!(e.pollable().poll(), EPOLLIN | EPOLLRDNORM);
+        assert_eq!(e.pollable().poll(), EPOLLIN);
         assert_eq!(wr(&e, 1), Err(Errno::EAGAIN));
         assert_eq!(wr(&e, 0), Ok(8));
         assert_eq!(rd(&e), Ok(COUNT_MAX));

@@ -146,8 +146,14 @@ pub struct PipeEnd {
 /// `O_CLOEXEC` is the fd table's; other flags (including `O_DIRECT` packet mode, not
 /// implemented) are `EINVAL`.
 pub fn pipe2(flags: i32) -> Result<(PipeEnd, PipeEnd), Errno> {
-    if flags & !(libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
+    // __do_pipe_flags accepts O_DIRECT (packet mode) and O_NOTIFICATION_PIPE (O_EXCL),
+    // which are not provided: packet mode is EINVAL (a kernel before 3.4), notification
+    // pipes ENOPKG (a kernel without CONFIG_WATCH_QUEUE).
+    if flags & !(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_EXCL) != 0 {
         return Err(Errno::EINVAL);
+    }
+    if flags & libc::O_EXCL != 0 {
+        return Err(Errno::ENOPKG);
     }
     let pipe = Arc::new(PipeInner {
         state: Mutex::new(State {
