@@ -46,7 +46,11 @@
 //! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
 //!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
 //!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
-//!   eventfd and epoll has its own anonymous inode (Linux shares one).
+//!   eventfd and epoll has its own anonymous inode (Linux shares one), whose mode, owner
+//!   and times may be changed (Linux 6.15+ refuses: `EOPNOTSUPP`). `pipe2` has no packet
+//!   mode (`O_DIRECT`: `EINVAL`) and no notification pipes (`ENOPKG`, as a kernel
+//!   without `CONFIG_WATCH_QUEUE`); `F_SETPIPE_SZ` above 1 GiB is `ENOMEM` (Linux makes
+//!   a 2 GiB pipe, whose size `fcntl`'s `i32` cannot return).
 //! * The cwd is read as Linux reads `fs->pwd` (a sequence counter, no lock): `getcwd`
 //!   writes nothing shared. A relative path walk takes a count on the cwd dentry (one
 //!   RMW on its line, shared by the process's threads) where Linux's rcu-walk takes none;

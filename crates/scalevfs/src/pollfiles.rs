@@ -512,8 +512,15 @@ pub fn pipe_size(f: &OpenFile, set: Option<i64>, privileged: bool) -> SysResult<
         None => Ok(p.pipe_size() as i32),
         Some(arg) => {
             // Linux takes the argument as an unsigned int.
-            let n = p.set_pipe_size(arg as u32, privileged)?;
-            Ok(n as i32)
+            let arg = arg as u32;
+            // Linux returns the new size as a long; a 2 GiB ring (what round_pipe_size
+            // makes of (2^30, 2^31]) does not fit our i32: refuse it as a failed
+            // allocation (ENOMEM, where only CAP_SYS_RESOURCE gets that far) rather than
+            // return a negative size.
+            if privileged && arg > 1 << 30 && arg <= 1 << 31 {
+                return Err(Errno::ENOMEM);
+            }
+            Ok(p.set_pipe_size(arg, privileged)? as i32)
         }
     }
 }

@@ -19,14 +19,14 @@ use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
 use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::locks::LockManager;
-use scalevfs_vfs::namei::Ctx;
+use scalevfs_vfs::namei::{Ctx, PATH_MAX};
 use scalevfs_vfs::{
     Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, SysResult, Timespec, VfsCore,
 };
 
 use crate::fdtable::FdTable;
 use crate::locking;
-use crate::pollfiles::{self, special, PollFiles};
+use crate::pollfiles::{self, special, PollFiles, Special};
 use scalevfs_vfs::epoll::EpollEvent;
 
 pub use scalevfs_primitives::Locking;
@@ -189,6 +189,9 @@ impl Start<'_> {
     }
 }
 
+/// `UIO_MAXIOV`: the most iovecs one `readv`/`writev` takes (more: `EINVAL`).
+const IOV_MAX: usize = 1024;
+
 fn next_pid() -> i32 {
     static NEXT: AtomicI32 = AtomicI32::new(100);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -310,6 +313,14 @@ impl Process {
         }
         Ok(Start::File(self.fds.get(dirfd)?))
     }
+    /// [`start`](Self::start) for a path that must name something: an empty path is
+    /// `ENOENT` before `dirfd` is looked at (`getname` fails before the walk starts).
+    fn start_named(&self, dirfd: i32, path: &[u8]) -> SysResult<Start<'_>> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        self.start(dirfd, path)
+    }
     /// Resolves `(dirfd, path)` with `AT_SYMLINK_NOFOLLOW` / `AT_EMPTY_PATH` semantics.
     fn resolve_at(
         &self,
@@ -403,27 +414,33 @@ impl Process {
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
-            return Err(if f.readable() {
-                Errno::ESPIPE
-            } else {
-                Errno::EBADF
-            });
+            // No FMODE_PREAD: ESPIPE whatever the access mode (ksys_pread64).
+            return Err(Errno::ESPIPE);
         }
         self.core().pread(&f, buf, offset)
     }
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
-            return Err(if f.writable() {
-                Errno::ESPIPE
-            } else {
-                Errno::EBADF
-            });
+            // No FMODE_PWRITE: ESPIPE whatever the access mode (ksys_pwrite64).
+            return Err(Errno::ESPIPE);
         }
         self.core().pwrite(&self.ctx(), &f, buf, offset)
     }
     pub fn readv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        // vfs_readv: access mode, then the iovec count, then nothing to do for 0 bytes
+        // (no EISDIR or eventfd EINVAL for an empty transfer).
+        if !f.readable() {
+            return Err(Errno::EBADF);
+        }
+        if bufs.len() > IOV_MAX || matches!(special(&f), Some(Special::Epoll(_))) {
+            // (An epoll has no read: FMODE_CAN_READ is clear.)
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
         if let Some(s) = special(&f) {
             return pollfiles::readv(s, &f, bufs, None);
         }
@@ -443,14 +460,20 @@ impl Process {
                 Err(_) => break,
             }
         }
-        if total == 0 && bufs.iter().all(|b| b.is_empty()) {
-            // Zero-length readv still validates the descriptor like read does.
-            self.core().read(&f, &mut [])?;
-        }
         Ok(total)
     }
     pub fn writev(&self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
+        // vfs_writev: as readv.
+        if !f.writable() {
+            return Err(Errno::EBADF);
+        }
+        if bufs.len() > IOV_MAX || matches!(special(&f), Some(Special::Epoll(_))) {
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
         // One write of the gathered bytes keeps O_APPEND writes atomic, as on Linux.
         let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
         if let Some(s) = special(&f) {
@@ -461,6 +484,13 @@ impl Process {
     }
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
         let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        // ksys_lseek checks whence (unsigned, at most SEEK_MAX) before the file's llseek.
+        if !(libc::SEEK_SET..=libc::SEEK_HOLE).contains(&whence) {
+            return Err(Errno::EINVAL);
+        }
         if let Some(s) = special(&f) {
             return pollfiles::seek(s);
         }
@@ -469,7 +499,12 @@ impl Process {
 
     // --- metadata ---
     pub fn newfstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<Stat> {
-        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH | libc::AT_NO_AUTOMOUNT) != 0 {
+        // vfs_statx: the AT_STATX_SYNC_TYPE bits are accepted (and mean nothing here).
+        let valid = libc::AT_SYMLINK_NOFOLLOW
+            | libc::AT_EMPTY_PATH
+            | libc::AT_NO_AUTOMOUNT
+            | libc::AT_STATX_SYNC_TYPE;
+        if flags & !valid != 0 {
             return Err(Errno::EINVAL);
         }
         let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
@@ -555,6 +590,10 @@ impl Process {
             if dirfd == libc::AT_FDCWD {
                 return Err(Errno::ENOENT);
             }
+            // do_utimes_fd: no flags at all (checked before the descriptor).
+            if flags != 0 {
+                return Err(Errno::EINVAL);
+            }
             let f = self.fds.get(dirfd)?;
             if f.is_path() {
                 return Err(Errno::EBADF);
@@ -589,7 +628,7 @@ impl Process {
     // --- namespace ---
     pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
         let path = path.as_ref();
-        let start = self.start(dirfd, path)?;
+        let start = self.start_named(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
         self.core()
             .mkdir(&self.ctx(), start.path(), path, mode, umask)
@@ -599,7 +638,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let path = path.as_ref();
-        let start = self.start(dirfd, path)?;
+        let start = self.start_named(dirfd, path)?;
         self.core().unlink(
             &self.ctx(),
             start.path(),
@@ -616,6 +655,11 @@ impl Process {
         flags: u32,
     ) -> SysResult<()> {
         let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        // do_renameat2: flags, then the names, then the walks.
+        scalevfs_vfs::core::check_rename_flags(flags)?;
+        if op.is_empty() || np.is_empty() {
+            return Err(Errno::ENOENT);
+        }
         let os = self.start(olddirfd, op)?;
         let ns = self.start(newdirfd, np)?;
         self.core()
@@ -648,7 +692,7 @@ impl Process {
                 false,
             )?
         };
-        let ns = self.start(newdirfd, np)?;
+        let ns = self.start_named(newdirfd, np)?;
         self.core().link(&self.ctx(), &old, ns.path(), np)
     }
     pub fn symlinkat(
@@ -657,10 +701,16 @@ impl Process {
         newdirfd: i32,
         linkpath: impl AsRef<[u8]>,
     ) -> SysResult<()> {
-        let lp = linkpath.as_ref();
-        let start = self.start(newdirfd, lp)?;
-        self.core()
-            .symlink(&self.ctx(), target.as_ref(), start.path(), lp)
+        let (target, lp) = (target.as_ref(), linkpath.as_ref());
+        // do_symlinkat: getname(target) fails first (empty, or PATH_MAX with its NUL).
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if target.len() >= scalevfs_vfs::namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let start = self.start_named(newdirfd, lp)?;
+        self.core().symlink(&self.ctx(), target, start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
     pub fn readlinkat(
@@ -738,6 +788,19 @@ impl Process {
     }
     pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
         let f = self.fds.get(fd)?;
+        // check_fcntl_cmd: an O_PATH descriptor allows only these (others: EBADF).
+        if f.is_path()
+            && !matches!(
+                cmd,
+                libc::F_DUPFD
+                    | libc::F_DUPFD_CLOEXEC
+                    | libc::F_GETFD
+                    | libc::F_SETFD
+                    | libc::F_GETFL
+            )
+        {
+            return Err(Errno::EBADF);
+        }
         let int = |a: &FcntlArg<'_>| match a {
             FcntlArg::Int(v) => Ok(*v),
             FcntlArg::None => Ok(0),
@@ -811,20 +874,35 @@ impl Process {
         // The path is prepended into `buf` short of the NUL, then moved to the front: no
         // allocation and no count on the cwd (borrowed), so threads calling getcwd
         // together write nothing shared (Linux: `prepend_path` into a page, under RCU).
-        let room = buf.len().checked_sub(1).ok_or(Errno::ERANGE)?;
-        let start = self.cwd.with_borrowed(|mnt, cwd| {
-            if cwd.is_unlinked() {
-                return Err(Errno::ENOENT);
+        //
+        // Linux builds the path in a PATH_MAX page: longer is ENAMETOOLONG whatever the
+        // buffer's size; a path that fits the page but not the buffer is ERANGE.
+        let room = buf.len().min(PATH_MAX).saturating_sub(1);
+        let prepend = |buf: &mut [u8]| {
+            self.cwd.with_borrowed(|mnt, cwd| {
+                if cwd.is_unlinked() {
+                    return Err(Errno::ENOENT);
+                }
+                match self.core().d_path_prepend(&self.root, mnt, cwd, buf) {
+                    Ok(start) => Ok(Some(start)),
+                    Err(DPathError::TooLong) => Err(Errno::ERANGE),
+                    Err(DPathError::Unreachable) => Ok(None),
+                }
+            })
+        };
+        let start = match prepend(&mut buf[..room]) {
+            Err(Errno::ERANGE) if buf.len() < PATH_MAX => {
+                // Too long for the buffer: for the page too? (A rare error path: the
+                // page is on the stack, nothing is allocated.)
+                match prepend(&mut [0u8; PATH_MAX - 1]) {
+                    Err(Errno::ERANGE) => Err(Errno::ENAMETOOLONG),
+                    Err(e) => Err(e),
+                    Ok(_) => Err(Errno::ERANGE),
+                }
             }
-            match self
-                .core()
-                .d_path_prepend(&self.root, mnt, cwd, &mut buf[..room])
-            {
-                Ok(start) => Ok(Some(start)),
-                Err(DPathError::TooLong) => Err(Errno::ERANGE),
-                Err(DPathError::Unreachable) => Ok(None),
-            }
-        })?;
+            Err(Errno::ERANGE) => Err(Errno::ENAMETOOLONG),
+            r => r,
+        }?;
         let len = match start {
             Some(start) => {
                 buf.copy_within(start..room, 0);
