@@ -121,8 +121,8 @@ pub struct Ours {
 }
 
 impl Ours {
-    fn new(user: Credentials) -> Ours {
-        let vfs = Vfs::new(VfsOptions::default());
+    fn new(user: Credentials, options: VfsOptions) -> Ours {
+        let vfs = Vfs::new(options);
         let root = Process::new(&vfs, Credentials::root());
         root.mkdir("/base", 0o777).unwrap();
         root.fchmodat(libc::AT_FDCWD, "/base", 0o777, 0).unwrap();
@@ -165,6 +165,11 @@ impl Default for Both {
 
 impl Both {
     pub fn new() -> Both {
+        Both::with_options(VfsOptions::default())
+    }
+
+    /// As [`Both::new`], with the scalevfs side built from `options`.
+    pub fn with_options(options: VfsOptions) -> Both {
         let ucred = Credentials {
             uid: 1000,
             gid: 1000,
@@ -172,7 +177,7 @@ impl Both {
         };
         Both {
             h: Host::new(),
-            o: Ours::new(ucred.clone()),
+            o: Ours::new(ucred.clone(), options),
             as_user: false,
             ucred,
             log: Vec::new(),
@@ -189,7 +194,14 @@ impl Both {
         }
     }
 
-    fn p(&self) -> (&Process, i32) {
+    /// The host's base directory (an `O_PATH` descriptor) and its path, for calls the
+    /// methods below do not wrap.
+    pub fn host_base(&self) -> (i32, &std::path::Path) {
+        (self.h.base, &self.h.dir)
+    }
+
+    /// The current scalevfs process and its base directory descriptor.
+    pub fn p(&self) -> (&Process, i32) {
         if self.as_user {
             (&self.o.user, self.o.base_user)
         } else {
