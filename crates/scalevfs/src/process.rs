@@ -474,6 +474,24 @@ impl Process {
         if bufs.iter().all(|b| b.is_empty()) {
             return Ok(0);
         }
+        if let Some(Special::EventFd(_)) = special(&f) {
+            // No write_iter: do_loop_readv_writev writes segment by segment and stops at
+            // the first error or short write (an error only if nothing was written).
+            let mut total = 0;
+            for b in bufs {
+                match self.write(fd, b) {
+                    Ok(n) => {
+                        total += n;
+                        if n < b.len() {
+                            break;
+                        }
+                    }
+                    Err(e) if total == 0 => return Err(e),
+                    Err(_) => break,
+                }
+            }
+            return Ok(total);
+        }
         // One write of the gathered bytes keeps O_APPEND writes atomic, as on Linux.
         let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
         if let Some(s) = special(&f) {

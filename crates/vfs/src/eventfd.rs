@@ -3,8 +3,8 @@
 //! A 64-bit counter. `write` adds (blocking or `EAGAIN` if the sum would exceed
 //! `0xffff_ffff_ffff_fffe`; the value `u64::MAX` is `EINVAL`); `read` returns the counter
 //! and zeroes it, or returns 1 and decrements in `EFD_SEMAPHORE` mode (blocking or
-//! `EAGAIN` at 0). A read or write buffer shorter than 8 bytes is `EINVAL` (a longer
-//! write uses its first 8). Poll: `EPOLLIN` when the
+//! `EAGAIN` at 0). A read buffer shorter than 8 bytes, or a write
+//! buffer of any size but 8, is `EINVAL`. Poll: `EPOLLIN` when the
 //! counter is non-zero, `EPOLLOUT` while another write of 1 fits, `EPOLLERR` when the
 //! counter is `u64::MAX` (reachable in Linux only through in-kernel `eventfd_signal`
 //! overflow; kept for fidelity).
@@ -145,11 +145,10 @@ impl EventFd {
         Ok(8)
     }
 
-    /// `write(2)`: adds the native-endian value in the first 8 bytes of `buf` (fewer:
+    /// `write(2)`: adds the native-endian value in `buf` (exactly 8 bytes, else
     /// `EINVAL`, as Linux); returns 8.
     pub fn write(&self, buf: &[u8], cancel: Option<&CancelToken>) -> Result<usize, Errno> {
-        // eventfd_write: fewer than 8 bytes is EINVAL; more are ignored.
-        if buf.len() < 8 {
+        if buf.len() != 8 {
             return Err(Errno::EINVAL);
         }
         let v = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
