@@ -222,11 +222,20 @@ struct Dcache {
 
 /// Files in the shared set (AIM7 "short" reads a handful of files).
 const SHARED_FILES: usize = 4;
+/// The contents of every file the dcache workloads read.
+const FILE_DATA: [u8; 4096] = [b'x'; 4096];
+
+/// Thread `t`'s own file in the distinct variants.
+fn distinct_file(t: usize) -> String {
+    format!("a/b/c/t{t}/file")
+}
 
 struct DcacheInst {
     env: Env,
     /// Per thread: the paths it cycles through.
     paths: Vec<Vec<CString>>,
+    /// A file per worker, which the worker creates.
+    distinct: bool,
     procs: bool,
 }
 
@@ -255,27 +264,25 @@ impl Workload for Dcache {
         for d in ["a", "a/b", "a/b/c"] {
             env.mkdir(d)?;
         }
-        let data = vec![b'x'; 4096];
-        let mut paths = Vec::new();
-        if self.distinct {
-            for t in 0..threads {
-                env.mkdir(&format!("a/b/c/t{t}"))?;
-                let rel = format!("a/b/c/t{t}/file");
-                env.write_file(&rel, &data)?;
-                paths.push(vec![env.path(&rel)]);
-            }
+        let paths = if self.distinct {
+            // Each worker creates its own directory and file, on its own thread (see
+            // `DcacheInst::worker`).
+            (0..threads)
+                .map(|t| vec![env.path(&distinct_file(t))])
+                .collect()
         } else {
             let mut set = Vec::new();
             for i in 0..SHARED_FILES {
                 let rel = format!("a/b/c/file{i}");
-                env.write_file(&rel, &data)?;
+                env.write_file(&rel, &FILE_DATA)?;
                 set.push(env.path(&rel));
             }
-            paths = vec![set; threads];
-        }
+            vec![set; threads]
+        };
         Ok(Box::new(DcacheInst {
             env,
             paths,
+            distinct: self.distinct,
             procs: self.procs,
         }))
     }
@@ -293,6 +300,19 @@ impl Instance for DcacheInst {
         } else {
             None
         };
+        if self.distinct {
+            // Created here, on the worker's thread, as will-it-scale's and AIM7's workers
+            // create their own files: the allocator then places this thread's dentry,
+            // inode and page map apart from the other workers'. Created by the setup
+            // thread they sit side by side, and the page-map lock that every read takes
+            // shares a cache line between two workers' files (false sharing: perf showed
+            // tmpfs's read at 4x its single-thread cost).
+            let rel = distinct_file(thread);
+            let env = own.as_ref().unwrap_or(&self.env);
+            env.mkdir(rel.rsplit_once('/').expect("a/b/c/tN/file").0)
+                .and_then(|()| env.write_file(&rel, &FILE_DATA))
+                .expect("a worker creates its own file");
+        }
         Box::new(move || {
             let env = own.as_ref().unwrap_or(&self.env);
             for _ in 0..BATCH {
