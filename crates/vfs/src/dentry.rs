@@ -130,12 +130,14 @@ impl Dentry {
     }
     /// A counted reference to the inode.
     pub fn inode_ref(&self) -> Option<InodeRef> {
+        // Pinned before the load: a dentry being killed concurrently drops its inode count,
+        // and only a pin taken before the load keeps the inode's memory for `try_get`.
+        let _g = crossbeam_epoch::pin();
         // Acquire: pairs with the Release store in `instantiate`.
         let p = self.inode.load(Ordering::Acquire);
         if p.is_null() {
             return None;
         }
-        let _g = crossbeam_epoch::pin();
         // SAFETY: as in `inode`; try_get refuses an evicted inode.
         unsafe { Erc::try_get_raw(p) }
     }
@@ -634,6 +636,14 @@ impl Dcache {
     }
 
     fn unhash_locked(&self, d: &Dentry) {
+        self.remove_from_hash_locked(d);
+        d.flags.fetch_and(!HASHED, Ordering::Relaxed);
+    }
+
+    /// Takes `d` out of the hash table but leaves its `HASHED` flag: a dentry being moved
+    /// (Linux's `___d_drop` in `__d_move`) must never look unlinked to `getcwd` or `fstat`
+    /// in the middle of a rename. Call with `d`'s lock held.
+    fn remove_from_hash_locked(&self, d: &Dentry) {
         let pid = d.parent_id.load(Ordering::Relaxed);
         let g = crossbeam_epoch::pin();
         let me = d as *const Dentry as usize;
@@ -641,7 +651,6 @@ impl Dcache {
             self.hash
                 .remove(hash_name(pid, name), |k, v| *v == me && k.0 == pid);
         });
-        d.flags.fetch_and(!HASHED, Ordering::Relaxed);
     }
 
     /// Removes `d` from the cache (`d_drop`): lookups no longer find it; it is killed when
@@ -685,7 +694,7 @@ impl Dcache {
         {
             let _l = d.count.lock();
             if d.flags.load(Ordering::Relaxed) & HASHED != 0 {
-                self.unhash_locked(d);
+                self.remove_from_hash_locked(d);
             }
             parent.count.get();
             // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent);
