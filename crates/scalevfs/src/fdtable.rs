@@ -68,7 +68,7 @@ impl Chunk {
     fn new(k: usize) -> Chunk {
         let n = 64usize << k;
         Chunk {
-            base: (64 * ((1u64 << k) - 1)) as u32,
+            base: chunk_base(k) as u32,
             bits: (0..n / 64)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
@@ -100,11 +100,15 @@ pub struct FdTable {
     limit: AtomicU32,
 }
 
+/// The first descriptor of chunk `k`.
+fn chunk_base(k: usize) -> u64 {
+    64 * ((1u64 << k) - 1)
+}
+
 /// Which chunk and index hold `fd`.
 fn locate(fd: u32) -> (usize, usize) {
     let k = (63 - ((fd as u64 / 64) + 1).leading_zeros()) as usize;
-    let base = 64 * ((1u64 << k) - 1);
-    (k, (fd as u64 - base) as usize)
+    (k, (fd as u64 - chunk_base(k)) as usize)
 }
 
 impl Default for FdTable {
@@ -160,10 +164,11 @@ impl FdTable {
         }
         let (k0, _) = locate(min);
         for k in k0..NCHUNKS {
-            let c = self.chunk_or_grow(k);
-            if c.base >= limit {
+            // A chunk wholly past the limit is never needed: do not allocate it.
+            if chunk_base(k) >= limit as u64 {
                 break;
             }
+            let c = self.chunk_or_grow(k);
             let start = min.saturating_sub(c.base) as usize;
             for w in start / 64..c.bits.len() {
                 let low_mask = if w == start / 64 {
@@ -270,6 +275,14 @@ impl FdTable {
 
     /// Installs `file` at exactly `fd` (dup2/dup3), closing what was there. Returns the
     /// replaced file, if any, for the caller to drop.
+    ///
+    /// A descriptor whose bit is set but whose slot is null is in the middle of an `alloc`
+    /// (claimed, file about to be stored) or of a `close` (slot emptied, bit about to be
+    /// cleared). Both finish within a few instructions and never block, so we wait for
+    /// them rather than fail: Linux's `EBUSY` is for a descriptor reserved across a whole
+    /// `open`, which our `alloc` never does (it claims and installs at once). We only ever
+    /// write a null slot whose bit we claimed ourselves, so a racing `alloc`'s store can
+    /// never be overwritten, nor its file taken for ours.
     pub fn replace(&self, fd: i32, file: FileRef, cloexec: bool) -> SysResult<Option<FileRef>> {
         if fd < 0 || fd as u32 >= self.limit() {
             return Err(Errno::EBADF);
@@ -277,20 +290,35 @@ impl FdTable {
         let (k, i) = locate(fd as u32);
         let c = self.chunk_or_grow(k);
         let (w, bit) = (i / 64, i % 64);
-        // Acquire: as in `alloc`.
-        let prev_bits = c.bits[w].fetch_or(1 << bit, Ordering::Acquire);
         let p = Erc::into_raw(file) as *mut _;
-        // Release: publishes our file (pairs with the Acquire in `get`); Acquire: we take
-        // over the replaced file's count, published by its installer's Release.
-        let old = c.slot(i).swap(p, Ordering::AcqRel);
-        if prev_bits & (1 << bit) != 0 && old.is_null() {
-            // Claimed by an open that has not installed its file yet: Linux says EBUSY.
-            // AcqRel: as above; we take our own count back.
-            let mine = c.slot(i).swap(ptr::null_mut(), Ordering::AcqRel);
-            // SAFETY: we stored this count just now and took it back.
-            drop(unsafe { Erc::from_raw(mine) });
-            return Err(Errno::EBUSY);
-        }
+        let slot = c.slot(i);
+        let mut backoff = crossbeam_utils::Backoff::new();
+        let old = loop {
+            // Acquire: as in `alloc` (pairs with the Release clear in `close`).
+            if c.bits[w].fetch_or(1 << bit, Ordering::Acquire) & (1 << bit) == 0 {
+                // Ours now, and empty: publish (Release pairs with the Acquire in `get`).
+                slot.store(p, Ordering::Release);
+                break ptr::null_mut();
+            }
+            // Acquire: pairs with the installer's Release; we may take over its count.
+            let cur = slot.load(Ordering::Acquire);
+            // AcqRel: Release publishes our file (pairs with the Acquire in `get`), Acquire
+            // takes over the replaced file's count.
+            if !cur.is_null()
+                && slot
+                    .compare_exchange(cur, p, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                break cur;
+            }
+            // Null with the bit set: an `alloc` or `close` in flight; let it finish.
+            if backoff.is_completed() {
+                std::thread::yield_now();
+                backoff = crossbeam_utils::Backoff::new();
+            } else {
+                backoff.snooze();
+            }
+        };
         self.set_cloexec_in(c, w, bit, cloexec);
         // SAFETY: the slot owned the old count; we took it out.
         Ok((!old.is_null()).then(|| unsafe { Erc::from_raw(old) }))
