@@ -13,6 +13,7 @@
 //! | [`hashed`]  | 000  | hashed tables of padded locks     | one global lock               |
 //! | [`dlist`]   | 001  | `DList`: per-CPU lists            | `LockedList`: one list        |
 //! | [`lockstat`]| -    | per-lock-class statistics         |                               |
+//! | [`percpu`]  | 001  | `PerCpuCounter`: a counter per CPU | one shard                    |
 //!
 //! Under `--cfg loom` the atomics and locks come from [`loom`](https://docs.rs/loom) so the
 //! models in each module's tests can explore every interleaving; see [`sync`].
@@ -22,6 +23,7 @@ pub mod dlist;
 pub mod hashed;
 pub mod lockref;
 pub mod lockstat;
+pub mod percpu;
 pub mod seqlock;
 pub mod spinlock;
 pub mod sync;
