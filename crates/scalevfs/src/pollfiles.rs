@@ -217,12 +217,7 @@ impl PollFiles {
             let root = core.dcache.alloc_root(root_inode);
             // Not attached anywhere (`parent: None`): no path walk reaches it. The mount
             // table owns it and frees it with the VFS.
-            let mnt = core.mounts.add(Mount {
-                id: 0,
-                sb: sb.clone(),
-                root,
-                parent: None,
-            });
+            let mnt = core.mounts.add(Mount::new(0, sb.clone(), root, None));
             (mnt, sb)
         })
     }

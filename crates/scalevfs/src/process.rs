@@ -107,6 +107,19 @@ impl Vfs {
         self.core.mount(&at, fs).map(|_| ())
     }
 
+    /// Unmounts the file system mounted at absolute `path` (resolved as root; `umount2`
+    /// with no flags: `EBUSY` while anything in it is in use). See [`Process::umount2`].
+    pub fn umount(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        let root = self.core.root();
+        let cred = Cred::root();
+        let ctx = Ctx {
+            cred: &cred,
+            root: &root,
+        };
+        let target = self.core.lookup(&ctx, &root, path.as_ref(), true, false)?;
+        self.core.umount(target, 0)
+    }
+
     /// The file-lock manager.
     pub fn locks(&self) -> &LockManager {
         &self.locks
@@ -876,6 +889,35 @@ impl Process {
             | libc::F_OFD_SETLKW => self.lock_caller(fd).fcntl(&f, cmd, arg, None),
             _ => Err(Errno::EINVAL),
         }
+    }
+    /// `mount(2)` of a new file system `fs` on the directory `path` (resolved as this
+    /// process resolves paths: relative to its cwd, following symlinks). The path's errors
+    /// come first, then `EPERM` unless root (Linux's order), then `ENOTDIR`, and `EINVAL`
+    /// for a directory in a lazily unmounted tree. Mounting on a mount root stacks the new
+    /// mount on top, as Linux does; `umount2` uncovers the one below.
+    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        let at = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+        if self.cred.uid != 0 {
+            return Err(Errno::EPERM);
+        }
+        self.core().mount(&at, fs).map(|_| ())
+    }
+    /// `umount2(2)`: unmounts the file system mounted at `path` (the checks, `EBUSY` and
+    /// the lazy `MNT_DETACH` are `VfsCore::umount`'s). `EINVAL` for an unknown flag, then
+    /// the path's own errors, then `EPERM` unless root, as Linux checks them;
+    /// `UMOUNT_NOFOLLOW` does not follow a trailing symlink.
+    pub fn umount2(&self, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
+        const KNOWN: i32 =
+            libc::MNT_FORCE | libc::MNT_DETACH | libc::MNT_EXPIRE | libc::UMOUNT_NOFOLLOW;
+        if flags & !KNOWN != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let follow = flags & libc::UMOUNT_NOFOLLOW == 0;
+        let target = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, follow)?;
+        if self.cred.uid != 0 {
+            return Err(Errno::EPERM);
+        }
+        self.core().umount(target, flags)
     }
     pub fn chdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
         let path = path.as_ref();

@@ -54,17 +54,18 @@
 //! hint (Relaxed) only where the result is re-validated (rcu-walk's final get + sequence).
 
 use crate::erc::{Erc, ErcInner};
-use crate::inode::{Inode, InodeRef};
+use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::prims::{DRef, DRefGuard, RenameLock};
 use crate::rcuhash::{hash_name, RcuHash};
 use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::Locking;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 const HASHED: u32 = 1;
 const ON_LRU: u32 = 2;
@@ -231,6 +232,32 @@ impl DentryRef {
     pub fn as_ptr(&self) -> *const Dentry {
         self.ptr.as_ptr()
     }
+    /// Gives up the reference as a raw pointer that carries its count.
+    pub(crate) fn into_raw(d: DentryRef) -> *const Dentry {
+        let p = d.as_ptr();
+        std::mem::forget(d);
+        p
+    }
+    /// Takes back a count given away by [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `p` must come from `into_raw`, and its count must be taken back once.
+    pub(crate) unsafe fn from_raw(p: *const Dentry) -> DentryRef {
+        DentryRef {
+            // SAFETY: from `into_raw`, so non-null.
+            ptr: unsafe { ptr::NonNull::new_unchecked(p as *mut Dentry) },
+        }
+    }
+    /// A new counted reference to a dentry someone else holds a count of.
+    ///
+    /// # Safety
+    /// A count of `p` must be held for the duration of the call.
+    pub(crate) unsafe fn from_borrowed(p: *const Dentry) -> DentryRef {
+        // SAFETY: a held count keeps it allocated and alive (not dead).
+        unsafe { (*p).count.get() };
+        // SAFETY: the count we just took.
+        unsafe { DentryRef::from_raw(p) }
+    }
     /// Takes a reference to `d` unless it is dead.
     ///
     /// # Safety
@@ -272,9 +299,41 @@ fn dput(mut d: *mut Dentry) {
     loop {
         // SAFETY: the caller owns a reference to `d`, so it is allocated.
         let dd = unsafe { &*d };
-        let Some(mut g) = dd.count.put_or_lock() else {
+        let Some(g) = dd.count.put_or_lock() else {
             return;
         };
+        match put_last(d, g) {
+            Some(p) => d = p,
+            None => return,
+        }
+    }
+}
+
+/// Drops the caller's count of `d` only if it is the last one, and then at once (under
+/// `d_lock`), so that no `try_get` can take a count in between; `false`, with nothing
+/// done, while someone else holds one. For a mount giving back its root at unmount while
+/// a walker may still be counting it on its way out (see `mount.rs`).
+///
+/// # Safety
+/// The caller owns a count of `d`.
+pub(crate) unsafe fn put_if_last(d: *const Dentry) -> bool {
+    // SAFETY: the caller's count keeps it allocated.
+    let g = unsafe { &*d }.count.lock();
+    if g.count() != 1 {
+        return false;
+    }
+    if let Some(p) = put_last(d as *mut Dentry, g) {
+        dput(p);
+    }
+    true
+}
+
+/// The last count of `d` goes (its `d_lock` held, count 1): caches it on the LRU if hashed,
+/// else kills it. Returns the parent whose count the caller must now drop.
+fn put_last(d: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
+    // SAFETY: we hold its lock, so it is allocated.
+    let dd = unsafe { &*d };
+    {
         debug_assert!(!g.is_dead() && g.count() == 1);
         g.set_count(0);
         let flags = dd.flags.load(Ordering::Relaxed);
@@ -293,12 +352,9 @@ fn dput(mut d: *mut Dentry) {
             if let Some(shard) = over {
                 dc.shrink_shard(shard, 64);
             }
-            return;
+            return None;
         }
-        match kill(dd, g) {
-            Some(p) => d = p,
-            None => return,
-        }
+        kill(dd, g)
     }
 }
 
@@ -330,7 +386,9 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     if !ip.is_null() {
         // SAFETY: the dentry owned one count of its inode (published by `instantiate` or at
         // allocation); we give it back. The pointer stays in `inode` for pinned readers.
-        drop(unsafe { erc_from_owned(ip) });
+        let i = unsafe { erc_from_owned(ip) };
+        i.sb().dentries.add(-1);
+        drop(i);
     }
     if parent.is_null() {
         None
@@ -459,8 +517,8 @@ pub struct Dcache {
     pub rename_lock: RenameLock,
     locking: Locking,
     /// Live dentries (diagnostics), one counter per CPU so that allocation and kill do not
-    /// share a cache line (Linux's per-cpu `nr_dentry`). Relaxed: a statistic.
-    nr_dentry: Box<[CachePadded<AtomicIsize>]>,
+    /// share a cache line (Linux's per-cpu `nr_dentry`).
+    nr_dentry: PerCpuCounter,
 }
 
 // SAFETY: the hash and LRU hold dentry addresses as integers; access follows the module rules.
@@ -488,9 +546,7 @@ impl Dcache {
             lru: Lru::new(shards, max_unused),
             rename_lock: RenameLock::new(locking),
             locking,
-            nr_dentry: (0..shards)
-                .map(|_| CachePadded::new(AtomicIsize::new(0)))
-                .collect(),
+            nr_dentry: PerCpuCounter::new(locking == Locking::Scalable),
         }
     }
 
@@ -500,16 +556,11 @@ impl Dcache {
 
     /// Live dentries (including unused cached ones).
     pub fn nr_dentry(&self) -> usize {
-        self.nr_dentry
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .sum::<isize>()
-            .max(0) as usize
+        self.nr_dentry.sum().max(0) as usize
     }
 
     fn count_dentry(&self, delta: isize) {
-        let s = scalevfs_primitives::cpu::current_shard(self.nr_dentry.len());
-        self.nr_dentry[s].fetch_add(delta, Ordering::Relaxed);
+        self.nr_dentry.add(delta);
     }
     pub fn nr_unused(&self) -> usize {
         self.lru.len()
@@ -517,6 +568,9 @@ impl Dcache {
 
     fn alloc(&self, parent_id: u64, name: &[u8], inode: Option<InodeRef>) -> Box<Dentry> {
         self.count_dentry(1);
+        if let Some(i) = &inode {
+            i.sb().dentries.add(1);
+        }
         Box::new(Dentry {
             count: DRef::new(self.locking, 1),
             id: next_dentry_id(),
@@ -609,7 +663,9 @@ impl Dcache {
                         self.count_dentry(-1);
                         if !ip.is_null() {
                             // SAFETY: the count given to the unpublished dentry comes back.
-                            drop(unsafe { erc_from_owned(ip) });
+                            let i = unsafe { erc_from_owned(ip) };
+                            i.sb().dentries.add(-1);
+                            drop(i);
                         }
                         if !pp.is_null() {
                             dput(pp);
@@ -627,6 +683,7 @@ impl Dcache {
     /// held exclusively; `parent` must be the dentry's parent.
     pub fn instantiate(&self, d: &DentryRef, parent: &DentryRef, inode: InodeRef) {
         debug_assert!(d.is_negative());
+        inode.sb().dentries.add(1);
         parent.count.get();
         // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent, kill).
         d.parent.store(parent.as_ptr() as *mut _, Ordering::Release);
@@ -741,6 +798,12 @@ impl Dcache {
 
     /// Shrinks up to `n` entries from LRU shard `s`.
     fn shrink_shard(&self, s: usize, n: usize) -> usize {
+        self.shrink_shard_of(s, n, None)
+    }
+
+    /// `shrink_shard`, or with `only`: just the positive dentries of that superblock, with
+    /// no second chance (unmount: `shrink_dcache_for_umount`).
+    fn shrink_shard_of(&self, s: usize, n: usize, only: Option<&SuperBlock>) -> usize {
         if IN_SHRINK.with(|f| f.replace(true)) {
             return 0;
         }
@@ -769,6 +832,9 @@ impl Dcache {
             if g2.is_dead() {
                 continue;
             }
+            if only.is_some_and(|sb| !d.inode().is_some_and(|i| std::ptr::eq(i.sb(), sb))) {
+                continue;
+            }
             let flags = d.flags.load(Ordering::Relaxed);
             if flags & ON_LRU == 0 {
                 continue;
@@ -778,7 +844,7 @@ impl Dcache {
                 d.flags.fetch_and(!(ON_LRU | REFERENCED), Ordering::Relaxed);
                 continue;
             }
-            if flags & REFERENCED != 0 {
+            if flags & REFERENCED != 0 && only.is_none() {
                 d.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
                 continue;
             }
@@ -802,6 +868,19 @@ impl Dcache {
             freed += self.shrink_shard(s, n - freed);
         }
         freed
+    }
+
+    /// Frees every unused positive dentry of `sb` (repeats, since freeing a child may make
+    /// its parent unused). Other superblocks' dentries keep their places.
+    pub fn shrink_sb(&self, sb: &SuperBlock) {
+        loop {
+            let any: usize = (0..self.lru.shards.len())
+                .map(|s| self.shrink_shard_of(s, usize::MAX / 4, Some(sb)))
+                .sum();
+            if any == 0 {
+                return;
+            }
+        }
     }
 
     /// Frees every unused dentry (repeats, since freeing a child may make its parent unused).

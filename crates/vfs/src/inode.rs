@@ -37,6 +37,7 @@ use crate::prims::{InodeList, InodeListNode};
 use crate::rcuhash::RcuHash;
 use crate::Errno;
 use parking_lot::RwLock;
+use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::Locking;
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -271,6 +272,11 @@ pub struct SuperBlock {
     pub rename_mutex: parking_lot::Mutex<()>,
     /// `fs.revalidates()`, cached: path walk checks it per directory.
     pub revalidates: bool,
+    /// Positive dentries naming this superblock's inodes (changed when a dentry gains or
+    /// loses its inode, never on a cached lookup). umount reads it to tell whether anyone
+    /// still holds a dentry of the file system (see `mount.rs`). Per CPU, so that creates
+    /// and unlinks on different CPUs share no counter.
+    pub(crate) dentries: PerCpuCounter,
 }
 
 impl SuperBlock {
@@ -282,6 +288,7 @@ impl SuperBlock {
             icache: RcuHash::new(12),
             rename_mutex: parking_lot::Mutex::new(()),
             revalidates: fs.revalidates(),
+            dentries: PerCpuCounter::new(locking == Locking::Scalable),
             fs,
         }
     }

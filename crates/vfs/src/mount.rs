@@ -6,8 +6,26 @@
 //!
 //! The table maps `(parent mount, mountpoint dentry)` to the child mount. It is an immutable
 //! snapshot behind an epoch pointer: path walk loads it without a lock (only when it steps
-//! on a dentry whose MOUNTED flag is set); `mount` copies, changes and republishes it under
-//! the table mutex, and bumps the rename sequence so concurrent rcu-walks re-validate.
+//! on a dentry whose MOUNTED flag is set); `mount` and `umount` copy, change and republish
+//! it under the table mutex, and bump the rename sequence so concurrent rcu-walks
+//! re-validate.
+//!
+//! ## Unmount without a mount count
+//! Linux counts every path that names a mount (`mnt_count`, per CPU) and `umount` checks
+//! that count. We count nothing per path, so `umount` (`VfsCore::umount`) asks the dentries
+//! instead: it takes the mount out of the table and sets `detached` (SeqCst), drops the
+//! unused cached dentries of the superblock, and calls the mount busy if any positive
+//! dentry of the superblock but the root is still alive (someone holds it: an open file, a
+//! cwd, a walk in progress) or the root has references beyond the mount's own. A ref-walk
+//! that found the mount in the table before it was taken out enters it with
+//! [`Mount::enter`]: a count on the root *then* a look at `detached` (SeqCst). Either
+//! umount sees that count (busy), or the walk sees `detached` and stays on the mountpoint,
+//! as if the mount had already gone: Dekker's pattern, both sides SeqCst. rcu-walks need
+//! nothing more: they validate the rename sequence, which umount bumps.
+//!
+//! The mount owns one count of its root and one of its mountpoint ([`MountDentry`]) until
+//! the superblock is shut down; then it gives them back, but keeps the pointers, which
+//! pinned rcu-walkers may still follow (a dead dentry refuses new counts).
 //!
 //! Lock order: table mutex -> rename lock (write) -> d_lock.
 
@@ -15,16 +33,176 @@ use crate::dentry::{Dentry, DentryRef};
 use crate::inode::SuperBlock;
 use crossbeam_epoch::{Atomic, Guard, Owned};
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
+
+/// A dentry a mount holds one count of until [`MountDentry::release`]. The pointer stays
+/// valid for readers that hold a reference into the mount, or that are pinned (as for any
+/// dentry: its memory outlives the grace period after it dies).
+pub struct MountDentry {
+    ptr: *const Dentry,
+    released: AtomicBool,
+}
+
+impl MountDentry {
+    fn new(d: DentryRef) -> MountDentry {
+        MountDentry {
+            ptr: DentryRef::into_raw(d),
+            released: AtomicBool::new(false),
+        }
+    }
+    pub fn as_ptr(&self) -> *const Dentry {
+        self.ptr
+    }
+    /// The dentry itself, for a caller that holds a reference into the mount or is
+    /// pinned (a released one may be dead, but its memory is there).
+    pub fn dentry(&self) -> &Dentry {
+        // SAFETY: see above; the mount's count or the caller's pin keeps it allocated.
+        unsafe { &*self.ptr }
+    }
+    /// A counted reference. Only for callers that hold a reference into the mount (so it
+    /// is not released) or whose mount is known busy.
+    pub fn get(&self) -> DentryRef {
+        // SAFETY: the mount's own count keeps the dentry alive: not released (see above).
+        unsafe { DentryRef::from_borrowed(self.ptr) }
+    }
+    /// Gives the mount's count back (once).
+    fn release(&self) {
+        if !self.released.swap(true, Ordering::AcqRel) {
+            // SAFETY: the count `new` took over from the `DentryRef`, given back once.
+            drop(unsafe { DentryRef::from_raw(self.ptr) });
+        }
+    }
+    /// Gives the mount's count back once it is the last one: a detached mount's root may
+    /// still be counted for a moment by a walker on its way out (`Mount::enter` saw the
+    /// mount detached); the root must die with our count, so that no walker's `try_get`
+    /// revives it and the shutdown finds its inode gone.
+    fn release_last(&self) {
+        if self.released.load(Ordering::Acquire) {
+            return;
+        }
+        let backoff = crossbeam_utils::Backoff::new();
+        // SAFETY: not released yet: we own a count.
+        while !unsafe { crate::dentry::put_if_last(self.ptr) } {
+            backoff.snooze();
+        }
+        self.released.store(true, Ordering::Release);
+    }
+}
+
+const ATTACHED: u8 = 0;
+const UMOUNTING: u8 = 1;
+const DETACHED: u8 = 2;
 
 /// See the module docs.
 pub struct Mount {
     pub id: u64,
     pub sb: Arc<SuperBlock>,
-    pub root: DentryRef,
-    /// Parent mount and mountpoint (`None` for the root mount).
-    pub parent: Option<(MntRef, DentryRef)>,
+    root: MountDentry,
+    /// Parent mount and mountpoint (`None` for the root mount and internal mounts).
+    parent: Option<(MntRef, MountDentry)>,
+    /// `ATTACHED`, `UMOUNTING` (umount is deciding) or `DETACHED` (see the module docs:
+    /// SeqCst, with `enter`).
+    state: AtomicU8,
+    /// `MNT_EXPIRE`: set by the first expiry request, unmounted by the second.
+    pub(crate) expiry_mark: AtomicBool,
+}
+
+// SAFETY: the raw dentry pointers are counted (or epoch-protected) as the module docs say;
+// everything else is Send + Sync.
+unsafe impl Send for Mount {}
+// SAFETY: as above; the flags are atomics.
+unsafe impl Sync for Mount {}
+
+impl Mount {
+    pub fn new(
+        id: u64,
+        sb: Arc<SuperBlock>,
+        root: DentryRef,
+        parent: Option<(MntRef, DentryRef)>,
+    ) -> Mount {
+        Mount {
+            id,
+            sb,
+            root: MountDentry::new(root),
+            parent: parent.map(|(m, d)| (m, MountDentry::new(d))),
+            state: AtomicU8::new(ATTACHED),
+            expiry_mark: AtomicBool::new(false),
+        }
+    }
+    /// The root dentry, uncounted (see [`MountDentry`]).
+    pub fn root(&self) -> &MountDentry {
+        &self.root
+    }
+    /// Is `d` this mount's root?
+    pub fn is_root(&self, d: &Dentry) -> bool {
+        std::ptr::eq(d, self.root.ptr)
+    }
+    /// The parent mount and mountpoint; `None` for the root mount, internal mounts and
+    /// mounts that umount detached (Linux: a detached mount has no parent).
+    pub fn parent(&self) -> Option<(MntRef, &MountDentry)> {
+        if self.is_detached() {
+            return None;
+        }
+        self.parent.as_ref().map(|(m, d)| (*m, d))
+    }
+    pub fn is_detached(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == DETACHED
+    }
+    /// Enters the mount from the table (ref-walk): a count on its root, or `None` if
+    /// umount detached it meanwhile (see the module docs). While an umount decides, waits
+    /// for its answer without holding the count, so that it cannot be the reason the
+    /// umount fails.
+    pub fn enter(&self) -> Option<DentryRef> {
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            // SAFETY: the caller found us in the table while pinned; until the grace
+            // period after umount gives the root back, its memory is allocated.
+            let r = unsafe { DentryRef::try_get(self.root.ptr) }?;
+            // SeqCst fence: pairs with the one in `begin_umount` (Dekker): either umount's
+            // busy check sees our count, or we see its state.
+            fence(Ordering::SeqCst);
+            match self.state.load(Ordering::Relaxed) {
+                ATTACHED => return Some(r),
+                DETACHED => return None,
+                _ => {
+                    drop(r);
+                    backoff.snooze();
+                }
+            }
+        }
+    }
+    /// umount starts deciding: walkers entering now wait (see `enter`). Call with the
+    /// table mutex held; then look at the counts.
+    pub(crate) fn begin_umount(&self) {
+        self.state.store(UMOUNTING, Ordering::Relaxed);
+        // SeqCst fence: pairs with the one in `enter`; the counts are read after it.
+        fence(Ordering::SeqCst);
+    }
+    /// umount decided the mount stays (it was busy).
+    pub(crate) fn cancel_umount(&self) {
+        // Release: nothing to publish but the state itself; walkers spin on it.
+        self.state.store(ATTACHED, Ordering::Release);
+    }
+    /// Gives back the root and mountpoint counts (superblock shutdown of a detached,
+    /// unused mount; see [`MountDentry::release_last`]).
+    pub(crate) fn release(&self) {
+        self.root.release_last();
+        if let Some((_, mp)) = &self.parent {
+            mp.release();
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        // VFS teardown: give the counts back without waiting (whatever still holds the
+        // root outlived the VFS, and the teardown leaks rather than frees then).
+        self.root.release();
+        if let Some((_, mp)) = &self.parent {
+            mp.release();
+        }
+    }
 }
 
 /// A mount, named without a count (mounts outlive every path that names them).
@@ -70,11 +248,14 @@ impl PartialEq for Path {
     }
 }
 
+/// Every mount, boxed: `MntRef`s point at the mounts, so they must not move when the
+/// vector grows.
+#[allow(clippy::vec_box)]
+pub(crate) type MountList = Vec<Box<Mount>>;
+
 /// The mount table (see the module docs).
 pub struct MountTable {
-    /// Boxed: `MntRef`s point at the mounts, so they must not move when the vector grows.
-    #[allow(clippy::vec_box)]
-    all: parking_lot::Mutex<Vec<Box<Mount>>>,
+    all: parking_lot::Mutex<MountList>,
     map: Atomic<HashMap<(usize, usize), usize>>,
 }
 
@@ -98,27 +279,68 @@ impl MountTable {
             .map(|&p| MntRef(p as *const Mount))
     }
 
-    /// Adds a mount; returns it. `publish` runs after the table is updated (the caller sets
-    /// the mountpoint's MOUNTED flag and bumps the rename sequence there).
+    /// Adds a mount; returns it. The caller holds the rename lock for writing (so that
+    /// concurrent rcu-walks re-validate) and sets nothing else: the mountpoint's MOUNTED
+    /// flag is set here, after the table is published.
     pub fn add(&self, m: Mount) -> MntRef {
-        let mut all = self.all.lock();
+        self.add_locked(&mut self.all.lock(), m)
+    }
+
+    /// [`add`](Self::add) with the table mutex ([`lock`](Self::lock)) held.
+    pub(crate) fn add_locked(&self, all: &mut MountList, m: Mount) -> MntRef {
         let b = Box::new(m);
         let r = MntRef(&*b);
         if let Some((pm, mp)) = &b.parent {
-            let g = crossbeam_epoch::pin();
-            // SAFETY: pinned; the current snapshot is replaced only under `all`, which we hold.
-            // Acquire: pairs with the previous publication's Release.
-            let cur = unsafe { self.map.load(Ordering::Acquire, &g).deref() };
-            let mut next = cur.clone();
-            next.insert((pm.addr(), mp.as_ptr() as usize), r.0 as usize);
-            // Release: the new snapshot's contents are visible to lookups (pairs with Acquire).
-            let old = self.map.swap(Owned::new(next), Ordering::AcqRel, &g);
-            // SAFETY: the old snapshot is unreachable; pinned readers keep it alive.
-            unsafe { g.defer_destroy(old) };
-            mp.set_mounted(true);
+            self.republish(|map| {
+                map.insert((pm.addr(), mp.as_ptr() as usize), r.0 as usize);
+            });
+            mp.dentry().set_mounted(true);
         }
         all.push(b);
         r
+    }
+
+    /// The table mutex: held across an umount's decision, so that no mount or umount
+    /// changes the tree meanwhile.
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, MountList> {
+        self.all.lock()
+    }
+
+    /// The attached mounts whose parent is `m` (with the table mutex held).
+    pub(crate) fn children(all: &[Box<Mount>], m: MntRef) -> Vec<MntRef> {
+        all.iter()
+            .filter(|c| !c.is_detached() && c.parent.as_ref().is_some_and(|(p, _)| *p == m))
+            .map(|c| MntRef(&**c))
+            .collect()
+    }
+
+    /// Takes `gone` out of the table for good (with the table mutex and the rename lock
+    /// for writing held): they become `DETACHED`, their mountpoints lose MOUNTED.
+    pub(crate) fn detach(&self, gone: &[MntRef]) {
+        self.republish(|map| {
+            map.retain(|_, child| !gone.iter().any(|g| g.addr() == *child));
+        });
+        for m in gone {
+            if let Some((_, mp)) = &m.parent {
+                mp.dentry().set_mounted(false);
+            }
+            // Release: nothing to publish but the state; `enter` reads it after a fence.
+            m.state.store(DETACHED, Ordering::Release);
+        }
+    }
+
+    /// Publishes a changed copy of the map (with the table mutex held).
+    fn republish(&self, change: impl FnOnce(&mut HashMap<(usize, usize), usize>)) {
+        let g = crossbeam_epoch::pin();
+        // SAFETY: pinned; the current snapshot is replaced only under the table mutex, which
+        // our caller holds. Acquire: pairs with the previous publication's Release.
+        let cur = unsafe { self.map.load(Ordering::Acquire, &g).deref() };
+        let mut next = cur.clone();
+        change(&mut next);
+        // Release: the new snapshot's contents are visible to lookups (pairs with Acquire).
+        let old = self.map.swap(Owned::new(next), Ordering::AcqRel, &g);
+        // SAFETY: the old snapshot is unreachable; pinned readers keep it alive.
+        unsafe { g.defer_destroy(old) };
     }
 
     /// Drops every mount (VFS teardown): children first.
@@ -127,7 +349,9 @@ impl MountTable {
         let mut sbs = Vec::new();
         while let Some(m) = all.pop() {
             if let Some((_, mp)) = &m.parent {
-                mp.set_mounted(false);
+                if !m.is_detached() {
+                    mp.dentry().set_mounted(false);
+                }
             }
             sbs.push(m.sb.clone());
             drop(m);

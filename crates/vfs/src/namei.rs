@@ -215,7 +215,7 @@ impl VfsCore {
         while unsafe { (*child).is_mounted() } {
             let m = self.mounts.lookup(mnt, child, g)?;
             mnt = m;
-            child = m.root.as_ptr();
+            child = m.root().as_ptr();
         }
         // SAFETY: as above.
         let ci = unsafe { (*child).inode() }?;
@@ -270,7 +270,7 @@ impl VfsCore {
             while unsafe { (*child).is_mounted() } {
                 let m = self.mounts.lookup(mnt, child, &g)?;
                 mnt = m;
-                child = m.root.as_ptr();
+                child = m.root().as_ptr();
             }
             // SAFETY: as above.
             match unsafe { (*child).inode() } {
@@ -436,12 +436,13 @@ impl VfsCore {
             if cur == *ctx.root {
                 return cur;
             }
-            if cur.dentry == cur.mnt.root {
-                match &cur.mnt.parent {
+            if cur.mnt.is_root(&cur.dentry) {
+                match cur.mnt.parent() {
                     Some((pm, mp)) => {
                         cur = Path {
-                            mnt: *pm,
-                            dentry: mp.clone(),
+                            mnt: pm,
+                            // We hold a count in `cur.mnt`, so it is not released.
+                            dentry: mp.get(),
                         };
                         continue;
                     }
@@ -460,11 +461,15 @@ impl VfsCore {
     pub(crate) fn cross_mounts(&self, mut p: Path) -> Path {
         while p.dentry.is_mounted() {
             let g = crossbeam_epoch::pin();
-            match self.mounts.lookup(p.mnt, p.dentry.as_ptr(), &g) {
-                Some(m) => {
+            match self
+                .mounts
+                .lookup(p.mnt, p.dentry.as_ptr(), &g)
+                .and_then(|m| Some((m, m.enter()?)))
+            {
+                Some((m, root)) => {
                     p = Path {
                         mnt: m,
-                        dentry: m.root.clone(),
+                        dentry: root,
                     }
                 }
                 None => break,

@@ -392,3 +392,115 @@ fn shuttle_rename_against_lookup_and_d_path() {
     shuttle::check_random(rename_model, 3000);
     shuttle::check_pct(rename_model, 3000, 3);
 }
+
+// ------------------------------------------------------------------ 3. umount vs enter
+
+/// The umount decision (`mount.rs`): the mount's root count (the mount's own 1, plus
+/// walkers'), its state, and the file system's positive-dentry count (the root's 1, plus
+/// one per dentry a walker holds inside). A walker enters as `Mount::enter` does (count the
+/// root unless dead, fence, look at the state: wait while umount decides, leave if
+/// detached), then takes a dentry inside and lets go of both. umount sets UMOUNTING, fences,
+/// reads the counts, and either goes back to ATTACHED (busy) or detaches and releases the
+/// root's last count (0: dead, as `put_if_last`). Checked: a walker never gets inside a
+/// released or detached mount, a successful umount never had a walker inside, and every
+/// count is given back.
+fn umount_model() {
+    const ATTACHED: u32 = 0;
+    const UMOUNTING: u32 = 1;
+    const DETACHED: u32 = 2;
+    let root = Arc::new(shuttle::sync::atomic::AtomicI32::new(1));
+    let dentries = Arc::new(shuttle::sync::atomic::AtomicI32::new(1));
+    let state = Arc::new(AtomicU32::new(ATTACHED));
+    let released = Arc::new(AtomicBool::new(false));
+    let walkers: Vec<_> = (0..2)
+        .map(|_| {
+            let (root, dentries, state, released) = (
+                root.clone(),
+                dentries.clone(),
+                state.clone(),
+                released.clone(),
+            );
+            thread::spawn(move || loop {
+                // try_get: count unless dead (0 after release).
+                let mut c = root.load(Ordering::SeqCst);
+                let got = loop {
+                    if c <= 0 {
+                        break false;
+                    }
+                    match root.compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(_) => break true,
+                        Err(now) => c = now,
+                    }
+                };
+                if !got {
+                    // Dead: umount released it, so it must have detached first.
+                    assert_eq!(state.load(Ordering::SeqCst), DETACHED);
+                    return false;
+                }
+                std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+                match state.load(Ordering::SeqCst) {
+                    ATTACHED => {
+                        assert!(!released.load(Ordering::SeqCst), "counted a released root");
+                        dentries.fetch_add(1, Ordering::SeqCst);
+                        thread::yield_now();
+                        dentries.fetch_sub(1, Ordering::SeqCst);
+                        root.fetch_sub(1, Ordering::SeqCst);
+                        return true;
+                    }
+                    DETACHED => {
+                        root.fetch_sub(1, Ordering::SeqCst);
+                        return false;
+                    }
+                    _ => {
+                        root.fetch_sub(1, Ordering::SeqCst);
+                        thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    // umount, twice if the first attempt finds the mount busy.
+    let mut unmounted = false;
+    for _ in 0..2 {
+        state.store(UMOUNTING, Ordering::SeqCst);
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let busy = dentries.load(Ordering::SeqCst) > 1 || root.load(Ordering::SeqCst) > 1;
+        if busy {
+            state.store(ATTACHED, Ordering::SeqCst);
+            thread::yield_now();
+            continue;
+        }
+        state.store(DETACHED, Ordering::SeqCst);
+        // Nobody is inside and nobody can get in, but a walker on its way out may still
+        // count the root for a moment: release only the last count (`put_if_last`).
+        while root
+            .compare_exchange(1, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            assert!(dentries.load(Ordering::SeqCst) == 1, "a walker got inside");
+            thread::yield_now();
+        }
+        released.store(true, Ordering::SeqCst);
+        unmounted = true;
+        break;
+    }
+    for w in walkers {
+        w.join().unwrap();
+    }
+    if unmounted {
+        assert_eq!(root.load(Ordering::SeqCst), 0);
+    } else {
+        assert_eq!(
+            root.load(Ordering::SeqCst),
+            1,
+            "walkers gave their counts back"
+        );
+    }
+    assert_eq!(dentries.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn shuttle_umount_against_enter() {
+    shuttle::check_random(umount_model, 5000);
+    shuttle::check_pct(umount_model, 5000, 3);
+}

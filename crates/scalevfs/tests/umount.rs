@@ -1,0 +1,290 @@
+//! `mount`/`umount2`: busy detection without a mount count, lazy detach, stacking, and the
+//! superblock shutdown that walks the inode list (see `scalevfs_vfs::mount`). The same
+//! calls are compared with the host kernel in the conformance suite (`mount/*` cases).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use libc::{MNT_DETACH, MNT_EXPIRE, MNT_FORCE, O_CREAT, O_RDONLY, O_RDWR, UMOUNT_NOFOLLOW};
+use scalevfs::{Credentials, Errno, Locking, Process, Tmpfs, TmpfsOptions, Vfs, VfsOptions};
+use scalevfs_vfs::core::leaked_superblocks;
+
+fn tmpfs() -> Arc<Tmpfs> {
+    Arc::new(Tmpfs::new(TmpfsOptions::default()))
+}
+
+fn setup(locking: Locking) -> (Arc<Vfs>, Process) {
+    let vfs = Vfs::new(VfsOptions {
+        locking,
+        ..VfsOptions::default()
+    });
+    let p = Process::new(&vfs, Credentials::root());
+    p.mkdir("/m", 0o755).unwrap();
+    p.write_file("/m/under", b"u").unwrap();
+    (vfs, p)
+}
+
+fn both(f: impl Fn(Locking)) {
+    f(Locking::Scalable);
+    f(Locking::Legacy);
+}
+
+#[test]
+fn unused_mount_unmounts_and_frees_every_inode() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        p.mount("/m", tmpfs()).unwrap();
+        assert_eq!(p.stat("/m/under"), Err(Errno::ENOENT));
+        p.mkdir("/m/d", 0o755).unwrap();
+        p.mkdir("/m/d/e", 0o755).unwrap();
+        for i in 0..50 {
+            p.write_file(format!("/m/d/e/f{i}"), b"data").unwrap();
+        }
+        p.symlinkat("d/e", libc::AT_FDCWD, "/m/lnk").unwrap();
+        p.linkat(libc::AT_FDCWD, "/m/d/e/f0", libc::AT_FDCWD, "/m/hard", 0)
+            .unwrap();
+        // Cached dentries everywhere below (stat each): they pin nothing.
+        for i in 0..50 {
+            p.stat(format!("/m/lnk/f{i}")).unwrap();
+        }
+        assert!(vfs.inode_count() > base + 50);
+        let leaked = leaked_superblocks();
+        p.umount2("/m", 0).unwrap();
+        assert_eq!(
+            p.read_file("/m/under").unwrap(),
+            b"u",
+            "the directory is uncovered"
+        );
+        assert_eq!(
+            vfs.inode_count(),
+            base,
+            "the tmpfs and all its inodes are gone"
+        );
+        assert_eq!(leaked_superblocks(), leaked);
+        // Mounting again works, on a fresh file system.
+        p.mount("/m", tmpfs()).unwrap();
+        assert_eq!(p.readdir("/m").unwrap().len(), 2, ". and .. only");
+        vfs.umount("/m").unwrap();
+        assert_eq!(vfs.inode_count(), base);
+    });
+}
+
+#[test]
+fn every_user_makes_it_busy() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        p.mount("/m", tmpfs()).unwrap();
+        p.mkdir("/m/d", 0o755).unwrap();
+        p.write_file("/m/d/f", b"x").unwrap();
+        // An open file deep inside.
+        let fd = p.open("/m/d/f", O_RDONLY, 0).unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        assert_eq!(p.read_file("/m/d/f").unwrap(), b"x", "still mounted");
+        p.close(fd).unwrap();
+        // An open directory, the mount root itself.
+        let fd = p.open("/m", O_RDONLY, 0).unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        p.close(fd).unwrap();
+        // Another process's cwd inside, and at the root.
+        let q = Process::new(&vfs, Credentials::root());
+        q.chdir("/m/d").unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        q.chdir("/m").unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        q.chdir("/").unwrap();
+        // An unlinked file still open.
+        let fd = p.open("/m/gone", O_CREAT | O_RDWR, 0o644).unwrap();
+        p.unlink("/m/gone").unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        p.close(fd).unwrap();
+        // A mount below it.
+        vfs.mount("/m/d", tmpfs()).unwrap();
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EBUSY));
+        p.umount2("/m/d", 0).unwrap();
+        assert_eq!(p.read_file("/m/d/f").unwrap(), b"x");
+        p.umount2("/m", 0).unwrap();
+        assert_eq!(p.read_file("/m/under").unwrap(), b"u");
+    });
+}
+
+#[test]
+fn errors_in_linux_order() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        p.write_file("/file", b"").unwrap();
+        assert_eq!(
+            p.umount2("/m", 0x100),
+            Err(Errno::EINVAL),
+            "unknown flag first"
+        );
+        assert_eq!(p.umount2("/nope", 0), Err(Errno::ENOENT));
+        assert_eq!(p.umount2("/m", 0), Err(Errno::EINVAL), "not a mount point");
+        assert_eq!(p.umount2("/file", 0), Err(Errno::EINVAL));
+        assert_eq!(p.umount2("/", 0), Err(Errno::EBUSY), "the root mount");
+        assert_eq!(p.umount2("/", MNT_DETACH), Err(Errno::EBUSY));
+        assert_eq!(p.umount2("/", MNT_EXPIRE), Err(Errno::EINVAL));
+        p.mount("/m", tmpfs()).unwrap();
+        p.write_file("/m/inside", b"").unwrap();
+        assert_eq!(
+            p.umount2("/m/inside", 0),
+            Err(Errno::EINVAL),
+            "not the mount's root"
+        );
+        assert_eq!(p.umount2("/m/.", 0), Ok(()), "the root by another name");
+        p.mount("/m", tmpfs()).unwrap();
+        assert_eq!(p.umount2("/m", MNT_EXPIRE | MNT_DETACH), Err(Errno::EINVAL));
+        assert_eq!(p.umount2("/m", MNT_EXPIRE | MNT_FORCE), Err(Errno::EINVAL));
+        // A symlink to the mount point: followed unless UMOUNT_NOFOLLOW.
+        p.symlinkat("/m", libc::AT_FDCWD, "/lnk").unwrap();
+        assert_eq!(p.umount2("/lnk", UMOUNT_NOFOLLOW), Err(Errno::EINVAL));
+        // Not root: EPERM, after the path's own errors.
+        let user = Process::new(&vfs, Credentials::user(1000, 1000));
+        assert_eq!(user.umount2("/nope", 0), Err(Errno::ENOENT));
+        assert_eq!(user.umount2("/m", 0), Err(Errno::EPERM));
+        assert_eq!(user.umount2("/m", 0x100), Err(Errno::EINVAL));
+        assert_eq!(user.mount("/m", tmpfs()), Err(Errno::EPERM));
+        assert_eq!(p.umount2("/lnk", MNT_FORCE), Ok(()));
+        assert_eq!(p.mount("/file", tmpfs()), Err(Errno::ENOTDIR));
+    });
+}
+
+#[test]
+fn expire_marks_then_unmounts() {
+    both(|locking| {
+        let (_vfs, p) = setup(locking);
+        p.mount("/m", tmpfs()).unwrap();
+        assert_eq!(p.umount2("/m", MNT_EXPIRE), Err(Errno::EAGAIN));
+        assert_eq!(p.umount2("/m", MNT_EXPIRE), Ok(()));
+        p.mount("/m", tmpfs()).unwrap();
+        let fd = p.open("/m", O_RDONLY, 0).unwrap();
+        assert_eq!(p.umount2("/m", MNT_EXPIRE), Err(Errno::EBUSY));
+        p.close(fd).unwrap();
+        assert_eq!(p.umount2("/m", MNT_EXPIRE), Err(Errno::EAGAIN));
+        assert_eq!(p.umount2("/m", 0), Ok(()));
+    });
+}
+
+#[test]
+fn stacked_mounts_uncover_one_by_one() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        p.mount("/m", tmpfs()).unwrap();
+        p.write_file("/m/first", b"1").unwrap();
+        p.mount("/m", tmpfs()).unwrap();
+        p.write_file("/m/second", b"2").unwrap();
+        assert_eq!(p.stat("/m/first"), Err(Errno::ENOENT));
+        // The lower mount has a mount on its root: busy until the upper one goes.
+        p.umount2("/m", 0).unwrap();
+        assert_eq!(p.read_file("/m/first").unwrap(), b"1");
+        p.umount2("/m", 0).unwrap();
+        assert_eq!(p.read_file("/m/under").unwrap(), b"u");
+        assert_eq!(vfs.inode_count(), base);
+    });
+}
+
+#[test]
+fn lazy_detach_keeps_users_working_and_frees_when_they_leave() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        p.mount("/m", tmpfs()).unwrap();
+        p.mkdir("/m/d", 0o755).unwrap();
+        p.write_file("/m/d/f", b"still here").unwrap();
+        vfs.mount("/m/d", tmpfs()).unwrap();
+        p.write_file("/m/d/g", b"child").unwrap();
+        let fd = p.open("/m/d/g", O_RDONLY, 0).unwrap();
+        let q = Process::new(&vfs, Credentials::root());
+        q.chdir("/m").unwrap();
+        // Detaches both mounts at once, although both are in use.
+        p.umount2("/m", MNT_DETACH).unwrap();
+        assert_eq!(p.read_file("/m/under").unwrap(), b"u", "uncovered at once");
+        let mut buf = [0u8; 5];
+        assert_eq!(
+            p.pread64(fd, &mut buf, 0),
+            Ok(5),
+            "an open file keeps working"
+        );
+        assert_eq!(&buf, b"child");
+        // The cwd in the detached tree: relative paths work, `..` stays at its root,
+        // getcwd says it is unreachable, and nothing can be mounted there.
+        assert_eq!(q.read_file("d/f").unwrap(), b"still here");
+        q.chdir("..").unwrap();
+        assert_eq!(q.read_file("d/f").unwrap(), b"still here");
+        assert!(q.cwd().unwrap().starts_with(b"(unreachable)"));
+        assert_eq!(q.mount("d", tmpfs()), Err(Errno::EINVAL));
+        assert_eq!(
+            q.umount2(".", 0),
+            Err(Errno::EINVAL),
+            "not in the tree any more"
+        );
+        assert!(vfs.inode_count() > base);
+        // The users leave: a later umount or drop_caches shuts the file systems down.
+        p.close(fd).unwrap();
+        q.chdir("/").unwrap();
+        vfs.drop_caches();
+        assert_eq!(vfs.inode_count(), base);
+    });
+}
+
+/// Walkers enter and leave the mount while it is unmounted again and again: every
+/// umount either fails with EBUSY or succeeds with no user left inside; a walk sees the
+/// mounted tree or the directory below it, whole; nothing leaks.
+#[test]
+fn umount_races_with_walkers() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        let leaked = leaked_superblocks();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let (vfs, stop) = (&vfs, &stop);
+                s.spawn(move || {
+                    let q = Process::new(vfs, Credentials::root());
+                    while !stop.load(Ordering::Relaxed) {
+                        match q.read_file("/m/under") {
+                            Ok(d) => assert_eq!(d, b"u"),
+                            Err(e) => assert_eq!(e, Errno::ENOENT),
+                        }
+                        match q.read_file("/m/top") {
+                            Ok(d) => assert_eq!(d, b"t"),
+                            Err(e) => assert_eq!(e, Errno::ENOENT),
+                        }
+                        if t == 0 {
+                            if let Ok(fd) = q.open("/m/top", O_RDONLY, 0) {
+                                let mut b = [0u8; 1];
+                                assert_eq!(q.read(fd, &mut b), Ok(1));
+                                q.close(fd).unwrap();
+                            }
+                        }
+                        if t == 1 && q.chdir("/m").is_ok() {
+                            let _ = q.stat("top");
+                            q.chdir("/").unwrap();
+                        }
+                    }
+                });
+            }
+            let mut unmounted = 0;
+            for _ in 0..300 {
+                p.mount("/m", tmpfs()).unwrap();
+                // Whole or not at all for the readers: written aside, renamed in.
+                p.write_file("/m/.top", b"t").unwrap();
+                p.rename("/m/.top", "/m/top").unwrap();
+                loop {
+                    match p.umount2("/m", 0) {
+                        Ok(()) => break,
+                        Err(e) => assert_eq!(e, Errno::EBUSY),
+                    }
+                }
+                unmounted += 1;
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(unmounted, 300);
+        });
+        vfs.drop_caches();
+        assert_eq!(vfs.inode_count(), base, "every unmounted tmpfs was freed");
+        assert_eq!(leaked_superblocks(), leaked, "no busy inodes after unmount");
+    });
+}
