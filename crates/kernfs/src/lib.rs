@@ -78,6 +78,10 @@
 //! ## Differences from Linux
 //!
 //! * Removal wakes the removed files' pollers (Linux leaves them asleep).
+//! * A callback may remove its own node or an ancestor with plain [`Kernfs::remove`]: its
+//!   active reference is broken implicitly (Linux needs `kernfs_remove_self` or
+//!   `kernfs_break_active_protection`), and [`Kernfs::remove_self`]'s losers return once
+//!   the node is removed, without also waiting for the winner's callback to return.
 //! * `open` of a removed directory is `ENOENT` (Linux's stale dentry opens, then lists
 //!   nothing); of a removed file `ENODEV` as in Linux.
 //! * No namespaces (`KERNFS_NS`), no `mmap`, no bin attributes, no `atomic_write_len`,

@@ -381,31 +381,57 @@ impl KernfsNode {
         impl Drop for Put<'_> {
             fn drop(&mut self) {
                 let addr = self.0 as *const KernfsNode as usize;
-                HELD.with(|h| {
+                let broken = HELD.with(|h| {
                     let mut h = h.borrow_mut();
-                    if let Some(i) = h.iter().rposition(|&a| a == addr) {
-                        h.swap_remove(i);
-                    }
+                    h.iter()
+                        .rposition(|&(a, _)| a == addr)
+                        .is_some_and(|i| h.swap_remove(i).1)
                 });
-                self.0.active.put(self.1);
+                if broken {
+                    self.0.active.put_broken(self.1);
+                } else {
+                    self.0.active.put(self.1);
+                }
             }
         }
-        HELD.with(|h| h.borrow_mut().push(self as *const KernfsNode as usize));
+        HELD.with(|h| {
+            h.borrow_mut()
+                .push((self as *const KernfsNode as usize, false))
+        });
         let _put = Put(self, q);
         f()
     }
 
-    /// How many callback references the calling thread holds on this node.
-    pub(crate) fn held_by_me(&self) -> i32 {
+    /// Breaks the calling thread's callback references on this (deactivated) node, if it
+    /// holds any (see `active.rs`), and tells whether it does: a removal that drains this
+    /// node must then wait only for unbroken references.
+    pub(crate) fn break_my_refs(&self, q: &crate::active::DrainQueue) -> bool {
         let addr = self as *const KernfsNode as usize;
-        HELD.with(|h| h.borrow().iter().filter(|&&a| a == addr).count() as i32)
+        let (held, newly) = HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            let (mut held, mut newly) = (false, 0);
+            for (_, broken) in h.iter_mut().filter(|(a, _)| *a == addr) {
+                held = true;
+                if !*broken {
+                    *broken = true;
+                    newly += 1;
+                }
+            }
+            (held, newly)
+        });
+        if newly > 0 {
+            self.active.break_refs(q, newly);
+        }
+        held
     }
 }
 
 thread_local! {
     /// The nodes this thread runs a callback of (under an active reference), innermost
-    /// last: a callback that removes its own node must not wait for itself.
-    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// last, each with whether that reference is broken (the callback removed the node or
+    /// an ancestor): a removal from a callback must not wait for itself, nor for another
+    /// callback doing the same.
+    static HELD: RefCell<Vec<(usize, bool)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl std::fmt::Debug for KernfsNode {
