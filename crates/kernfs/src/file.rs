@@ -213,8 +213,9 @@ impl Kernfs {
     /// writing (or with `O_CREAT`), `ENOTDIR` for `O_DIRECTORY` on a file, `EEXIST` for
     /// `O_CREAT|O_EXCL`, `EACCES` from the permission check (`O_TRUNC` needs write
     /// permission), then kernfs's own: `ENODEV` if the file was removed (`ENOENT` for a
-    /// directory), `EACCES` for writing a file without any `w` bit or reading one without
-    /// any `r` bit (even for root, as sysfs's `KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK`).
+    /// directory), `EACCES` for writing a file without any `w` bit or without `store`
+    /// ([`has_store`](crate::AttributeOps::has_store)), or reading one without any `r`
+    /// bit or without `show` (even for root, as `KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK`).
     /// Other flags (`O_CLOEXEC`, `O_NONBLOCK`, `O_APPEND`, `O_TRUNC`'s truncation) are the
     /// VFS's or have no effect on kernfs files.
     pub fn open(
@@ -283,7 +284,11 @@ impl Kernfs {
             return Err(Errno::ENODEV);
         }
         let mode = node.mode();
-        let r = if (writable && mode & 0o222 == 0) || (readable && mode & 0o444 == 0) {
+        let ops = &node.file().expect("a file node").ops;
+        // kernfs_fop_open's KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK: a mode bit *and* the method.
+        let r = if (writable && (mode & 0o222 == 0 || !ops.has_store()))
+            || (readable && (mode & 0o444 == 0 || !ops.has_show()))
+        {
             Err(Errno::EACCES)
         } else {
             let (on, id) = self.get_open_node(node);

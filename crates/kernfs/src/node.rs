@@ -55,8 +55,15 @@ impl NodeKind {
 /// Both run under an active reference on the node (so `remove` waits for them) and under
 /// the open file's mutex (so one open file never runs two at once); different open files
 /// may run them concurrently. A callback may call any `Kernfs` method, including removing
-/// its own node (see `active.rs`). The defaults return `EIO`, as sysfs's
-/// `kobj_attr_show`/`kobj_attr_store` do for an attribute without that method.
+/// its own node (see `active.rs`).
+///
+/// An attribute without a method says so with [`has_show`](Self::has_show) /
+/// [`has_store`](Self::has_store) returning `false`: opening it for reading / writing then
+/// fails with `EACCES` whatever the mode, as `kernfs_fop_open` does for `kernfs_ops`
+/// without `seq_show` / `write` ([`FnAttr`] does this for a missing closure). An
+/// implementation that leaves them `true` but does not override the method gets `EIO`
+/// from the read or write, as sysfs's `kobj_attr_show`/`kobj_attr_store` give for a
+/// `kobj_attribute` without it.
 pub trait AttributeOps: Send + Sync {
     /// Appends the attribute's content to `buf` (empty). Content past
     /// 4095 bytes is cut, as sysfs does. An error is returned by the `read`.
@@ -71,12 +78,24 @@ pub trait AttributeOps: Send + Sync {
         let _ = (node, data);
         Err(Errno::EIO)
     }
+
+    /// Whether the attribute can be read (`kernfs_fop_open`'s `has_read`).
+    fn has_show(&self) -> bool {
+        true
+    }
+
+    /// Whether the attribute can be written (`kernfs_fop_open`'s `has_write`).
+    fn has_store(&self) -> bool {
+        true
+    }
 }
 
 type ShowFn = dyn Fn(&KernfsNode, &mut Vec<u8>) -> SysResult<()> + Send + Sync;
 type StoreFn = dyn Fn(&KernfsNode, &[u8]) -> SysResult<usize> + Send + Sync;
 
-/// [`AttributeOps`] from closures; a missing closure behaves as the trait's default (`EIO`).
+/// [`AttributeOps`] from closures. A missing closure makes the attribute unreadable or
+/// unwritable: opening it that way is `EACCES` (a mode with `w` bits does not make a
+/// `ro` attribute writable, as in Linux).
 #[derive(Default)]
 pub struct FnAttr {
     show: Option<Box<ShowFn>>,
@@ -134,6 +153,14 @@ impl AttributeOps for FnAttr {
         self.store
             .as_ref()
             .map_or(Err(Errno::EIO), |f| f(node, data))
+    }
+
+    fn has_show(&self) -> bool {
+        self.show.is_some()
+    }
+
+    fn has_store(&self) -> bool {
+        self.store.is_some()
     }
 }
 

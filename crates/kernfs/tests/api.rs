@@ -517,25 +517,51 @@ fn writes_go_to_store_in_one_piece() {
         let wr = fs.open(&t.writes, libc::O_RDONLY, &USER).unwrap();
         assert_eq!(wr.read(&mut buf).unwrap(), 2);
         assert_eq!(&buf[..2], b"1\n");
-        // Missing callbacks: EIO, as sysfs's kobj_attr_show/store.
+        // Missing callbacks: opening that way is EACCES whatever the mode (even for root),
+        // as kernfs_fop_open without ->write / ->seq_show.
         let ro = fs
-            .create_file(fs.root(), "ro_rw_mode", 0o644, 0, 0, FnAttr::constant("c"))
+            .create_file(fs.root(), "ro_rw_mode", 0o666, 0, 0, FnAttr::constant("c"))
             .unwrap();
-        let of = fs.open(&ro, libc::O_RDWR, &Creds::ROOT).unwrap();
-        assert_eq!(of.write(b"1").unwrap_err(), Errno::EIO);
+        for flags in [libc::O_RDWR, libc::O_WRONLY] {
+            assert_eq!(
+                fs.open(&ro, flags, &Creds::ROOT).unwrap_err(),
+                Errno::EACCES,
+                "{flags:#o}"
+            );
+        }
+        let of = fs.open(&ro, libc::O_RDONLY | libc::O_TRUNC, &USER).unwrap();
+        assert_eq!(of.read(&mut buf).unwrap(), 1);
         let wo = fs
             .create_file(
                 fs.root(),
                 "wo_rw_mode",
-                0o644,
+                0o666,
                 0,
                 0,
                 FnAttr::wo(|_, d| Ok(d.len())),
             )
             .unwrap();
-        let of = fs.open(&wo, libc::O_RDWR, &Creds::ROOT).unwrap();
-        assert_eq!(of.read(&mut buf).unwrap_err(), Errno::EIO);
+        for flags in [libc::O_RDWR, libc::O_RDONLY] {
+            assert_eq!(
+                fs.open(&wo, flags, &Creds::ROOT).unwrap_err(),
+                Errno::EACCES,
+                "{flags:#o}"
+            );
+        }
+        let of = fs.open(&wo, libc::O_WRONLY, &USER).unwrap();
         assert_eq!(of.write(b"1").unwrap(), 1);
+        // O_ACCMODE 3 opens neither way, so it is not refused.
+        assert!(fs.open(&wo, 3, &Creds::ROOT).is_ok());
+        // An AttributeOps that claims both methods but implements neither: EIO from the
+        // read and the write, as sysfs's kobj_attr_show/kobj_attr_store.
+        struct Bare;
+        impl AttributeOps for Bare {}
+        let bare = fs
+            .create_file(fs.root(), "bare", 0o644, 0, 0, Arc::new(Bare))
+            .unwrap();
+        let of = fs.open(&bare, libc::O_RDWR, &Creds::ROOT).unwrap();
+        assert_eq!(of.read(&mut buf).unwrap_err(), Errno::EIO);
+        assert_eq!(of.write(b"1").unwrap_err(), Errno::EIO);
         // A store that claims more than it got is capped.
         let liar = fs
             .create_file(

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, gid_path, gid_string, DemoTree};
-use scalevfs_kernfs::{Kernfs, KernfsFs, Locking, SetAttr};
+use scalevfs_kernfs::{Creds, FnAttr, Kernfs, KernfsFs, Locking, SetAttr};
 use scalevfs_vfs::core::decode_dirents;
 use scalevfs_vfs::Errno;
 
@@ -188,6 +188,43 @@ fn knob_writes_reach_store_and_its_errors_reach_the_writer() {
     assert_eq!(p.write(fd, b"7"), Ok(1));
     p.close(fd).unwrap();
     assert_eq!(d.knob_value.load(std::sync::atomic::Ordering::Relaxed), 7);
+}
+
+/// A 0666 attribute without `store` (or without `show`) cannot be opened that way, even
+/// by root: EACCES at open, as kernfs_fop_open picks by the ops, not EIO at write.
+#[test]
+fn attribute_without_a_method_refuses_open_through_the_vfs() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, k, _d, p) = setup(locking);
+        let dir = k
+            .lookup_path("kernel/scalevfs", &Creds::ROOT, true)
+            .unwrap();
+        k.create_file(&dir, "ro", 0o666, 0, 0, FnAttr::constant("r\n"))
+            .unwrap();
+        k.create_file(&dir, "wo", 0o666, 0, 0, FnAttr::wo(|_, d| Ok(d.len())))
+            .unwrap();
+        let at = libc::AT_FDCWD;
+        for flags in [libc::O_WRONLY, libc::O_RDWR] {
+            assert_eq!(
+                p.openat(at, "/sys/kernel/scalevfs/ro", flags, 0),
+                Err(Errno::EACCES)
+            );
+        }
+        for flags in [RO, libc::O_RDWR] {
+            assert_eq!(
+                p.openat(at, "/sys/kernel/scalevfs/wo", flags, 0),
+                Err(Errno::EACCES)
+            );
+        }
+        let fd = p.openat(at, "/sys/kernel/scalevfs/ro", RO, 0).unwrap();
+        assert_eq!(read_all(&p, fd, 16), b"r\n");
+        p.close(fd).unwrap();
+        let fd = p
+            .openat(at, "/sys/kernel/scalevfs/wo", libc::O_WRONLY, 0)
+            .unwrap();
+        assert_eq!(p.write(fd, b"1"), Ok(1));
+        p.close(fd).unwrap();
+    }
 }
 
 #[test]
