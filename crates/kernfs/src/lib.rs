@@ -24,7 +24,7 @@
 //! | `kernfs_rwsem` (legacy only)                   | the whole tree, as Linux's `kernfs_rwsem` |
 //! | `kernfs_rename_mutex`                          | serializes cross-directory renames        |
 //! | `kernfs_dir_mutex` (one per directory)         | its children (table writers, order, count)|
-//! | `kernfs_node_linkage` (spinlock, one per node) | name, parent, position; attr writers      |
+//! | `kernfs_node_linkage` (spinlock, one per node) | name, parent, position; setattr check+write|
 //! | `kernfs_of_mutex` (one per open file)          | seq_file state and position               |
 //! | `kernfs_open_file_mutex` (hashed table)        | a node's open-file list, `node.open` writes|
 //! | `kernfs_open_node_lock` (legacy only)          | `node.open` (reads too)                   |
@@ -321,13 +321,23 @@ impl Kernfs {
     /// Changes mode/owner without permission checks (kernfs's `kernfs_setattr`, for the
     /// embedder). Errors: `ENOENT` (removed), `EXDEV`.
     pub fn setattr(&self, node: &KernfsNode, attr: &SetAttr) -> SysResult<()> {
+        self.update_attr(node, |_| Ok(*attr))
+    }
+
+    /// Applies the change `f` computes from the node's current `(mode, uid, gid)`, with no
+    /// other attribute change between the read and the write (under the node's linkage
+    /// lock, a per-node spinlock; legacy: under the tree rwsem too, taken first).
+    fn update_attr(
+        &self,
+        node: &KernfsNode,
+        f: impl FnOnce((u32, u32, u32)) -> SysResult<SetAttr>,
+    ) -> SysResult<()> {
         self.check_same_fs(node)?;
         if !node.is_active() {
             return Err(Errno::ENOENT);
         }
         let _tree = self.tree_write();
-        node.apply_setattr(attr);
-        Ok(())
+        node.update_attr(f)
     }
 
     /// `chmod`/`chown` by `creds`, checked as Linux's `setattr_prepare`: changing the owner
@@ -335,42 +345,46 @@ impl Kernfs {
     /// owner and a member of the new group; changing the mode needs root or the owner
     /// (`EPERM` otherwise). A non-root chmod clears `S_ISGID` unless the caller is in the
     /// file's group; a chown of a non-directory clears `S_ISUID`, and `S_ISGID` if group
-    /// execute is set (as `chown_common` asks for).
+    /// execute is set (as `chown_common` asks for). The check and the change are one step
+    /// with respect to other `setattr`s of the node (Linux holds `i_rwsem` across both).
+    /// Errors: `EPERM`, `ENOENT` (removed), `EXDEV`.
     pub fn setattr_checked(
         &self,
         node: &KernfsNode,
         attr: &SetAttr,
         creds: &Creds<'_>,
     ) -> SysResult<()> {
-        let (mode, uid, gid) = node.mode_uid_gid();
-        let root = creds.is_root();
-        let owner = root || creds.uid == uid;
-        if attr.uid.is_some_and(|u| u != uid) && !root {
-            return Err(Errno::EPERM);
-        }
-        if attr.gid.is_some_and(|g| g != gid)
-            && !(root || (creds.uid == uid && creds.in_group(attr.gid.unwrap_or(gid))))
-        {
-            return Err(Errno::EPERM);
-        }
-        let mut a = *attr;
-        if let Some(m) = a.mode.as_mut() {
-            if !owner {
+        let is_dir = node.kind() == NodeKind::Dir;
+        self.update_attr(node, |(mode, uid, gid)| {
+            let root = creds.is_root();
+            let owner = root || creds.uid == uid;
+            if attr.uid.is_some_and(|u| u != uid) && !root {
                 return Err(Errno::EPERM);
             }
-            if !root && !creds.in_group(attr.gid.unwrap_or(gid)) {
-                *m &= !libc::S_ISGID;
+            if attr.gid.is_some_and(|g| g != gid)
+                && !(root || (creds.uid == uid && creds.in_group(attr.gid.unwrap_or(gid))))
+            {
+                return Err(Errno::EPERM);
             }
-        } else if (attr.uid.is_some() || attr.gid.is_some()) && node.kind() != NodeKind::Dir {
-            let mut m = mode & !libc::S_ISUID;
-            if m & libc::S_IXGRP != 0 {
-                m &= !libc::S_ISGID;
+            let mut a = *attr;
+            if let Some(m) = a.mode.as_mut() {
+                if !owner {
+                    return Err(Errno::EPERM);
+                }
+                if !root && !creds.in_group(attr.gid.unwrap_or(gid)) {
+                    *m &= !libc::S_ISGID;
+                }
+            } else if (attr.uid.is_some() || attr.gid.is_some()) && !is_dir {
+                let mut m = mode & !libc::S_ISUID;
+                if m & libc::S_IXGRP != 0 {
+                    m &= !libc::S_ISGID;
+                }
+                if m != mode {
+                    a.mode = Some(m);
+                }
             }
-            if m != mode {
-                a.mode = Some(m);
-            }
-        }
-        self.setattr(node, &a)
+            Ok(a)
+        })
     }
 }
 

@@ -378,10 +378,16 @@ impl KernfsNode {
         }
     }
 
-    /// Applies `attr` without permission checks (kernfs's `kernfs_setattr`). Writers
-    /// serialize on the linkage lock; readers see each field atomically (see perm.rs).
-    pub(crate) fn apply_setattr(&self, attr: &SetAttr) {
+    /// Applies the change `f` computes from the current `(mode, uid, gid)` (`f` may refuse
+    /// it), under the linkage lock: writers serialize there, so a check in `f` still holds
+    /// when its change lands. Readers see each field atomically (see perm.rs). `f` runs
+    /// under a spinlock: it must be short and take no lock.
+    pub(crate) fn update_attr(
+        &self,
+        f: impl FnOnce((u32, u32, u32)) -> SysResult<SetAttr>,
+    ) -> SysResult<()> {
         let _g = self.linkage.lock();
+        let attr = f(self.mode_uid_gid())?;
         if let Some(m) = attr.mode {
             self.mode.store(m & 0o7777, Relaxed);
         }
@@ -392,6 +398,7 @@ impl KernfsNode {
             self.gid.store(g, Relaxed);
         }
         self.ctime_ns.store(now_ns(), Relaxed);
+        Ok(())
     }
 
     /// Runs `f` under an active reference recorded as held by this thread (so that `f`

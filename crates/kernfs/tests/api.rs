@@ -1,6 +1,9 @@
 //! Every API path of the tree, with its errors, under both locking designs.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 
 use scalevfs_kernfs::demo::{demo_tree, gid_path, gid_string, DEMO_GIDS};
@@ -651,4 +654,69 @@ fn demo_tree_contents() {
     );
     assert!(fs.open_file_locks() >= 2);
     assert_eq!(Kernfs::new(Locking::Legacy).open_file_locks(), 1);
+}
+
+/// The owner's chmod (`setattr_checked`) races with root giving the file away (chown to
+/// another user that also resets the mode). The owner's check and change must be one
+/// atomic step: its mode may land before the chown (then overwritten) or be refused
+/// after it, but never be checked before and applied after it, which would leave the new
+/// owner's file with a mode the old owner chose.
+#[test]
+fn setattr_checked_is_atomic_with_concurrent_setattr() {
+    use std::sync::atomic::AtomicU64;
+    const ROUNDS: u64 = 100_000;
+    for fs in designs() {
+        let f = fs
+            .create_file(fs.root(), "f", 0o600, 1000, 1000, FnAttr::constant("f"))
+            .unwrap();
+        let (start, done) = (AtomicU64::new(0), AtomicU64::new(0));
+        let wait = |a: &AtomicU64, r: u64| {
+            let mut spins = 0u32;
+            // Acquire pairs with the Release stores below.
+            while a.load(Acquire) < r {
+                spins += 1;
+                if spins.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        };
+        let set = |mode, uid| SetAttr {
+            mode: Some(mode),
+            uid: Some(uid),
+            gid: None,
+        };
+        let chmod = SetAttr {
+            mode: Some(0o644),
+            ..Default::default()
+        };
+        let mut bad = 0;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for r in 1..=ROUNDS {
+                    wait(&start, r);
+                    let _ = fs.setattr_checked(&f, &chmod, &USER);
+                    done.store(r, Release);
+                }
+            });
+            for r in 1..=ROUNDS {
+                fs.setattr(&f, &set(0o600, 1000)).unwrap();
+                start.store(r, Release);
+                fs.setattr(&f, &set(0o600, 2000)).unwrap();
+                wait(&done, r);
+                let a = fs.getattr(&f).unwrap();
+                assert_eq!(a.uid, 2000);
+                if a.mode & 0o7777 != 0o600 {
+                    bad += 1;
+                }
+            }
+        });
+        assert_eq!(
+            bad,
+            0,
+            "{:?}: chmod applied after the chown {bad} times",
+            fs.locking()
+        );
+    }
 }
