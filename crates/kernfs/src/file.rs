@@ -52,7 +52,7 @@
 //!
 //! ## Poll and notify
 //!
-//! `notify` increments the open node's event counter (`Release`) and wakes the waiters;
+//! `notify` increments the open node's event counter (a release) and wakes the waiters;
 //! nothing happens if nobody has the file open, as in Linux. An open file remembers the
 //! counter when its `show` runs (`Acquire`); `poll` reports `POLLERR|POLLPRI` (plus the
 //! default readable/writable bits) while the counter differs. As in Linux, an open file
@@ -60,12 +60,19 @@
 //! 0), and a removed node always does. Waiters register a callback ([`Waker`]) on the open
 //! node's wait queue ([`POLL_WAITQ_CLASS`]); `notify` calls every callback under that
 //! queue's mutex, so a callback must be short and must not add or remove waiters.
-//! Registration before the poll check and notify's increment before taking the queue
-//! mutex make a lost wakeup impossible: either notify sees the waiter, or the waiter's
-//! check (after its registration, ordered by the queue mutex) sees the increment.
+//!
+//! `notify` takes that mutex only if the open node's waiter count (`nwaiters`) is not 0,
+//! so notifying a file nobody polls takes no lock. No wakeup is lost: a waiter registers
+//! (list push, then `nwaiters` increment, SeqCst, under the mutex) *before* its poll
+//! check loads the event counter (SeqCst); `notify` increments the counter (SeqCst) and
+//! *then* loads `nwaiters` (SeqCst). All four are in one total order S: if notify's load
+//! does not see the waiter's increment, it precedes that increment in S, so the
+//! counter increment precedes the waiter's check, which sees it and reports
+//! `POLL_CHANGED`. Otherwise notify takes the mutex after the waiter's registration and
+//! finds it listed. Removal's wake-up of pollers always takes the mutex.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -151,6 +158,9 @@ pub(crate) struct OpenNode {
     /// Protected by the node's open-file mutex (not by a lock of its own).
     list: UnsafeCell<OpenList>,
     waitq: Mutex<WaitList>,
+    /// How many waiters `waitq` holds: changed under its mutex, read without it by
+    /// `notify`, which skips the mutex when it is 0 (see the module docs).
+    nwaiters: AtomicUsize,
 }
 
 // SAFETY: `list` is only accessed while holding the owning node's open-file mutex (see
@@ -171,6 +181,7 @@ impl OpenNode {
                 next_id: 0,
             }),
             waitq: Mutex::with_class(WaitList::default(), &POLL_WAITQ_CLASS),
+            nwaiters: AtomicUsize::new(0),
         }
     }
 
@@ -178,6 +189,16 @@ impl OpenNode {
         let q = self.waitq.lock();
         for (_, w) in &q.waiters {
             w(mask);
+        }
+    }
+
+    /// `wake` unless no waiter is registered, without taking the mutex then. Call it
+    /// after a SeqCst change of `event` (see the module docs for why no wakeup is lost).
+    fn wake_if_waiters(&self, mask: u32) {
+        // SeqCst pairs with the SeqCst increment in `add_waiter` (store buffering: see
+        // the module docs).
+        if self.nwaiters.load(Ordering::SeqCst) != 0 {
+            self.wake(mask);
         }
     }
 }
@@ -407,13 +428,16 @@ impl Kernfs {
 
     /// `sysfs_notify`/`kernfs_notify`: marks `node`'s content changed and wakes its
     /// pollers (`POLLERR|POLLPRI`). No effect on directories, symlinks, or files nobody has
-    /// open. Lock-free unless a poller is registered (then the open node's wait queue).
+    /// open. Lock-free unless a poller is registered (then the open node's wait queue
+    /// mutex); the legacy design takes the global open-node spinlock.
     pub fn notify(&self, node: &KernfsNode) {
         self.with_open_node(node, |on| {
-            // Release pairs with the Acquire loads in `poll` and `show`: what the embedder
-            // changed before notifying is visible to whoever sees the new count.
-            on.event.fetch_add(1, Ordering::Release);
-            on.wake(POLL_CHANGED);
+            // SeqCst: as a release, it pairs with the Acquire loads in `poll` and `show`
+            // (what the embedder changed before notifying is visible to whoever sees the
+            // new count); as SeqCst, it is ordered before the `nwaiters` load that follows
+            // (pairs with `add_waiter` and `poll`, see the module docs).
+            on.event.fetch_add(1, Ordering::SeqCst);
+            on.wake_if_waiters(POLL_CHANGED);
         });
     }
 
@@ -449,7 +473,7 @@ impl SeqState {
         let f = node.file().expect("read of an attribute file");
         node.with_active(&node.core.drain, || {
             if let Some(on) = &of.open {
-                // Acquire pairs with the Release increment in `notify`.
+                // Acquire pairs with the increment in `notify` (SeqCst, so a release).
                 of.event
                     .store(on.event.load(Ordering::Acquire), Ordering::Relaxed);
             }
@@ -691,8 +715,9 @@ impl KernfsOpenFile {
         if !self.node.active.try_get() {
             return DEFAULT_POLLMASK | POLL_CHANGED;
         }
-        // Acquire pairs with the Release increment in `notify`.
-        let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::Acquire);
+        // SeqCst: Acquire pairs with the increment in `notify`; SeqCst orders this load
+        // after a waiter registration before it (`add_waiter`), see the module docs.
+        let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::SeqCst);
         self.node.active.put(&self.node.core.drain);
         if changed {
             DEFAULT_POLLMASK | POLL_CHANGED
@@ -710,6 +735,9 @@ impl KernfsOpenFile {
         let key = q.next_key;
         q.next_key += 1;
         q.waiters.push((key, w));
+        // SeqCst pairs with the SeqCst load in `notify` (`wake_if_waiters`): see the
+        // module docs. Under the mutex, so a notify that sees it finds the waiter listed.
+        on.nwaiters.fetch_add(1, Ordering::SeqCst);
         Some(WaiterKey(key))
     }
 
@@ -722,6 +750,8 @@ impl KernfsOpenFile {
         match q.waiters.iter().position(|(k, _)| *k == key.0) {
             Some(i) => {
                 q.waiters.swap_remove(i);
+                // Relaxed: a notify that still sees the old count only takes the mutex.
+                on.nwaiters.fetch_sub(1, Ordering::Relaxed);
                 true
             }
             None => false,

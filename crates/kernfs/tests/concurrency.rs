@@ -620,3 +620,41 @@ fn concurrent_self_removal_rounds(locking: Locking, how: SelfRemoval, rounds: us
         let _ = fs.remove(&dir);
     }
 }
+
+/// A poller registers and re-checks while a notifier increments and checks for waiters
+/// without the queue's mutex: over many rounds, every notify issued after the poller
+/// cleared its event is seen (no lost wakeup; a lost one hangs and trips the watchdog).
+#[test]
+fn notify_never_loses_a_wakeup() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        within(120, &format!("{locking:?}"), move || {
+            let fs = Kernfs::new(locking);
+            let t = demo_tree(&fs).unwrap();
+            let round = Arc::new(AtomicU64::new(0));
+            let poller = {
+                let (fs, knob, round) = (fs.clone(), t.knob.clone(), round.clone());
+                std::thread::spawn(move || {
+                    let of = fs.open(&knob, libc::O_RDONLY, &USER).unwrap();
+                    let mut b = [0u8; 16];
+                    for r in 1..=3000 {
+                        of.read_at(&mut b, 0).unwrap(); // clears the change
+                        round.store(r, SeqCst);
+                        let m = of.wait_event(None);
+                        assert_eq!(m & POLL_CHANGED, POLL_CHANGED);
+                    }
+                })
+            };
+            let mut last = 0;
+            while last < 3000 {
+                let r = round.load(SeqCst);
+                if r == last {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                last = r;
+                fs.notify(&t.knob);
+            }
+            poller.join().unwrap();
+        });
+    }
+}
