@@ -48,7 +48,10 @@
 //! A write passes at most 4096 bytes (a longer one is cut, as `kernfs_fop_write_iter`
 //! without `atomic_write_len`) in one `store` call, whatever the position; the callback's
 //! count (capped at the length) or errno is the result. A zero-length write returns 0
-//! without calling `store` (`sysfs_kf_write`).
+//! without calling `store` (`sysfs_kf_write`). The position is not checked against
+//! `s_maxbytes` (no `EFBIG`, as `kernfs_fop_write_iter` skips `generic_write_checks`),
+//! only against `rw_verify_area`'s overflow of `pos + count` (`EINVAL`); a `write`
+//! advances the position by the count, past `2^31 - 1` too (checked on the host).
 //!
 //! ## Poll and notify
 //!
@@ -525,8 +528,9 @@ impl KernfsOpenFile {
     /// `pread`: reads at `pos` with seq_file semantics (see the module docs); does not
     /// move the file position.
     ///
-    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (negative position),
-    /// `ENODEV` (removed), or the `show` callback's errno.
+    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (negative position, or
+    /// `pos + out.len()` past `i64::MAX`), `ENODEV` (removed), or the `show` callback's
+    /// errno.
     pub fn read_at(&self, out: &mut [u8], pos: i64) -> SysResult<usize> {
         let mut st = self.state.lock();
         self.read_locked(&mut st, out, pos)
@@ -548,9 +552,7 @@ impl KernfsOpenFile {
         if self.node.kind() == NodeKind::Dir {
             return Err(Errno::EISDIR);
         }
-        if pos < 0 {
-            return Err(Errno::EINVAL);
-        }
+        verify_area(pos, out.len())?;
         if out.is_empty() {
             return Ok(0);
         }
@@ -611,20 +613,24 @@ impl KernfsOpenFile {
         Ok(copied)
     }
 
-    /// `pwrite`: passes `data` (cut to one page) to `store` in one call, whatever `pos`.
+    /// `pwrite`: passes `data` (cut to one page) to `store` in one call, whatever `pos`
+    /// (`kernfs_fop_write_iter` ignores it: no `EFBIG` past `s_maxbytes`).
     ///
-    /// Errors: `EBADF` (not open for writing), `EINVAL` (negative position), `ENODEV`
-    /// (removed), or the `store` callback's errno.
+    /// Errors: `EBADF` (not open for writing), `EINVAL` (negative position, or `pos +
+    /// data.len()` past `i64::MAX`, as `rw_verify_area`), `ENODEV` (removed), or the
+    /// `store` callback's errno.
     pub fn write_at(&self, data: &[u8], pos: i64) -> SysResult<usize> {
         let _st = self.state.lock();
         self.write_locked(data, pos)
     }
 
-    /// `write`: writes at the file position and advances it by the count stored.
+    /// `write`: writes at the file position and advances it by the count stored (past
+    /// [`MAX_POS`] too, as Linux's `iocb->ki_pos += len`; only `llseek` is bounded).
     pub fn write(&self, data: &[u8]) -> SysResult<usize> {
         let mut st = self.state.lock();
         let n = self.write_locked(data, st.f_pos)?;
-        st.f_pos = (st.f_pos + n as i64).min(MAX_POS);
+        // No overflow: `write_locked` checked `f_pos + data.len()` and `n <= data.len()`.
+        st.f_pos += n as i64;
         Ok(n)
     }
 
@@ -632,9 +638,7 @@ impl KernfsOpenFile {
         if !self.writable {
             return Err(Errno::EBADF);
         }
-        if pos < 0 {
-            return Err(Errno::EINVAL);
-        }
+        verify_area(pos, data.len())?;
         let data = &data[..data.len().min(PAGE_SIZE)];
         let f = self
             .node
@@ -655,18 +659,34 @@ impl KernfsOpenFile {
     /// (`SEEK_DATA`/`SEEK_HOLE` at or past 4096), `ENODEV` (file removed).
     pub fn llseek(&self, offset: i64, whence: i32) -> SysResult<i64> {
         let mut st = self.state.lock();
+        let new = self.seek_locked(st.f_pos, offset, whence)?;
+        st.f_pos = new;
+        Ok(new)
+    }
+
+    /// [`llseek`](Self::llseek) for a caller that keeps the file position itself (the
+    /// VFS): the new position from the current one `pos`, this file's own untouched.
+    pub fn llseek_from(&self, pos: i64, offset: i64, whence: i32) -> SysResult<i64> {
+        let _st = self.state.lock();
+        self.seek_locked(pos, offset, whence)
+    }
+
+    /// `kernfs_fop_llseek` (caller: the open file's mutex held, as `of->mutex`).
+    fn seek_locked(&self, pos: i64, offset: i64, whence: i32) -> SysResult<i64> {
         let size = match self.node.kind() {
             NodeKind::File => ATTR_SIZE as i64,
             _ => 0,
         };
-        let seek = |st: &mut SeqState| -> SysResult<i64> {
+        let seek = || -> SysResult<i64> {
             let new = match whence {
                 libc::SEEK_SET => offset,
                 libc::SEEK_CUR => {
+                    // generic_file_llseek_size: the position as it is, even past the
+                    // maximum (a write may have moved it there).
                     if offset == 0 {
-                        return Ok(st.f_pos);
+                        return Ok(pos);
                     }
-                    st.f_pos.checked_add(offset).ok_or(Errno::EINVAL)?
+                    pos.checked_add(offset).ok_or(Errno::EINVAL)?
                 }
                 libc::SEEK_END => size.checked_add(offset).ok_or(Errno::EINVAL)?,
                 libc::SEEK_DATA => {
@@ -686,17 +706,16 @@ impl KernfsOpenFile {
             if !(0..=MAX_POS).contains(&new) {
                 return Err(Errno::EINVAL);
             }
-            st.f_pos = new;
             Ok(new)
         };
         if self.node.kind() != NodeKind::File {
-            return seek(&mut st);
+            return seek();
         }
         // kernfs_fop_llseek: under an active reference (not a callback: no HELD record).
         if !self.node.active.try_get() {
             return Err(Errno::ENODEV);
         }
-        let r = seek(&mut st);
+        let r = seek();
         self.node.active.put(&self.node.core.drain);
         r
     }
@@ -785,6 +804,15 @@ impl KernfsOpenFile {
         self.remove_waiter(key);
         mask
     }
+}
+
+/// `rw_verify_area`: `EINVAL` for a negative position or one whose end (`pos + len`)
+/// is past `i64::MAX`.
+fn verify_area(pos: i64, len: usize) -> SysResult<()> {
+    if pos < 0 || i128::from(pos) + len as i128 > i128::from(i64::MAX) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 impl Drop for KernfsOpenFile {

@@ -353,15 +353,8 @@ impl FileSystem for KernfsFs {
     }
 
     fn llseek(&self, f: &OpenFile, pos: i64, off: i64, whence: i32) -> Option<SysResult<i64>> {
-        let of = &file_of(f)?.of;
-        // The VFS keeps the position: make SEEK_CUR absolute from it.
-        Some(match whence {
-            libc::SEEK_CUR => match pos.checked_add(off) {
-                Some(p) => of.llseek(p, libc::SEEK_SET),
-                None => Err(Errno::EINVAL),
-            },
-            _ => of.llseek(off, whence),
-        })
+        // The VFS keeps the position.
+        Some(file_of(f)?.of.llseek_from(pos, off, whence))
     }
 
     fn setattr(&self, inode: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<()> {

@@ -17,7 +17,7 @@ const HOST_FILES: &[&str] = &[
     "/sys/devices/system/cpu/possible",
 ];
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Res {
     Data(Vec<u8>),
     Pos(i64),
@@ -30,6 +30,7 @@ enum Op {
     Pread(usize, i64),
     Seek(i64, i32),
     Write(&'static [u8]),
+    Pwrite(&'static [u8], i64),
 }
 
 fn script() -> Vec<Op> {
@@ -96,6 +97,8 @@ fn run_host(path: &str, ops: &[Op]) -> Vec<Res> {
                 Op::Pread(n, off) => unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, off) },
                 // SAFETY: `d` is valid for `d.len()` bytes; `fd` is open.
                 Op::Write(d) => unsafe { libc::write(fd, d.as_ptr().cast(), d.len()) },
+                // SAFETY: as above.
+                Op::Pwrite(d, off) => unsafe { libc::pwrite(fd, d.as_ptr().cast(), d.len(), off) },
                 Op::Seek(off, wh) => {
                     // SAFETY: `fd` is open; lseek touches no memory of ours.
                     let p = unsafe { libc::lseek(fd, off, wh) };
@@ -128,6 +131,7 @@ fn run_kernfs(of: &KernfsOpenFile, ops: &[Op]) -> Vec<Res> {
                 Op::Read(n) => of.read(&mut buf[..n]),
                 Op::Pread(n, off) => of.read_at(&mut buf[..n], off),
                 Op::Write(d) => of.write(d),
+                Op::Pwrite(d, off) => of.write_at(d, off),
                 Op::Seek(off, wh) => return of.llseek(off, wh).map_or_else(e, Res::Pos),
             };
             match r {
@@ -151,6 +155,7 @@ fn run_vfs(p: &scalevfs::Process, fd: i32, ops: &[Op]) -> Vec<Res> {
                 Op::Read(n) => p.read(fd, &mut buf[..n]),
                 Op::Pread(n, off) => p.pread64(fd, &mut buf[..n], off),
                 Op::Write(d) => p.write(fd, d),
+                Op::Pwrite(d, off) => p.pwrite64(fd, d, off),
                 Op::Seek(off, wh) => return p.lseek(fd, off, wh).map_or_else(e, Res::Pos),
             };
             match r {
@@ -306,5 +311,86 @@ fn show_runs_per_pass_and_partial_reads_are_consistent() {
         assert_eq!(of2.read(&mut b).unwrap_err(), Errno::ENODEV);
         assert_eq!(of.read_at(&mut b, 0).unwrap_err(), Errno::ENODEV);
         assert_eq!(calls.load(Relaxed), 4);
+    }
+}
+
+/// Writes ignore the position, as `kernfs_fop_write_iter` does (no `generic_write_checks`,
+/// so no `EFBIG` at `s_maxbytes`); only `rw_verify_area` refuses a position whose end
+/// overflows `loff_t` (`EINVAL`). After a write the position moves by the count, past
+/// `2^31 - 1` too, while `lseek` stays bounded by it. The expected results are those of
+/// `/sys/kernel/mm/transparent_hugepage/enabled` on a 6.18 host (written with its own
+/// value by root; not redone here, as it changes host state).
+fn write_position_script() -> Vec<(Op, Res)> {
+    use Op::*;
+    let v = b"madvise\n";
+    let n = Res::Data(vec![0; v.len()]); // a write's result: its count
+    let einval = Res::Err(libc::EINVAL);
+    let max = i64::MAX;
+    let big = (1i64 << 31) - 1;
+    vec![
+        (Pwrite(v, 1 << 31), n.clone()),
+        (Pwrite(v, 1 << 62), n.clone()),
+        (Pwrite(v, max - v.len() as i64), n.clone()),
+        (Pwrite(v, max - v.len() as i64 + 1), einval.clone()),
+        (Pwrite(v, max), einval.clone()),
+        (Seek(big, libc::SEEK_SET), Res::Pos(big)),
+        (Write(v), n.clone()),
+        (Seek(0, libc::SEEK_CUR), Res::Pos(big + 8)),
+        (Write(v), n.clone()),
+        (Seek(0, libc::SEEK_CUR), Res::Pos(big + 16)),
+        (Seek(1, libc::SEEK_CUR), einval),
+        (Read(100), Res::Data(vec![])),
+        (Pread(100, 1 << 40), Res::Data(vec![])),
+        (Pread(100, max - 100), Res::Data(vec![])),
+        (Pread(100, max - 99), Res::Err(libc::EINVAL)),
+    ]
+}
+
+#[test]
+fn writes_ignore_the_position_as_kernfs_does() {
+    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+    let script = write_position_script();
+    let ops: Vec<Op> = script.iter().map(|(o, _)| *o).collect();
+    let attr = |fs: &Kernfs| {
+        fs.create_file(
+            fs.root(),
+            "enabled",
+            0o644,
+            0,
+            0,
+            FnAttr::rw(
+                |_, b| {
+                    b.extend_from_slice(b"always [madvise] never\n");
+                    Ok(())
+                },
+                |_, d| Ok(d.len()),
+            ),
+        )
+        .unwrap()
+    };
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        // The API.
+        let fs = Kernfs::new(locking);
+        let of = fs.open(&attr(&fs), libc::O_RDWR, &Creds::ROOT).unwrap();
+        for (i, (r, (op, want))) in run_kernfs(&of, &ops).iter().zip(&script).enumerate() {
+            assert_eq!(r, want, "API op {i} {op:?} ({locking:?})");
+        }
+        // Through the VFS.
+        let fs = Kernfs::new(locking);
+        attr(&fs);
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
+        let fd = p
+            .openat(libc::AT_FDCWD, "/sys/enabled", libc::O_RDWR, 0)
+            .unwrap();
+        for (i, (r, (op, want))) in run_vfs(&p, fd, &ops).iter().zip(&script).enumerate() {
+            assert_eq!(r, want, "VFS op {i} {op:?} ({locking:?})");
+        }
+        p.close(fd).unwrap();
     }
 }
