@@ -1,6 +1,8 @@
-//! Read, seek and write-permission semantics compared with a real sysfs attribute on the
+//! Read, seek and write-permission semantics compared with real sysfs attributes on the
 //! host: the same script of calls runs on the host file (libc) and on a kernfs file whose
-//! `show` returns the same bytes, and every result (data or errno) must match.
+//! `show` returns the same bytes, and every result (data or errno) must match. A short
+//! attribute (about 20 bytes) checks the edge cases; a long one (over 100 bytes, so many
+//! 40-byte reads) checks partial reads, seeks and EOF across the content.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -15,6 +17,17 @@ const HOST_FILES: &[&str] = &[
     "/sys/devices/system/cpu/online",
     "/sys/kernel/mm/transparent_hugepage/defrag",
     "/sys/devices/system/cpu/possible",
+];
+
+/// Longer stable attributes (more than 100 bytes, so 40-byte reads cross many chunks and
+/// positions past the short files' ends are compared); the first present is used. All
+/// are plain text attributes (not bin attributes) that do not change while read.
+const HOST_LONG_FILES: &[&str] = &[
+    "/sys/devices/system/cpu/hotplug/states",
+    "/sys/devices/system/cpu/modalias",
+    "/sys/devices/system/cpu/cpu0/uevent",
+    "/sys/kernel/cgroup/features",
+    "/sys/devices/system/cpu/vulnerabilities/spectre_v2",
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,6 +189,110 @@ fn host_file() -> Option<(&'static str, Vec<u8>)> {
             .filter(|c| !c.is_empty())
             .map(|c| (*p, c))
     })
+}
+
+/// The first long host attribute, if its content is stable (two reads agree) and fits
+/// one `show` (more than 100 and less than 4096 bytes).
+fn host_long_file() -> Option<(&'static str, Vec<u8>)> {
+    HOST_LONG_FILES.iter().find_map(|p| {
+        let a = std::fs::read(p).ok()?;
+        let b = std::fs::read(p).ok()?;
+        (a == b && a.len() > 100 && a.len() < 4096).then_some((*p, a))
+    })
+}
+
+/// Partial reads over the whole content and past it, seeks into the middle, to the last
+/// bytes and past the end, preads across chunk boundaries, for content of `len` bytes.
+fn long_script(len: usize) -> Vec<Op> {
+    use Op::*;
+    let (set, cur, end) = (libc::SEEK_SET, libc::SEEK_CUR, libc::SEEK_END);
+    let l = len as i64;
+    let mut v: Vec<Op> = (0..len / 40 + 3).map(|_| Read(40)).collect();
+    v.extend([
+        Seek(0, cur),
+        Seek(0, set),
+        Read(len / 2 + 3),
+        Read(40),
+        Seek(0, cur),
+        Read(4096),
+        Read(40),
+        Seek(l - 10, set),
+        Read(40),
+        Read(40),
+        Seek(l, set),
+        Read(10),
+        Seek(l + 1, set),
+        Read(10),
+        Seek(l / 3, set),
+        Read(7),
+        Read(7),
+        Seek(-3, cur),
+        Read(40),
+        Pread(40, 100),
+        Read(40),
+        Pread(40, l - 5),
+        Pread(40, l),
+        Pread(40, l + 100),
+        Pread(4096, 0),
+        Pread(1, l - 1),
+        Seek(50 - 4096, end),
+        Read(40),
+        Seek(0, set),
+    ]);
+    v.extend((0..len / 97 + 2).map(|_| Read(97)));
+    v.extend([Seek(l - 1, set), Read(1), Read(1), Seek(0, cur)]);
+    v
+}
+
+/// The long host attribute through the API and through the VFS: every result (data,
+/// position or errno) of [`long_script`] matches the host's.
+#[test]
+fn long_file_same_results_as_host_sysfs() {
+    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+    let Some((path, content)) = host_long_file() else {
+        eprintln!("no stable sysfs attribute over 100 bytes on this host; skipping");
+        return;
+    };
+    let ops = long_script(content.len());
+    let host = run_host(path, &ops);
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        let f = fs
+            .create_file(
+                fs.root(),
+                "attr",
+                0o444,
+                0,
+                0,
+                FnAttr::constant(content.clone()),
+            )
+            .unwrap();
+        let of = fs.open(&f, libc::O_RDONLY, &Creds::ROOT).unwrap();
+        let ours = run_kernfs(&of, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "API op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
+        let fd = p
+            .openat(libc::AT_FDCWD, "/sys/attr", libc::O_RDONLY, 0)
+            .unwrap();
+        let ours = run_vfs(&p, fd, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "VFS op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        p.close(fd).unwrap();
+    }
+    eprintln!(
+        "compared {} ops on {path} ({} bytes)",
+        ops.len(),
+        content.len()
+    );
 }
 
 #[test]
