@@ -33,7 +33,8 @@
 //!    returns, whoever deactivated it. Only the one whose deactivation of the top node
 //!    succeeded reports success (`remove_self`'s winner).
 //! 4. Wake pollers of removed files (beyond Linux, so a blocked poller re-polls and sees
-//!    `POLLERR|POLLPRI`).
+//!    `POLLERR|POLLPRI`), and tell the mounts ([`KernfsFs`](crate::KernfsFs)) so their
+//!    inode maps forget the removed nodes.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -446,10 +447,11 @@ impl Kernfs {
                 });
             }
         }
-        // Phase 4: wake pollers so they see the removal.
+        // Phase 4: wake pollers so they see the removal; mounts forget the inodes.
         for n in &all {
             self.wake_pollers(n);
         }
+        self.notify_removed(&all);
         if first {
             Ok(())
         } else {

@@ -104,7 +104,7 @@ pub mod table;
 pub mod vfs;
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_primitives::lockstat::{LockClass, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -202,6 +202,13 @@ pub(crate) struct Core {
     pub(crate) drain: DrainQueue,
 }
 
+/// Told about every removal (a mount's inode map forgets the removed nodes' inodes).
+pub(crate) trait RemovalObserver: Send + Sync {
+    /// `nodes` were removed (deactivated, drained and unlinked). Called with no kernfs
+    /// lock held; may be called more than once for a node (concurrent removals).
+    fn removed(&self, nodes: &[Arc<KernfsNode>]);
+}
+
 /// The shared state of one kernfs instance.
 pub(crate) struct Inner {
     pub(crate) core: Arc<Core>,
@@ -210,6 +217,10 @@ pub(crate) struct Inner {
     pub(crate) tree_lock: Option<RwLock<()>>,
     pub(crate) rename_lock: Mutex<()>,
     pub(crate) rename_seq: SeqCount,
+    /// Mounts to tell about removals (weak: a mount owns its tree, not the reverse). A
+    /// plain `std` mutex without a lockstat class: taken only by removals and mounts, as
+    /// a leaf (observers are called after it is released).
+    observers: std::sync::Mutex<Vec<Weak<dyn RemovalObserver>>>,
     locking: Locking,
 }
 
@@ -245,6 +256,7 @@ impl Kernfs {
                 tree_lock: legacy.then(|| RwLock::with_class((), &TREE_RWSEM_CLASS)),
                 rename_lock: Mutex::with_class((), &RENAME_MUTEX_CLASS),
                 rename_seq: SeqCount::new(),
+                observers: std::sync::Mutex::new(Vec::new()),
                 locking,
             }),
         }
@@ -271,6 +283,32 @@ impl Kernfs {
 
     pub(crate) fn tree_write(&self) -> Option<RwLockWriteGuard<'_, ()>> {
         self.inner.tree_lock.as_ref().map(|l| l.write())
+    }
+
+    /// Registers `o` to be told about removals (dropped observers are forgotten).
+    pub(crate) fn add_removal_observer(&self, o: Weak<dyn RemovalObserver>) {
+        let mut v = self
+            .inner
+            .observers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        v.retain(|w| w.strong_count() > 0);
+        v.push(o);
+    }
+
+    /// Tells the observers that `nodes` were removed.
+    pub(crate) fn notify_removed(&self, nodes: &[Arc<KernfsNode>]) {
+        let live: Vec<Arc<dyn RemovalObserver>> = {
+            let v = self
+                .inner
+                .observers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            v.iter().filter_map(Weak::upgrade).collect()
+        };
+        for o in live {
+            o.removed(nodes);
+        }
     }
 
     pub(crate) fn check_same_fs(&self, node: &KernfsNode) -> SysResult<()> {
