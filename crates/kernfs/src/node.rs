@@ -193,9 +193,9 @@ pub(crate) enum NodeData {
 /// `Arc` count (in the allocation's header, just before the node), `active` and the
 /// open-node pointer (in `data`), and reads the mode and owner. They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
-/// a sysfs file use the same node), an open moves those lines, not the four that the
-/// compiler's order spread the fields over (kernfs-showgids at 2 threads: 5-7% faster,
-/// 1→2 thread scaling 1.82x → 1.87x, medians of 9 interleaved runs).
+/// a sysfs file use the same node), an open moves those lines, not the more that the
+/// compiler's field order spread them over. (The measured effect is not recorded here; the
+/// README's Results give the benchmark's current 1→2 thread scaling.)
 #[repr(C)]
 pub struct KernfsNode {
     pub(crate) active: ActiveCount,
