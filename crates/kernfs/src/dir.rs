@@ -388,7 +388,8 @@ impl Kernfs {
     /// returns, as `kernfs_break_active_protection` does. Such a removal waits for the
     /// other callbacks of the subtree except those that are themselves removing it, so
     /// two writers of one "remove" attribute do not deadlock; a removal from outside any
-    /// of the subtree's callbacks waits for all of them, broken or not.
+    /// of the subtree's callbacks waits for all of them, broken or not (for the nodes it
+    /// finds in the subtree: one a concurrent removal already unlinked is not waited for).
     ///
     /// Errors: `EINVAL` for the root, `ENOENT` if the node was already removed (or is being
     /// removed by another thread; this call still drains and unlinks the subtree, so it is
