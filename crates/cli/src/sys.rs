@@ -4,7 +4,9 @@
 //!
 //! Lockstat is switched on before the tree is built, so `cat
 //! /sys/kernel/scalevfs/lock_stat` shows the locks taken to build, mount and walk it
-//! (when the `lockstat` feature is compiled in).
+//! (when the `lockstat` feature is compiled in). `kernel/scalevfs/locks` (the VFS's file
+//! locks, `/proc/locks` format) is added here, not by the library's `demo_tree`: only
+//! `scalevfs sys` shows it (not the FUSE mount's `--sys`).
 
 use std::io::Write;
 use std::sync::Arc;

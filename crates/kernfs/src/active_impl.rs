@@ -8,6 +8,10 @@ pub(crate) const DEACTIVATED_BIAS: i32 = i32::MIN + 1;
 /// callers), `DEACTIVATED_BIAS + n` once deactivated with `n` callers still inside.
 pub(crate) struct ActiveCount {
     count: sync::AtomicI32,
+    /// How many of the counted references are *broken*: held by callbacks that removed
+    /// this node or an ancestor (Linux's `kernfs_break_active_protection`). Changed and
+    /// read only under the drain queue's mutex, so `Relaxed` (the mutex orders it).
+    broken: sync::AtomicI32,
 }
 
 /// Where drainers sleep. One per file system (as Linux's `root->deactivate_waitq`); only
@@ -21,6 +25,7 @@ impl ActiveCount {
     pub(crate) fn new() -> Self {
         ActiveCount {
             count: sync::AtomicI32::new(0),
+            broken: sync::AtomicI32::new(0),
         }
     }
 
@@ -54,7 +59,7 @@ impl ActiveCount {
         // its reference happens-before the drainer's return.
         let v = self.count.fetch_sub(1, sync::Ordering::Release) - 1;
         if v < 0 {
-            // Deactivated: a drainer may be waiting (for BIAS, or BIAS + its own holds).
+            // Deactivated: a drainer may be waiting.
             q.wake();
         }
     }
@@ -88,18 +93,57 @@ impl ActiveCount {
         self.count.load(sync::Ordering::Relaxed) >= 0
     }
 
-    /// `kernfs_drain`: after `deactivate`, waits until only `self_held` references remain
-    /// (those the calling thread itself holds: a callback removing its own node).
-    pub(crate) fn drain(&self, q: &DrainQueue, self_held: i32) {
-        let target = DEACTIVATED_BIAS + self_held;
+    /// `kernfs_break_active_protection` for `n` references the caller holds, after the
+    /// node was deactivated: drains by callers that hold broken references themselves no
+    /// longer wait for these (other drains still do). They stay broken until they are put
+    /// with [`put_broken`](Self::put_broken).
+    pub(crate) fn break_refs(&self, q: &DrainQueue, n: i32) {
+        let _g = q.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.broken.fetch_add(n, sync::Ordering::Relaxed);
+        // Breaking can complete another breaker's drain.
+        q.cv.notify_all();
+    }
+
+    /// `put` of a broken reference (its node is deactivated, so a drainer may wait).
+    pub(crate) fn put_broken(&self, q: &DrainQueue) {
+        let _g = q.lock.lock().unwrap_or_else(|e| e.into_inner());
+        // Unbroken before it is put: `broken` never exceeds the counted references.
+        self.broken.fetch_sub(1, sync::Ordering::Relaxed);
+        // Release pairs with the Acquire loads in `drain`, as in `put`.
+        self.count.fetch_sub(1, sync::Ordering::Release);
+        q.cv.notify_all();
+    }
+
+    /// `kernfs_drain`: after `deactivate`, waits until no reference is left (`breaker ==
+    /// false`), or until only broken ones are left (`breaker == true`: the caller is a
+    /// callback removing its own subtree, and must wait neither for itself nor for other
+    /// such callbacks).
+    ///
+    /// Why the breaker's test is exact: it reads `broken` (B) and then `count` (C) under
+    /// the queue mutex. The B broken references are not put before this thread unlocks
+    /// (`put_broken` takes the mutex), so they are in C (coherence); hence
+    /// `C == BIAS + B` means no unbroken reference is left, and its Acquire load has
+    /// synchronized with every unbroken `put` (Release, RMWs of one release sequence).
+    /// New references cannot appear (deactivated), and a reference that is broken after
+    /// the test notifies under the mutex.
+    pub(crate) fn drain(&self, q: &DrainQueue, breaker: bool) {
         // Acquire pairs with the Release in `put`.
-        if self.count.load(sync::Ordering::Acquire) == target {
+        if !breaker && self.count.load(sync::Ordering::Acquire) == DEACTIVATED_BIAS {
             return;
         }
         let mut g = q.lock.lock().unwrap_or_else(|e| e.into_inner());
-        // The check is under `q.lock` and `put` takes it to notify after its decrement, so
-        // a decrement after the check cannot notify before this thread waits.
-        while self.count.load(sync::Ordering::Acquire) != target {
+        // The test is under `q.lock`, and `put` (of a deactivated node), `put_broken` and
+        // `break_refs` take it to notify after their change, so no wakeup is lost.
+        loop {
+            let b = if breaker {
+                self.broken.load(sync::Ordering::Relaxed)
+            } else {
+                0
+            };
+            // Acquire pairs with the Release in `put` and `put_broken`.
+            if self.count.load(sync::Ordering::Acquire) == DEACTIVATED_BIAS + b {
+                return;
+            }
             g = q.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }

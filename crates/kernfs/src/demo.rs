@@ -11,6 +11,11 @@
 //! kernel/scalevfs/writes                          how many knob stores succeeded (0444)
 //! kernel/scalevfs/lock_stat                       the lockstat table (0444; first 4095 bytes)
 //! ```
+//!
+//! `scalevfs sys` (crates/cli/src/sys.rs) adds `kernel/scalevfs/locks`, the VFS's
+//! `/proc/locks`-style listing, to this tree: it needs the `Vfs` the tree is mounted in,
+//! which this crate does not know. Other users of [`demo_tree`] (the benchmarks, the
+//! FUSE mount's `/sys`) do not have it.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};

@@ -23,13 +23,18 @@
 //!    can join the subtree; a rename out of it checks the moving node is active under the
 //!    source directory's mutex, so it either happened before (the node is not collected)
 //!    or fails.
-//! 2. Drain every collected node (wait for in-flight callbacks), with no lock held.
+//! 2. Drain every collected node (wait for in-flight callbacks), with no lock held. If the
+//!    removing thread is inside callbacks of collected nodes (a "remove" attribute), it
+//!    first breaks those references (`active.rs`) and then waits only for unbroken ones
+//!    on every collected node, so concurrent self-removals do not wait for each other.
 //! 3. Unlink children before parents, each under its parent's mutex. Unlinking is
 //!    idempotent (the node's `seq` says whether it is still linked), so overlapping
 //!    concurrent removals are harmless; each of them drains the whole subtree before it
-//!    returns, whoever deactivated it.
+//!    returns, whoever deactivated it. Only the one whose deactivation of the top node
+//!    succeeded reports success (`remove_self`'s winner).
 //! 4. Wake pollers of removed files (beyond Linux, so a blocked poller re-polls and sees
-//!    `POLLERR|POLLPRI`).
+//!    `POLLERR|POLLPRI`), and tell the mounts ([`KernfsFs`](crate::KernfsFs)) so their
+//!    inode maps forget the removed nodes.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -375,12 +380,20 @@ impl Kernfs {
     }
 
     /// Removes `node` and everything below it. Waits for in-flight `show`/`store` calls on
-    /// those nodes to finish (a callback may remove its own node: its own reference is not
-    /// waited for). Afterwards lookups fail with `ENOENT` and open files of the removed
-    /// nodes fail with `ENODEV`.
+    /// those nodes to finish. Afterwards lookups fail with `ENOENT` and open files of the
+    /// removed nodes fail with `ENODEV`.
+    ///
+    /// A callback may remove its own node or an ancestor (see also
+    /// [`remove_self`](Self::remove_self)): its reference is then *broken* until it
+    /// returns, as `kernfs_break_active_protection` does. Such a removal waits for the
+    /// other callbacks of the subtree except those that are themselves removing it, so
+    /// two writers of one "remove" attribute do not deadlock; a removal from outside any
+    /// of the subtree's callbacks waits for all of them, broken or not (for the nodes it
+    /// finds in the subtree: one a concurrent removal already unlinked is not waited for).
     ///
     /// Errors: `EINVAL` for the root, `ENOENT` if the node was already removed (or is being
-    /// removed by another thread; this call still waits for its subtree to drain), `EXDEV`.
+    /// removed by another thread; this call still drains and unlinks the subtree, so it is
+    /// gone when this returns), `EXDEV`.
     pub fn remove(&self, node: &Arc<KernfsNode>) -> SysResult<()> {
         self.check_same_fs(node)?;
         if node.parent().is_none() {
@@ -408,9 +421,18 @@ impl Kernfs {
             }
             (first, all)
         };
-        // Phase 2: drain, no lock held (callbacks may take any).
+        // Phase 2: drain, no lock held (callbacks may take any). This thread's own
+        // callback references in the subtree are broken first, all of them before any
+        // drain; if it has any, it is a callback removing its own subtree and waits only
+        // for unbroken references, so such callbacks never wait for each other.
+        let q = &self.inner.core.drain;
+        // Not `any`: every node's references must be broken, not just the first's.
+        let mut breaker = false;
         for n in &all {
-            n.active.drain(&self.inner.core.drain, n.held_by_me());
+            breaker |= n.break_my_refs(q);
+        }
+        for n in &all {
+            n.active.drain(q, breaker);
         }
         // Phase 3: unlink, children first.
         {
@@ -426,15 +448,32 @@ impl Kernfs {
                 });
             }
         }
-        // Phase 4: wake pollers so they see the removal.
+        // Phase 4: wake pollers so they see the removal; mounts forget the inodes.
         for n in &all {
             self.wake_pollers(n);
         }
+        self.notify_removed(&all);
         if first {
             Ok(())
         } else {
             Err(Errno::ENOENT)
         }
+    }
+
+    /// `kernfs_remove_self`, for a `show`/`store` callback removing its own node (a
+    /// sysfs "remove" or "delete" attribute): removes `node` and its subtree, returning
+    /// `true` if this call removed it and `false` if another removal did (a concurrent
+    /// `remove_self` by another writer of the same attribute, or any other removal). Only
+    /// one caller wins; the others wait until the removal is complete and the callback
+    /// should then fail (Linux's stores return `-ENODEV`-like errors). In both cases the
+    /// node is gone when this returns, and the callback's own reference no longer holds
+    /// up other callbacks' removals (see [`remove`](Self::remove)); the callback must not
+    /// rely on anything the removal lets the embedder free.
+    ///
+    /// Unlike Linux, the losers do not also wait for the winner's callback to return, and
+    /// calling it outside a callback of `node` is allowed (it is then `remove`).
+    pub fn remove_self(&self, node: &Arc<KernfsNode>) -> bool {
+        self.remove(node).is_ok()
     }
 
     /// Runs `f` on `node`'s current parent and its locked directory state (retrying if a

@@ -48,11 +48,14 @@
 //! A write passes at most 4096 bytes (a longer one is cut, as `kernfs_fop_write_iter`
 //! without `atomic_write_len`) in one `store` call, whatever the position; the callback's
 //! count (capped at the length) or errno is the result. A zero-length write returns 0
-//! without calling `store` (`sysfs_kf_write`).
+//! without calling `store` (`sysfs_kf_write`). The position is not checked against
+//! `s_maxbytes` (no `EFBIG`, as `kernfs_fop_write_iter` skips `generic_write_checks`),
+//! only against `rw_verify_area`'s overflow of `pos + count` (`EINVAL`); a `write`
+//! advances the position by the count, past `2^31 - 1` too (checked on the host).
 //!
 //! ## Poll and notify
 //!
-//! `notify` increments the open node's event counter (`Release`) and wakes the waiters;
+//! `notify` increments the open node's event counter (a release) and wakes the waiters;
 //! nothing happens if nobody has the file open, as in Linux. An open file remembers the
 //! counter when its `show` runs (`Acquire`); `poll` reports `POLLERR|POLLPRI` (plus the
 //! default readable/writable bits) while the counter differs. As in Linux, an open file
@@ -60,12 +63,19 @@
 //! 0), and a removed node always does. Waiters register a callback ([`Waker`]) on the open
 //! node's wait queue ([`POLL_WAITQ_CLASS`]); `notify` calls every callback under that
 //! queue's mutex, so a callback must be short and must not add or remove waiters.
-//! Registration before the poll check and notify's increment before taking the queue
-//! mutex make a lost wakeup impossible: either notify sees the waiter, or the waiter's
-//! check (after its registration, ordered by the queue mutex) sees the increment.
+//!
+//! `notify` takes that mutex only if the open node's waiter count (`nwaiters`) is not 0,
+//! so notifying a file nobody polls takes no lock. No wakeup is lost: a waiter registers
+//! (list push, then `nwaiters` increment, SeqCst, under the mutex) *before* its poll
+//! check loads the event counter (SeqCst); `notify` increments the counter (SeqCst) and
+//! *then* loads `nwaiters` (SeqCst). All four are in one total order S: if notify's load
+//! does not see the waiter's increment, it precedes that increment in S, so the
+//! counter increment precedes the waiter's check, which sees it and reports
+//! `POLL_CHANGED`. Otherwise notify takes the mutex after the waiter's registration and
+//! finds it listed. Removal's wake-up of pollers always takes the mutex.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -151,6 +161,9 @@ pub(crate) struct OpenNode {
     /// Protected by the node's open-file mutex (not by a lock of its own).
     list: UnsafeCell<OpenList>,
     waitq: Mutex<WaitList>,
+    /// How many waiters `waitq` holds: changed under its mutex, read without it by
+    /// `notify`, which skips the mutex when it is 0 (see the module docs).
+    nwaiters: AtomicUsize,
 }
 
 // SAFETY: `list` is only accessed while holding the owning node's open-file mutex (see
@@ -171,6 +184,7 @@ impl OpenNode {
                 next_id: 0,
             }),
             waitq: Mutex::with_class(WaitList::default(), &POLL_WAITQ_CLASS),
+            nwaiters: AtomicUsize::new(0),
         }
     }
 
@@ -178,6 +192,16 @@ impl OpenNode {
         let q = self.waitq.lock();
         for (_, w) in &q.waiters {
             w(mask);
+        }
+    }
+
+    /// `wake` unless no waiter is registered, without taking the mutex then. Call it
+    /// after a SeqCst change of `event` (see the module docs for why no wakeup is lost).
+    fn wake_if_waiters(&self, mask: u32) {
+        // SeqCst pairs with the SeqCst increment in `add_waiter` (store buffering: see
+        // the module docs).
+        if self.nwaiters.load(Ordering::SeqCst) != 0 {
+            self.wake(mask);
         }
     }
 }
@@ -213,8 +237,9 @@ impl Kernfs {
     /// writing (or with `O_CREAT`), `ENOTDIR` for `O_DIRECTORY` on a file, `EEXIST` for
     /// `O_CREAT|O_EXCL`, `EACCES` from the permission check (`O_TRUNC` needs write
     /// permission), then kernfs's own: `ENODEV` if the file was removed (`ENOENT` for a
-    /// directory), `EACCES` for writing a file without any `w` bit or reading one without
-    /// any `r` bit (even for root, as sysfs's `KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK`).
+    /// directory), `EACCES` for writing a file without any `w` bit or without `store`
+    /// ([`has_store`](crate::AttributeOps::has_store)), or reading one without any `r`
+    /// bit or without `show` (even for root, as `KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK`).
     /// Other flags (`O_CLOEXEC`, `O_NONBLOCK`, `O_APPEND`, `O_TRUNC`'s truncation) are the
     /// VFS's or have no effect on kernfs files.
     pub fn open(
@@ -283,7 +308,11 @@ impl Kernfs {
             return Err(Errno::ENODEV);
         }
         let mode = node.mode();
-        let r = if (writable && mode & 0o222 == 0) || (readable && mode & 0o444 == 0) {
+        let ops = &node.file().expect("a file node").ops;
+        // kernfs_fop_open's KERNFS_ROOT_EXTRA_OPEN_PERM_CHECK: a mode bit *and* the method.
+        let r = if (writable && (mode & 0o222 == 0 || !ops.has_store()))
+            || (readable && (mode & 0o444 == 0 || !ops.has_show()))
+        {
             Err(Errno::EACCES)
         } else {
             let (on, id) = self.get_open_node(node);
@@ -402,13 +431,16 @@ impl Kernfs {
 
     /// `sysfs_notify`/`kernfs_notify`: marks `node`'s content changed and wakes its
     /// pollers (`POLLERR|POLLPRI`). No effect on directories, symlinks, or files nobody has
-    /// open. Lock-free unless a poller is registered (then the open node's wait queue).
+    /// open. Lock-free unless a poller is registered (then the open node's wait queue
+    /// mutex); the legacy design takes the global open-node spinlock.
     pub fn notify(&self, node: &KernfsNode) {
         self.with_open_node(node, |on| {
-            // Release pairs with the Acquire loads in `poll` and `show`: what the embedder
-            // changed before notifying is visible to whoever sees the new count.
-            on.event.fetch_add(1, Ordering::Release);
-            on.wake(POLL_CHANGED);
+            // SeqCst: as a release, it pairs with the Acquire loads in `poll` and `show`
+            // (what the embedder changed before notifying is visible to whoever sees the
+            // new count); as SeqCst, it is ordered before the `nwaiters` load that follows
+            // (pairs with `add_waiter` and `poll`, see the module docs).
+            on.event.fetch_add(1, Ordering::SeqCst);
+            on.wake_if_waiters(POLL_CHANGED);
         });
     }
 
@@ -444,7 +476,7 @@ impl SeqState {
         let f = node.file().expect("read of an attribute file");
         node.with_active(&node.core.drain, || {
             if let Some(on) = &of.open {
-                // Acquire pairs with the Release increment in `notify`.
+                // Acquire pairs with the increment in `notify` (SeqCst, so a release).
                 of.event
                     .store(on.event.load(Ordering::Acquire), Ordering::Relaxed);
             }
@@ -496,8 +528,9 @@ impl KernfsOpenFile {
     /// `pread`: reads at `pos` with seq_file semantics (see the module docs); does not
     /// move the file position.
     ///
-    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (negative position),
-    /// `ENODEV` (removed), or the `show` callback's errno.
+    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (negative position, or
+    /// `pos + out.len()` past `i64::MAX`), `ENODEV` (removed), or the `show` callback's
+    /// errno.
     pub fn read_at(&self, out: &mut [u8], pos: i64) -> SysResult<usize> {
         let mut st = self.state.lock();
         self.read_locked(&mut st, out, pos)
@@ -519,9 +552,7 @@ impl KernfsOpenFile {
         if self.node.kind() == NodeKind::Dir {
             return Err(Errno::EISDIR);
         }
-        if pos < 0 {
-            return Err(Errno::EINVAL);
-        }
+        verify_area(pos, out.len())?;
         if out.is_empty() {
             return Ok(0);
         }
@@ -582,20 +613,24 @@ impl KernfsOpenFile {
         Ok(copied)
     }
 
-    /// `pwrite`: passes `data` (cut to one page) to `store` in one call, whatever `pos`.
+    /// `pwrite`: passes `data` (cut to one page) to `store` in one call, whatever `pos`
+    /// (`kernfs_fop_write_iter` ignores it: no `EFBIG` past `s_maxbytes`).
     ///
-    /// Errors: `EBADF` (not open for writing), `EINVAL` (negative position), `ENODEV`
-    /// (removed), or the `store` callback's errno.
+    /// Errors: `EBADF` (not open for writing), `EINVAL` (negative position, or `pos +
+    /// data.len()` past `i64::MAX`, as `rw_verify_area`), `ENODEV` (removed), or the
+    /// `store` callback's errno.
     pub fn write_at(&self, data: &[u8], pos: i64) -> SysResult<usize> {
         let _st = self.state.lock();
         self.write_locked(data, pos)
     }
 
-    /// `write`: writes at the file position and advances it by the count stored.
+    /// `write`: writes at the file position and advances it by the count stored (past
+    /// [`MAX_POS`] too, as Linux's `iocb->ki_pos += len`; only `llseek` is bounded).
     pub fn write(&self, data: &[u8]) -> SysResult<usize> {
         let mut st = self.state.lock();
         let n = self.write_locked(data, st.f_pos)?;
-        st.f_pos = (st.f_pos + n as i64).min(MAX_POS);
+        // No overflow: `write_locked` checked `f_pos + data.len()` and `n <= data.len()`.
+        st.f_pos += n as i64;
         Ok(n)
     }
 
@@ -603,9 +638,7 @@ impl KernfsOpenFile {
         if !self.writable {
             return Err(Errno::EBADF);
         }
-        if pos < 0 {
-            return Err(Errno::EINVAL);
-        }
+        verify_area(pos, data.len())?;
         let data = &data[..data.len().min(PAGE_SIZE)];
         let f = self
             .node
@@ -626,18 +659,34 @@ impl KernfsOpenFile {
     /// (`SEEK_DATA`/`SEEK_HOLE` at or past 4096), `ENODEV` (file removed).
     pub fn llseek(&self, offset: i64, whence: i32) -> SysResult<i64> {
         let mut st = self.state.lock();
+        let new = self.seek_locked(st.f_pos, offset, whence)?;
+        st.f_pos = new;
+        Ok(new)
+    }
+
+    /// [`llseek`](Self::llseek) for a caller that keeps the file position itself (the
+    /// VFS): the new position from the current one `pos`, this file's own untouched.
+    pub fn llseek_from(&self, pos: i64, offset: i64, whence: i32) -> SysResult<i64> {
+        let _st = self.state.lock();
+        self.seek_locked(pos, offset, whence)
+    }
+
+    /// `kernfs_fop_llseek` (caller: the open file's mutex held, as `of->mutex`).
+    fn seek_locked(&self, pos: i64, offset: i64, whence: i32) -> SysResult<i64> {
         let size = match self.node.kind() {
             NodeKind::File => ATTR_SIZE as i64,
             _ => 0,
         };
-        let seek = |st: &mut SeqState| -> SysResult<i64> {
+        let seek = || -> SysResult<i64> {
             let new = match whence {
                 libc::SEEK_SET => offset,
                 libc::SEEK_CUR => {
+                    // generic_file_llseek_size: the position as it is, even past the
+                    // maximum (a write may have moved it there).
                     if offset == 0 {
-                        return Ok(st.f_pos);
+                        return Ok(pos);
                     }
-                    st.f_pos.checked_add(offset).ok_or(Errno::EINVAL)?
+                    pos.checked_add(offset).ok_or(Errno::EINVAL)?
                 }
                 libc::SEEK_END => size.checked_add(offset).ok_or(Errno::EINVAL)?,
                 libc::SEEK_DATA => {
@@ -657,17 +706,16 @@ impl KernfsOpenFile {
             if !(0..=MAX_POS).contains(&new) {
                 return Err(Errno::EINVAL);
             }
-            st.f_pos = new;
             Ok(new)
         };
         if self.node.kind() != NodeKind::File {
-            return seek(&mut st);
+            return seek();
         }
         // kernfs_fop_llseek: under an active reference (not a callback: no HELD record).
         if !self.node.active.try_get() {
             return Err(Errno::ENODEV);
         }
-        let r = seek(&mut st);
+        let r = seek();
         self.node.active.put(&self.node.core.drain);
         r
     }
@@ -686,8 +734,9 @@ impl KernfsOpenFile {
         if !self.node.active.try_get() {
             return DEFAULT_POLLMASK | POLL_CHANGED;
         }
-        // Acquire pairs with the Release increment in `notify`.
-        let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::Acquire);
+        // SeqCst: Acquire pairs with the increment in `notify`; SeqCst orders this load
+        // after a waiter registration before it (`add_waiter`), see the module docs.
+        let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::SeqCst);
         self.node.active.put(&self.node.core.drain);
         if changed {
             DEFAULT_POLLMASK | POLL_CHANGED
@@ -705,6 +754,9 @@ impl KernfsOpenFile {
         let key = q.next_key;
         q.next_key += 1;
         q.waiters.push((key, w));
+        // SeqCst pairs with the SeqCst load in `notify` (`wake_if_waiters`): see the
+        // module docs. Under the mutex, so a notify that sees it finds the waiter listed.
+        on.nwaiters.fetch_add(1, Ordering::SeqCst);
         Some(WaiterKey(key))
     }
 
@@ -717,6 +769,8 @@ impl KernfsOpenFile {
         match q.waiters.iter().position(|(k, _)| *k == key.0) {
             Some(i) => {
                 q.waiters.swap_remove(i);
+                // Relaxed: a notify that still sees the old count only takes the mutex.
+                on.nwaiters.fetch_sub(1, Ordering::Relaxed);
                 true
             }
             None => false,
@@ -750,6 +804,15 @@ impl KernfsOpenFile {
         self.remove_waiter(key);
         mask
     }
+}
+
+/// `rw_verify_area`: `EINVAL` for a negative position or one whose end (`pos + len`)
+/// is past `i64::MAX`.
+fn verify_area(pos: i64, len: usize) -> SysResult<()> {
+    if pos < 0 || i128::from(pos) + len as i128 > i128::from(i64::MAX) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
 }
 
 impl Drop for KernfsOpenFile {

@@ -24,7 +24,7 @@
 //! | `kernfs_rwsem` (legacy only)                   | the whole tree, as Linux's `kernfs_rwsem` |
 //! | `kernfs_rename_mutex`                          | serializes cross-directory renames        |
 //! | `kernfs_dir_mutex` (one per directory)         | its children (table writers, order, count)|
-//! | `kernfs_node_linkage` (spinlock, one per node) | name, parent, position; attr writers      |
+//! | `kernfs_node_linkage` (spinlock, one per node) | name, parent, position; setattr check+write|
 //! | `kernfs_of_mutex` (one per open file)          | seq_file state and position               |
 //! | `kernfs_open_file_mutex` (hashed table)        | a node's open-file list, `node.open` writes|
 //! | `kernfs_open_node_lock` (legacy only)          | `node.open` (reads too)                   |
@@ -78,6 +78,10 @@
 //! ## Differences from Linux
 //!
 //! * Removal wakes the removed files' pollers (Linux leaves them asleep).
+//! * A callback may remove its own node or an ancestor with plain [`Kernfs::remove`]: its
+//!   active reference is broken implicitly (Linux needs `kernfs_remove_self` or
+//!   `kernfs_break_active_protection`), and [`Kernfs::remove_self`]'s losers return once
+//!   the node is removed, without also waiting for the winner's callback to return.
 //! * `open` of a removed directory is `ENOENT` (Linux's stale dentry opens, then lists
 //!   nothing); of a removed file `ENODEV` as in Linux.
 //! * No namespaces (`KERNFS_NS`), no `mmap`, no bin attributes, no `atomic_write_len`,
@@ -100,7 +104,7 @@ pub mod table;
 pub mod vfs;
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_primitives::lockstat::{LockClass, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -198,6 +202,13 @@ pub(crate) struct Core {
     pub(crate) drain: DrainQueue,
 }
 
+/// Told about every removal (a mount's inode map forgets the removed nodes' inodes).
+pub(crate) trait RemovalObserver: Send + Sync {
+    /// `nodes` were removed (deactivated, drained and unlinked). Called with no kernfs
+    /// lock held; may be called more than once for a node (concurrent removals).
+    fn removed(&self, nodes: &[Arc<KernfsNode>]);
+}
+
 /// The shared state of one kernfs instance.
 pub(crate) struct Inner {
     pub(crate) core: Arc<Core>,
@@ -206,6 +217,10 @@ pub(crate) struct Inner {
     pub(crate) tree_lock: Option<RwLock<()>>,
     pub(crate) rename_lock: Mutex<()>,
     pub(crate) rename_seq: SeqCount,
+    /// Mounts to tell about removals (weak: a mount owns its tree, not the reverse). A
+    /// plain `std` mutex without a lockstat class: taken only by removals and mounts, as
+    /// a leaf (observers are called after it is released).
+    observers: std::sync::Mutex<Vec<Weak<dyn RemovalObserver>>>,
     locking: Locking,
 }
 
@@ -241,6 +256,7 @@ impl Kernfs {
                 tree_lock: legacy.then(|| RwLock::with_class((), &TREE_RWSEM_CLASS)),
                 rename_lock: Mutex::with_class((), &RENAME_MUTEX_CLASS),
                 rename_seq: SeqCount::new(),
+                observers: std::sync::Mutex::new(Vec::new()),
                 locking,
             }),
         }
@@ -267,6 +283,32 @@ impl Kernfs {
 
     pub(crate) fn tree_write(&self) -> Option<RwLockWriteGuard<'_, ()>> {
         self.inner.tree_lock.as_ref().map(|l| l.write())
+    }
+
+    /// Registers `o` to be told about removals (dropped observers are forgotten).
+    pub(crate) fn add_removal_observer(&self, o: Weak<dyn RemovalObserver>) {
+        let mut v = self
+            .inner
+            .observers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        v.retain(|w| w.strong_count() > 0);
+        v.push(o);
+    }
+
+    /// Tells the observers that `nodes` were removed.
+    pub(crate) fn notify_removed(&self, nodes: &[Arc<KernfsNode>]) {
+        let live: Vec<Arc<dyn RemovalObserver>> = {
+            let v = self
+                .inner
+                .observers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            v.iter().filter_map(Weak::upgrade).collect()
+        };
+        for o in live {
+            o.removed(nodes);
+        }
     }
 
     pub(crate) fn check_same_fs(&self, node: &KernfsNode) -> SysResult<()> {
@@ -317,13 +359,23 @@ impl Kernfs {
     /// Changes mode/owner without permission checks (kernfs's `kernfs_setattr`, for the
     /// embedder). Errors: `ENOENT` (removed), `EXDEV`.
     pub fn setattr(&self, node: &KernfsNode, attr: &SetAttr) -> SysResult<()> {
+        self.update_attr(node, |_| Ok(*attr))
+    }
+
+    /// Applies the change `f` computes from the node's current `(mode, uid, gid)`, with no
+    /// other attribute change between the read and the write (under the node's linkage
+    /// lock, a per-node spinlock; legacy: under the tree rwsem too, taken first).
+    fn update_attr(
+        &self,
+        node: &KernfsNode,
+        f: impl FnOnce((u32, u32, u32)) -> SysResult<SetAttr>,
+    ) -> SysResult<()> {
         self.check_same_fs(node)?;
         if !node.is_active() {
             return Err(Errno::ENOENT);
         }
         let _tree = self.tree_write();
-        node.apply_setattr(attr);
-        Ok(())
+        node.update_attr(f)
     }
 
     /// `chmod`/`chown` by `creds`, checked as Linux's `setattr_prepare`: changing the owner
@@ -331,42 +383,46 @@ impl Kernfs {
     /// owner and a member of the new group; changing the mode needs root or the owner
     /// (`EPERM` otherwise). A non-root chmod clears `S_ISGID` unless the caller is in the
     /// file's group; a chown of a non-directory clears `S_ISUID`, and `S_ISGID` if group
-    /// execute is set (as `chown_common` asks for).
+    /// execute is set (as `chown_common` asks for). The check and the change are one step
+    /// with respect to other `setattr`s of the node (Linux holds `i_rwsem` across both).
+    /// Errors: `EPERM`, `ENOENT` (removed), `EXDEV`.
     pub fn setattr_checked(
         &self,
         node: &KernfsNode,
         attr: &SetAttr,
         creds: &Creds<'_>,
     ) -> SysResult<()> {
-        let (mode, uid, gid) = node.mode_uid_gid();
-        let root = creds.is_root();
-        let owner = root || creds.uid == uid;
-        if attr.uid.is_some_and(|u| u != uid) && !root {
-            return Err(Errno::EPERM);
-        }
-        if attr.gid.is_some_and(|g| g != gid)
-            && !(root || (creds.uid == uid && creds.in_group(attr.gid.unwrap_or(gid))))
-        {
-            return Err(Errno::EPERM);
-        }
-        let mut a = *attr;
-        if let Some(m) = a.mode.as_mut() {
-            if !owner {
+        let is_dir = node.kind() == NodeKind::Dir;
+        self.update_attr(node, |(mode, uid, gid)| {
+            let root = creds.is_root();
+            let owner = root || creds.uid == uid;
+            if attr.uid.is_some_and(|u| u != uid) && !root {
                 return Err(Errno::EPERM);
             }
-            if !root && !creds.in_group(attr.gid.unwrap_or(gid)) {
-                *m &= !libc::S_ISGID;
+            if attr.gid.is_some_and(|g| g != gid)
+                && !(root || (creds.uid == uid && creds.in_group(attr.gid.unwrap_or(gid))))
+            {
+                return Err(Errno::EPERM);
             }
-        } else if (attr.uid.is_some() || attr.gid.is_some()) && node.kind() != NodeKind::Dir {
-            let mut m = mode & !libc::S_ISUID;
-            if m & libc::S_IXGRP != 0 {
-                m &= !libc::S_ISGID;
+            let mut a = *attr;
+            if let Some(m) = a.mode.as_mut() {
+                if !owner {
+                    return Err(Errno::EPERM);
+                }
+                if !root && !creds.in_group(attr.gid.unwrap_or(gid)) {
+                    *m &= !libc::S_ISGID;
+                }
+            } else if (attr.uid.is_some() || attr.gid.is_some()) && !is_dir {
+                let mut m = mode & !libc::S_ISUID;
+                if m & libc::S_IXGRP != 0 {
+                    m &= !libc::S_ISGID;
+                }
+                if m != mode {
+                    a.mode = Some(m);
+                }
             }
-            if m != mode {
-                a.mode = Some(m);
-            }
-        }
-        self.setattr(node, &a)
+            Ok(a)
+        })
     }
 }
 

@@ -55,8 +55,15 @@ impl NodeKind {
 /// Both run under an active reference on the node (so `remove` waits for them) and under
 /// the open file's mutex (so one open file never runs two at once); different open files
 /// may run them concurrently. A callback may call any `Kernfs` method, including removing
-/// its own node (see `active.rs`). The defaults return `EIO`, as sysfs's
-/// `kobj_attr_show`/`kobj_attr_store` do for an attribute without that method.
+/// its own node (see `active.rs`).
+///
+/// An attribute without a method says so with [`has_show`](Self::has_show) /
+/// [`has_store`](Self::has_store) returning `false`: opening it for reading / writing then
+/// fails with `EACCES` whatever the mode, as `kernfs_fop_open` does for `kernfs_ops`
+/// without `seq_show` / `write` ([`FnAttr`] does this for a missing closure). An
+/// implementation that leaves them `true` but does not override the method gets `EIO`
+/// from the read or write, as sysfs's `kobj_attr_show`/`kobj_attr_store` give for a
+/// `kobj_attribute` without it.
 pub trait AttributeOps: Send + Sync {
     /// Appends the attribute's content to `buf` (empty). Content past
     /// 4095 bytes is cut, as sysfs does. An error is returned by the `read`.
@@ -71,12 +78,24 @@ pub trait AttributeOps: Send + Sync {
         let _ = (node, data);
         Err(Errno::EIO)
     }
+
+    /// Whether the attribute can be read (`kernfs_fop_open`'s `has_read`).
+    fn has_show(&self) -> bool {
+        true
+    }
+
+    /// Whether the attribute can be written (`kernfs_fop_open`'s `has_write`).
+    fn has_store(&self) -> bool {
+        true
+    }
 }
 
 type ShowFn = dyn Fn(&KernfsNode, &mut Vec<u8>) -> SysResult<()> + Send + Sync;
 type StoreFn = dyn Fn(&KernfsNode, &[u8]) -> SysResult<usize> + Send + Sync;
 
-/// [`AttributeOps`] from closures; a missing closure behaves as the trait's default (`EIO`).
+/// [`AttributeOps`] from closures. A missing closure makes the attribute unreadable or
+/// unwritable: opening it that way is `EACCES` (a mode with `w` bits does not make a
+/// `ro` attribute writable, as in Linux).
 #[derive(Default)]
 pub struct FnAttr {
     show: Option<Box<ShowFn>>,
@@ -135,6 +154,14 @@ impl AttributeOps for FnAttr {
             .as_ref()
             .map_or(Err(Errno::EIO), |f| f(node, data))
     }
+
+    fn has_show(&self) -> bool {
+        self.show.is_some()
+    }
+
+    fn has_store(&self) -> bool {
+        self.store.is_some()
+    }
 }
 
 /// Name, parent and position in the parent's directory order; changed only by rename
@@ -166,9 +193,9 @@ pub(crate) enum NodeData {
 /// `Arc` count (in the allocation's header, just before the node), `active` and the
 /// open-node pointer (in `data`), and reads the mode and owner. They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
-/// a sysfs file use the same node), an open moves those lines, not the four that the
-/// compiler's order spread the fields over (kernfs-showgids at 2 threads: 5-7% faster,
-/// 1→2 thread scaling 1.82x → 1.87x, medians of 9 interleaved runs).
+/// a sysfs file use the same node), an open moves those lines, not the more that the
+/// compiler's field order spread them over. (The measured effect is not recorded here; the
+/// README's Results give the benchmark's current 1→2 thread scaling.)
 #[repr(C)]
 pub struct KernfsNode {
     pub(crate) active: ActiveCount,
@@ -351,10 +378,16 @@ impl KernfsNode {
         }
     }
 
-    /// Applies `attr` without permission checks (kernfs's `kernfs_setattr`). Writers
-    /// serialize on the linkage lock; readers see each field atomically (see perm.rs).
-    pub(crate) fn apply_setattr(&self, attr: &SetAttr) {
+    /// Applies the change `f` computes from the current `(mode, uid, gid)` (`f` may refuse
+    /// it), under the linkage lock: writers serialize there, so a check in `f` still holds
+    /// when its change lands. Readers see each field atomically (see perm.rs). `f` runs
+    /// under a spinlock: it must be short and take no lock.
+    pub(crate) fn update_attr(
+        &self,
+        f: impl FnOnce((u32, u32, u32)) -> SysResult<SetAttr>,
+    ) -> SysResult<()> {
         let _g = self.linkage.lock();
+        let attr = f(self.mode_uid_gid())?;
         if let Some(m) = attr.mode {
             self.mode.store(m & 0o7777, Relaxed);
         }
@@ -365,6 +398,7 @@ impl KernfsNode {
             self.gid.store(g, Relaxed);
         }
         self.ctime_ns.store(now_ns(), Relaxed);
+        Ok(())
     }
 
     /// Runs `f` under an active reference recorded as held by this thread (so that `f`
@@ -381,31 +415,57 @@ impl KernfsNode {
         impl Drop for Put<'_> {
             fn drop(&mut self) {
                 let addr = self.0 as *const KernfsNode as usize;
-                HELD.with(|h| {
+                let broken = HELD.with(|h| {
                     let mut h = h.borrow_mut();
-                    if let Some(i) = h.iter().rposition(|&a| a == addr) {
-                        h.swap_remove(i);
-                    }
+                    h.iter()
+                        .rposition(|&(a, _)| a == addr)
+                        .is_some_and(|i| h.swap_remove(i).1)
                 });
-                self.0.active.put(self.1);
+                if broken {
+                    self.0.active.put_broken(self.1);
+                } else {
+                    self.0.active.put(self.1);
+                }
             }
         }
-        HELD.with(|h| h.borrow_mut().push(self as *const KernfsNode as usize));
+        HELD.with(|h| {
+            h.borrow_mut()
+                .push((self as *const KernfsNode as usize, false))
+        });
         let _put = Put(self, q);
         f()
     }
 
-    /// How many callback references the calling thread holds on this node.
-    pub(crate) fn held_by_me(&self) -> i32 {
+    /// Breaks the calling thread's callback references on this (deactivated) node, if it
+    /// holds any (see `active.rs`), and tells whether it does: a removal that drains this
+    /// node must then wait only for unbroken references.
+    pub(crate) fn break_my_refs(&self, q: &crate::active::DrainQueue) -> bool {
         let addr = self as *const KernfsNode as usize;
-        HELD.with(|h| h.borrow().iter().filter(|&&a| a == addr).count() as i32)
+        let (held, newly) = HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            let (mut held, mut newly) = (false, 0);
+            for (_, broken) in h.iter_mut().filter(|(a, _)| *a == addr) {
+                held = true;
+                if !*broken {
+                    *broken = true;
+                    newly += 1;
+                }
+            }
+            (held, newly)
+        });
+        if newly > 0 {
+            self.active.break_refs(q, newly);
+        }
+        held
     }
 }
 
 thread_local! {
     /// The nodes this thread runs a callback of (under an active reference), innermost
-    /// last: a callback that removes its own node must not wait for itself.
-    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+    /// last, each with whether that reference is broken (the callback removed the node or
+    /// an ancestor): a removal from a callback must not wait for itself, nor for another
+    /// callback doing the same.
+    static HELD: RefCell<Vec<(usize, bool)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl std::fmt::Debug for KernfsNode {

@@ -9,8 +9,13 @@
 //! table of hashed mutexes sized from the CPU count (legacy: one), so that two concurrent
 //! lookups of one name get one inode (the inode cache refuses duplicate numbers) while
 //! lookups of different nodes mostly take different mutexes. The map holds a reference
-//! until the node is found removed (by `revalidate`) or the superblock dies (`kill_sb`).
-//! The map is only touched on a dcache miss: hot path walks are served by the dcache.
+//! only for live nodes: [`Kernfs::remove`] tells every mount of the tree (a weak
+//! observer registered by [`KernfsFs::new`]) and each forgets the removed nodes' inodes;
+//! a lookup racing with the removal maps nothing for a deactivated node (checked under
+//! the map mutex). So an embedder that creates and removes nodes does not grow the map;
+//! the inodes themselves go with the last dentry (a walk finds them stale) or with the
+//! superblock (`kill_sb`). The map is only touched on a dcache miss: hot path walks are
+//! served by the dcache.
 //!
 //! ## Revalidation (kernfs's `d_revalidate` and `kernfs_refresh_inode`)
 //!
@@ -52,12 +57,13 @@
 //! `O_CREAT` of a new name is `EACCES`. The VFS checks permission on the directory first,
 //! so a non-root caller sees `EACCES` for all of them, as on Linux.
 //!
-//! Lock order: VFS locks (inode rwsem) → kernfs locks (see the crate docs) → inode-map
-//! mutex (a leaf: nothing else is taken under it but the inode cache's bucket locks).
+//! Lock order: VFS locks (inode rwsem) → kernfs locks (see the crate docs; a removal
+//! from a callback forgets inodes under the open file's mutex) → inode-map mutex (a leaf:
+//! nothing else is taken under it but the inode cache's bucket locks).
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_primitives::lockstat::LockClass;
@@ -70,7 +76,7 @@ use scalevfs_vfs::{
 
 use crate::node::{KernfsAttr, NodeKind, SetAttr};
 use crate::perm::Creds;
-use crate::{Kernfs, KernfsNode, KernfsOpenFile, Locking, WaiterKey};
+use crate::{Kernfs, KernfsNode, KernfsOpenFile, Locking, RemovalObserver, WaiterKey};
 
 /// Lock class of the hashed inode-map mutexes.
 pub static INODE_MAP_CLASS: LockClass = LockClass::new("kernfs_vfs_inode_map");
@@ -161,12 +167,23 @@ impl KernfsFs {
     /// The file system of `fs`'s tree, to mount (several mounts share the tree).
     pub fn new(fs: Kernfs) -> Arc<KernfsFs> {
         let inodes = HashedMutexes::new_for_class(fs.locking(), &INODE_MAP_CLASS);
-        Arc::new(KernfsFs { fs, inodes })
+        Arc::new_cyclic(|me: &Weak<KernfsFs>| {
+            fs.add_removal_observer(me.clone());
+            KernfsFs { fs, inodes }
+        })
     }
 
     /// The tree.
     pub fn kernfs(&self) -> &Kernfs {
         &self.fs
+    }
+
+    /// How many inodes the inode map holds (one per node reached through the VFS and not
+    /// removed since).
+    pub fn cached_inodes(&self) -> usize {
+        (0..self.inodes.len())
+            .map(|i| self.inodes.get(i).lock().len())
+            .sum()
     }
 
     fn new_inode(sb: &SuperBlock, node: &Arc<KernfsNode>) -> InodeRef {
@@ -185,23 +202,38 @@ impl KernfsFs {
         i
     }
 
-    /// The inode of `node` (`kernfs_get_inode`): the mapped one, or a new one.
-    fn iget(&self, sb: &SuperBlock, node: &Arc<KernfsNode>) -> InodeRef {
+    /// The inode of `node` (`kernfs_get_inode`): the mapped one, or a new one; `None` if
+    /// the node is being removed.
+    fn iget(&self, sb: &SuperBlock, node: &Arc<KernfsNode>) -> Option<InodeRef> {
         let ino = node.ino();
         let mut map = self.inodes.lock_key(ino);
         if let Some(i) = map.get(&ino) {
-            return i.clone();
+            return Some(i.clone());
+        }
+        // Under the map mutex: a removal deactivates the node before it forgets it under
+        // this mutex, so either that forget comes later and drops what is inserted here,
+        // or this sees the node inactive (the mutex orders the deactivation before).
+        if !node.is_active() {
+            return None;
         }
         let i = Self::new_inode(sb, node);
         map.insert(ino, i.clone());
-        i
+        Some(i)
     }
 
     /// Forgets the inode of a removed node (the VFS frees it with its last user).
     fn forget(&self, node: &KernfsNode) {
         let ino = node.ino();
         let old = self.inodes.lock_key(ino).remove(&ino);
-        drop(old);
+        drop(old); // outside the map mutex: the last reference evicts
+    }
+}
+
+impl RemovalObserver for KernfsFs {
+    fn removed(&self, nodes: &[Arc<KernfsNode>]) {
+        for n in nodes {
+            self.forget(n);
+        }
     }
 }
 
@@ -221,11 +253,13 @@ impl FileSystem for KernfsFs {
         }
     }
 
+    /// Nothing to do: a live node's inode is held by the map until the node is removed
+    /// (or the superblock dies), so an inode is evicted only after it left the map.
     fn evict_inode(&self, _inode: &Inode) {}
 
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
         match self.fs.lookup(node_of(dir)?, name) {
-            Ok(n) => Ok(Some(self.iget(dir.sb(), &n))),
+            Ok(n) => Ok(self.iget(dir.sb(), &n)),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }
@@ -353,15 +387,8 @@ impl FileSystem for KernfsFs {
     }
 
     fn llseek(&self, f: &OpenFile, pos: i64, off: i64, whence: i32) -> Option<SysResult<i64>> {
-        let of = &file_of(f)?.of;
-        // The VFS keeps the position: make SEEK_CUR absolute from it.
-        Some(match whence {
-            libc::SEEK_CUR => match pos.checked_add(off) {
-                Some(p) => of.llseek(p, libc::SEEK_SET),
-                None => Err(Errno::EINVAL),
-            },
-            _ => of.llseek(off, whence),
-        })
+        // The VFS keeps the position.
+        Some(file_of(f)?.of.llseek_from(pos, off, whence))
     }
 
     fn setattr(&self, inode: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<()> {

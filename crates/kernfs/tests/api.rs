@@ -1,6 +1,9 @@
 //! Every API path of the tree, with its errors, under both locking designs.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::Arc;
 
 use scalevfs_kernfs::demo::{demo_tree, gid_path, gid_string, DEMO_GIDS};
@@ -517,25 +520,51 @@ fn writes_go_to_store_in_one_piece() {
         let wr = fs.open(&t.writes, libc::O_RDONLY, &USER).unwrap();
         assert_eq!(wr.read(&mut buf).unwrap(), 2);
         assert_eq!(&buf[..2], b"1\n");
-        // Missing callbacks: EIO, as sysfs's kobj_attr_show/store.
+        // Missing callbacks: opening that way is EACCES whatever the mode (even for root),
+        // as kernfs_fop_open without ->write / ->seq_show.
         let ro = fs
-            .create_file(fs.root(), "ro_rw_mode", 0o644, 0, 0, FnAttr::constant("c"))
+            .create_file(fs.root(), "ro_rw_mode", 0o666, 0, 0, FnAttr::constant("c"))
             .unwrap();
-        let of = fs.open(&ro, libc::O_RDWR, &Creds::ROOT).unwrap();
-        assert_eq!(of.write(b"1").unwrap_err(), Errno::EIO);
+        for flags in [libc::O_RDWR, libc::O_WRONLY] {
+            assert_eq!(
+                fs.open(&ro, flags, &Creds::ROOT).unwrap_err(),
+                Errno::EACCES,
+                "{flags:#o}"
+            );
+        }
+        let of = fs.open(&ro, libc::O_RDONLY | libc::O_TRUNC, &USER).unwrap();
+        assert_eq!(of.read(&mut buf).unwrap(), 1);
         let wo = fs
             .create_file(
                 fs.root(),
                 "wo_rw_mode",
-                0o644,
+                0o666,
                 0,
                 0,
                 FnAttr::wo(|_, d| Ok(d.len())),
             )
             .unwrap();
-        let of = fs.open(&wo, libc::O_RDWR, &Creds::ROOT).unwrap();
-        assert_eq!(of.read(&mut buf).unwrap_err(), Errno::EIO);
+        for flags in [libc::O_RDWR, libc::O_RDONLY] {
+            assert_eq!(
+                fs.open(&wo, flags, &Creds::ROOT).unwrap_err(),
+                Errno::EACCES,
+                "{flags:#o}"
+            );
+        }
+        let of = fs.open(&wo, libc::O_WRONLY, &USER).unwrap();
         assert_eq!(of.write(b"1").unwrap(), 1);
+        // O_ACCMODE 3 opens neither way, so it is not refused.
+        assert!(fs.open(&wo, 3, &Creds::ROOT).is_ok());
+        // An AttributeOps that claims both methods but implements neither: EIO from the
+        // read and the write, as sysfs's kobj_attr_show/kobj_attr_store.
+        struct Bare;
+        impl AttributeOps for Bare {}
+        let bare = fs
+            .create_file(fs.root(), "bare", 0o644, 0, 0, Arc::new(Bare))
+            .unwrap();
+        let of = fs.open(&bare, libc::O_RDWR, &Creds::ROOT).unwrap();
+        assert_eq!(of.read(&mut buf).unwrap_err(), Errno::EIO);
+        assert_eq!(of.write(b"1").unwrap_err(), Errno::EIO);
         // A store that claims more than it got is capped.
         let liar = fs
             .create_file(
@@ -625,4 +654,69 @@ fn demo_tree_contents() {
     );
     assert!(fs.open_file_locks() >= 2);
     assert_eq!(Kernfs::new(Locking::Legacy).open_file_locks(), 1);
+}
+
+/// The owner's chmod (`setattr_checked`) races with root giving the file away (chown to
+/// another user that also resets the mode). The owner's check and change must be one
+/// atomic step: its mode may land before the chown (then overwritten) or be refused
+/// after it, but never be checked before and applied after it, which would leave the new
+/// owner's file with a mode the old owner chose.
+#[test]
+fn setattr_checked_is_atomic_with_concurrent_setattr() {
+    use std::sync::atomic::AtomicU64;
+    const ROUNDS: u64 = 100_000;
+    for fs in designs() {
+        let f = fs
+            .create_file(fs.root(), "f", 0o600, 1000, 1000, FnAttr::constant("f"))
+            .unwrap();
+        let (start, done) = (AtomicU64::new(0), AtomicU64::new(0));
+        let wait = |a: &AtomicU64, r: u64| {
+            let mut spins = 0u32;
+            // Acquire pairs with the Release stores below.
+            while a.load(Acquire) < r {
+                spins += 1;
+                if spins.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        };
+        let set = |mode, uid| SetAttr {
+            mode: Some(mode),
+            uid: Some(uid),
+            gid: None,
+        };
+        let chmod = SetAttr {
+            mode: Some(0o644),
+            ..Default::default()
+        };
+        let mut bad = 0;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for r in 1..=ROUNDS {
+                    wait(&start, r);
+                    let _ = fs.setattr_checked(&f, &chmod, &USER);
+                    done.store(r, Release);
+                }
+            });
+            for r in 1..=ROUNDS {
+                fs.setattr(&f, &set(0o600, 1000)).unwrap();
+                start.store(r, Release);
+                fs.setattr(&f, &set(0o600, 2000)).unwrap();
+                wait(&done, r);
+                let a = fs.getattr(&f).unwrap();
+                assert_eq!(a.uid, 2000);
+                if a.mode & 0o7777 != 0o600 {
+                    bad += 1;
+                }
+            }
+        });
+        assert_eq!(
+            bad,
+            0,
+            "{:?}: chmod applied after the chown {bad} times",
+            fs.locking()
+        );
+    }
 }

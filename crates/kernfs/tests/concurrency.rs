@@ -483,3 +483,178 @@ fn notify_wakes_blocked_poller() {
         });
     }
 }
+
+/// Runs `f` on its own thread and fails (instead of hanging the test run) if it does not
+/// finish within `secs`: a deadlock.
+fn within<T: Send + 'static>(secs: u64, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: no progress in {secs} s (deadlock)")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
+
+/// How the store of a sysfs-style "remove" attribute removes.
+#[derive(Copy, Clone, Debug)]
+enum SelfRemoval {
+    /// `remove_self` on its own node (`device_remove_file_self`).
+    RemoveSelf,
+    /// Plain `remove` of its own node.
+    Remove,
+    /// Plain `remove` of its parent directory (the device); the two writers write two
+    /// different attributes of it.
+    Parent,
+}
+
+/// Two writers of one "remove" attribute are both inside `store` (a barrier makes sure)
+/// when each removes the attribute or its directory, while a third thread removes it from
+/// outside: nobody deadlocks (each writer's drain does not wait for the other's reference,
+/// kernfs_break_active_protection), exactly one removal wins, every removal is complete
+/// when it returns, and an outside removal of the attribute returns only after both stores
+/// returned.
+#[test]
+fn concurrent_self_removals() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        for how in [
+            SelfRemoval::RemoveSelf,
+            SelfRemoval::Remove,
+            SelfRemoval::Parent,
+        ] {
+            within(60, &format!("{locking:?} {how:?}"), move || {
+                concurrent_self_removal_rounds(locking, how, 300)
+            });
+        }
+    }
+}
+
+fn concurrent_self_removal_rounds(locking: Locking, how: SelfRemoval, rounds: usize) {
+    let fs = Kernfs::new(locking);
+    for round in 0..rounds {
+        let dir = fs
+            .create_dir(fs.root(), format!("dev{round}"), 0o755, 0, 0)
+            .unwrap();
+        let inside = Arc::new(std::sync::Barrier::new(3));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let wins = Arc::new(AtomicUsize::new(0));
+        let me: Arc<std::sync::OnceLock<std::sync::Weak<KernfsNode>>> = Arc::default();
+        let ops = {
+            let (fs, dir, inside, finished, wins, me) = (
+                fs.clone(),
+                dir.clone(),
+                inside.clone(),
+                finished.clone(),
+                wins.clone(),
+                me.clone(),
+            );
+            FnAttr::wo(move |this, d| {
+                inside.wait();
+                let node = me.get().unwrap().upgrade().unwrap();
+                let won = match how {
+                    SelfRemoval::RemoveSelf => fs.remove_self(&node),
+                    SelfRemoval::Remove => fs.remove(&node).is_ok(),
+                    SelfRemoval::Parent => fs.remove(&dir).is_ok(),
+                };
+                // Winner or not, the removal is complete when the call returns.
+                assert!(!this.is_active());
+                assert_eq!(fs.lookup(&dir, this.name()).unwrap_err(), Errno::ENOENT);
+                wins.fetch_add(usize::from(won), SeqCst);
+                finished.fetch_add(1, SeqCst);
+                if won {
+                    Ok(d.len())
+                } else {
+                    Err(Errno::ENODEV)
+                }
+            })
+        };
+        let file = fs
+            .create_file(&dir, "remove", 0o200, 0, 0, ops.clone())
+            .unwrap();
+        me.set(Arc::downgrade(&file)).unwrap();
+        let file2 = match how {
+            SelfRemoval::Parent => fs.create_file(&dir, "unbind", 0o200, 0, 0, ops).unwrap(),
+            _ => file.clone(),
+        };
+        let (of1, of2) = (
+            fs.open(&file, libc::O_WRONLY, &Creds::ROOT).unwrap(),
+            fs.open(&file2, libc::O_WRONLY, &Creds::ROOT).unwrap(),
+        );
+        let outside_won = std::thread::scope(|s| {
+            let w1 = s.spawn(|| of1.write(b"1"));
+            let w2 = s.spawn(|| of2.write(b"1"));
+            inside.wait();
+            // Even rounds: the node the stores remove; odd rounds: always the directory.
+            let same = round % 2 == 0;
+            let target = match how {
+                SelfRemoval::Parent => &dir,
+                _ if same => &file,
+                _ => &dir,
+            };
+            let r = fs.remove(target);
+            if Arc::ptr_eq(target, &file) {
+                // The outside removal of the node waited for both stores (their references
+                // are broken only for removals from inside callbacks). A removal of the
+                // directory need not: a store may have unlinked its node already.
+                assert_eq!(finished.load(SeqCst), 2, "{how:?}: remove returned early");
+            }
+            let (r1, r2) = (w1.join().unwrap(), w2.join().unwrap());
+            for r in [r1, r2] {
+                assert!(matches!(r, Ok(1) | Err(Errno::ENODEV)), "{r:?}");
+            }
+            r.is_ok() && (same || matches!(how, SelfRemoval::Parent))
+        });
+        // Of the removals of one node, exactly one wins.
+        let winners = wins.load(SeqCst) + usize::from(outside_won);
+        if round % 2 == 0 || matches!(how, SelfRemoval::Parent) {
+            assert_eq!(winners, 1, "{how:?}: {winners} removals won");
+        } else {
+            assert!(winners <= 1, "{how:?}: {winners} removals won");
+        }
+        assert!(!file.is_active() && !file2.is_active());
+        assert_eq!(of1.write(b"1").unwrap_err(), Errno::ENODEV);
+        let _ = fs.remove(&dir);
+    }
+}
+
+/// A poller registers and re-checks while a notifier increments and checks for waiters
+/// without the queue's mutex: over many rounds, every notify issued after the poller
+/// cleared its event is seen (no lost wakeup; a lost one hangs and trips the watchdog).
+#[test]
+fn notify_never_loses_a_wakeup() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        within(120, &format!("{locking:?}"), move || {
+            let fs = Kernfs::new(locking);
+            let t = demo_tree(&fs).unwrap();
+            let round = Arc::new(AtomicU64::new(0));
+            let poller = {
+                let (fs, knob, round) = (fs.clone(), t.knob.clone(), round.clone());
+                std::thread::spawn(move || {
+                    let of = fs.open(&knob, libc::O_RDONLY, &USER).unwrap();
+                    let mut b = [0u8; 16];
+                    for r in 1..=3000 {
+                        of.read_at(&mut b, 0).unwrap(); // clears the change
+                        round.store(r, SeqCst);
+                        let m = of.wait_event(None);
+                        assert_eq!(m & POLL_CHANGED, POLL_CHANGED);
+                    }
+                })
+            };
+            let mut last = 0;
+            while last < 3000 {
+                let r = round.load(SeqCst);
+                if r == last {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                last = r;
+                fs.notify(&t.knob);
+            }
+            poller.join().unwrap();
+        });
+    }
+}

@@ -2,7 +2,8 @@
 //! no other test's locking is counted): in the scalable design a path walk, open, read and
 //! close of an attribute takes no tree, directory or global lock — only the node's hashed
 //! open-file mutex (twice) and the open file's own mutex; the legacy design takes the tree
-//! rwsem on every step and the global open-node lock on open and close.
+//! rwsem on every step and the global open-node lock on open and close. `notify` takes the
+//! poll wait queue's mutex only when a poller is registered.
 
 use scalevfs_kernfs::demo::{demo_tree, gid_path};
 use scalevfs_kernfs::*;
@@ -58,4 +59,27 @@ fn hot_path_lock_footprint() {
     // 7 components: a permission check and a lookup each, plus open's permission check.
     assert_eq!(get(&l, "kernfs_rwsem"), 10 * (7 * 2 + 1), "{l:?}");
     assert_eq!(get(&l, "kernfs_dir_mutex"), 0, "{l:?}");
+
+    // notify takes the poll wait queue's mutex only when a poller is registered.
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        let t = demo_tree(&fs).unwrap();
+        let of = fs.open(&t.knob, libc::O_RDONLY, &Creds::ROOT).unwrap();
+        of.read(&mut [0u8; 16]).unwrap();
+        let waitq = |fs: &Kernfs| {
+            lockstat_reset();
+            lockstat::enable();
+            for _ in 0..10 {
+                fs.notify(&t.knob);
+            }
+            lockstat::disable();
+            acq(&file::POLL_WAITQ_CLASS)
+        };
+        assert_eq!(waitq(&fs), 0, "{locking:?}: no poller");
+        assert_eq!(of.poll(), DEFAULT_POLLMASK | POLL_CHANGED);
+        let key = of.add_waiter(std::sync::Arc::new(|_| {})).unwrap();
+        assert_eq!(waitq(&fs), 10, "{locking:?}: a poller");
+        assert!(of.remove_waiter(key));
+        assert_eq!(waitq(&fs), 0, "{locking:?}: poller gone");
+    }
 }

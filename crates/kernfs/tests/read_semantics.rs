@@ -1,6 +1,8 @@
-//! Read, seek and write-permission semantics compared with a real sysfs attribute on the
+//! Read, seek and write-permission semantics compared with real sysfs attributes on the
 //! host: the same script of calls runs on the host file (libc) and on a kernfs file whose
-//! `show` returns the same bytes, and every result (data or errno) must match.
+//! `show` returns the same bytes, and every result (data or errno) must match. A short
+//! attribute (about 20 bytes) checks the edge cases; a long one (over 100 bytes, so many
+//! 40-byte reads) checks partial reads, seeks and EOF across the content.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -17,7 +19,18 @@ const HOST_FILES: &[&str] = &[
     "/sys/devices/system/cpu/possible",
 ];
 
-#[derive(Debug, PartialEq, Eq)]
+/// Longer stable attributes (more than 100 bytes, so 40-byte reads cross many chunks and
+/// positions past the short files' ends are compared); the first present is used. All
+/// are plain text attributes (not bin attributes) that do not change while read.
+const HOST_LONG_FILES: &[&str] = &[
+    "/sys/devices/system/cpu/hotplug/states",
+    "/sys/devices/system/cpu/modalias",
+    "/sys/devices/system/cpu/cpu0/uevent",
+    "/sys/kernel/cgroup/features",
+    "/sys/devices/system/cpu/vulnerabilities/spectre_v2",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Res {
     Data(Vec<u8>),
     Pos(i64),
@@ -30,6 +43,7 @@ enum Op {
     Pread(usize, i64),
     Seek(i64, i32),
     Write(&'static [u8]),
+    Pwrite(&'static [u8], i64),
 }
 
 fn script() -> Vec<Op> {
@@ -96,6 +110,8 @@ fn run_host(path: &str, ops: &[Op]) -> Vec<Res> {
                 Op::Pread(n, off) => unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), n, off) },
                 // SAFETY: `d` is valid for `d.len()` bytes; `fd` is open.
                 Op::Write(d) => unsafe { libc::write(fd, d.as_ptr().cast(), d.len()) },
+                // SAFETY: as above.
+                Op::Pwrite(d, off) => unsafe { libc::pwrite(fd, d.as_ptr().cast(), d.len(), off) },
                 Op::Seek(off, wh) => {
                     // SAFETY: `fd` is open; lseek touches no memory of ours.
                     let p = unsafe { libc::lseek(fd, off, wh) };
@@ -128,6 +144,7 @@ fn run_kernfs(of: &KernfsOpenFile, ops: &[Op]) -> Vec<Res> {
                 Op::Read(n) => of.read(&mut buf[..n]),
                 Op::Pread(n, off) => of.read_at(&mut buf[..n], off),
                 Op::Write(d) => of.write(d),
+                Op::Pwrite(d, off) => of.write_at(d, off),
                 Op::Seek(off, wh) => return of.llseek(off, wh).map_or_else(e, Res::Pos),
             };
             match r {
@@ -151,6 +168,7 @@ fn run_vfs(p: &scalevfs::Process, fd: i32, ops: &[Op]) -> Vec<Res> {
                 Op::Read(n) => p.read(fd, &mut buf[..n]),
                 Op::Pread(n, off) => p.pread64(fd, &mut buf[..n], off),
                 Op::Write(d) => p.write(fd, d),
+                Op::Pwrite(d, off) => p.pwrite64(fd, d, off),
                 Op::Seek(off, wh) => return p.lseek(fd, off, wh).map_or_else(e, Res::Pos),
             };
             match r {
@@ -171,6 +189,110 @@ fn host_file() -> Option<(&'static str, Vec<u8>)> {
             .filter(|c| !c.is_empty())
             .map(|c| (*p, c))
     })
+}
+
+/// The first long host attribute, if its content is stable (two reads agree) and fits
+/// one `show` (more than 100 and less than 4096 bytes).
+fn host_long_file() -> Option<(&'static str, Vec<u8>)> {
+    HOST_LONG_FILES.iter().find_map(|p| {
+        let a = std::fs::read(p).ok()?;
+        let b = std::fs::read(p).ok()?;
+        (a == b && a.len() > 100 && a.len() < 4096).then_some((*p, a))
+    })
+}
+
+/// Partial reads over the whole content and past it, seeks into the middle, to the last
+/// bytes and past the end, preads across chunk boundaries, for content of `len` bytes.
+fn long_script(len: usize) -> Vec<Op> {
+    use Op::*;
+    let (set, cur, end) = (libc::SEEK_SET, libc::SEEK_CUR, libc::SEEK_END);
+    let l = len as i64;
+    let mut v: Vec<Op> = (0..len / 40 + 3).map(|_| Read(40)).collect();
+    v.extend([
+        Seek(0, cur),
+        Seek(0, set),
+        Read(len / 2 + 3),
+        Read(40),
+        Seek(0, cur),
+        Read(4096),
+        Read(40),
+        Seek(l - 10, set),
+        Read(40),
+        Read(40),
+        Seek(l, set),
+        Read(10),
+        Seek(l + 1, set),
+        Read(10),
+        Seek(l / 3, set),
+        Read(7),
+        Read(7),
+        Seek(-3, cur),
+        Read(40),
+        Pread(40, 100),
+        Read(40),
+        Pread(40, l - 5),
+        Pread(40, l),
+        Pread(40, l + 100),
+        Pread(4096, 0),
+        Pread(1, l - 1),
+        Seek(50 - 4096, end),
+        Read(40),
+        Seek(0, set),
+    ]);
+    v.extend((0..len / 97 + 2).map(|_| Read(97)));
+    v.extend([Seek(l - 1, set), Read(1), Read(1), Seek(0, cur)]);
+    v
+}
+
+/// The long host attribute through the API and through the VFS: every result (data,
+/// position or errno) of [`long_script`] matches the host's.
+#[test]
+fn long_file_same_results_as_host_sysfs() {
+    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+    let Some((path, content)) = host_long_file() else {
+        eprintln!("no stable sysfs attribute over 100 bytes on this host; skipping");
+        return;
+    };
+    let ops = long_script(content.len());
+    let host = run_host(path, &ops);
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let fs = Kernfs::new(locking);
+        let f = fs
+            .create_file(
+                fs.root(),
+                "attr",
+                0o444,
+                0,
+                0,
+                FnAttr::constant(content.clone()),
+            )
+            .unwrap();
+        let of = fs.open(&f, libc::O_RDONLY, &Creds::ROOT).unwrap();
+        let ours = run_kernfs(&of, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "API op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
+        let fd = p
+            .openat(libc::AT_FDCWD, "/sys/attr", libc::O_RDONLY, 0)
+            .unwrap();
+        let ours = run_vfs(&p, fd, &ops);
+        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
+            assert_eq!(h, o, "VFS op {i} {:?} on {path} ({locking:?})", ops[i]);
+        }
+        p.close(fd).unwrap();
+    }
+    eprintln!(
+        "compared {} ops on {path} ({} bytes)",
+        ops.len(),
+        content.len()
+    );
 }
 
 #[test]
@@ -306,5 +428,86 @@ fn show_runs_per_pass_and_partial_reads_are_consistent() {
         assert_eq!(of2.read(&mut b).unwrap_err(), Errno::ENODEV);
         assert_eq!(of.read_at(&mut b, 0).unwrap_err(), Errno::ENODEV);
         assert_eq!(calls.load(Relaxed), 4);
+    }
+}
+
+/// Writes ignore the position, as `kernfs_fop_write_iter` does (no `generic_write_checks`,
+/// so no `EFBIG` at `s_maxbytes`); only `rw_verify_area` refuses a position whose end
+/// overflows `loff_t` (`EINVAL`). After a write the position moves by the count, past
+/// `2^31 - 1` too, while `lseek` stays bounded by it. The expected results are those of
+/// `/sys/kernel/mm/transparent_hugepage/enabled` on a 6.18 host (written with its own
+/// value by root; not redone here, as it changes host state).
+fn write_position_script() -> Vec<(Op, Res)> {
+    use Op::*;
+    let v = b"madvise\n";
+    let n = Res::Data(vec![0; v.len()]); // a write's result: its count
+    let einval = Res::Err(libc::EINVAL);
+    let max = i64::MAX;
+    let big = (1i64 << 31) - 1;
+    vec![
+        (Pwrite(v, 1 << 31), n.clone()),
+        (Pwrite(v, 1 << 62), n.clone()),
+        (Pwrite(v, max - v.len() as i64), n.clone()),
+        (Pwrite(v, max - v.len() as i64 + 1), einval.clone()),
+        (Pwrite(v, max), einval.clone()),
+        (Seek(big, libc::SEEK_SET), Res::Pos(big)),
+        (Write(v), n.clone()),
+        (Seek(0, libc::SEEK_CUR), Res::Pos(big + 8)),
+        (Write(v), n.clone()),
+        (Seek(0, libc::SEEK_CUR), Res::Pos(big + 16)),
+        (Seek(1, libc::SEEK_CUR), einval),
+        (Read(100), Res::Data(vec![])),
+        (Pread(100, 1 << 40), Res::Data(vec![])),
+        (Pread(100, max - 100), Res::Data(vec![])),
+        (Pread(100, max - 99), Res::Err(libc::EINVAL)),
+    ]
+}
+
+#[test]
+fn writes_ignore_the_position_as_kernfs_does() {
+    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+    let script = write_position_script();
+    let ops: Vec<Op> = script.iter().map(|(o, _)| *o).collect();
+    let attr = |fs: &Kernfs| {
+        fs.create_file(
+            fs.root(),
+            "enabled",
+            0o644,
+            0,
+            0,
+            FnAttr::rw(
+                |_, b| {
+                    b.extend_from_slice(b"always [madvise] never\n");
+                    Ok(())
+                },
+                |_, d| Ok(d.len()),
+            ),
+        )
+        .unwrap()
+    };
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        // The API.
+        let fs = Kernfs::new(locking);
+        let of = fs.open(&attr(&fs), libc::O_RDWR, &Creds::ROOT).unwrap();
+        for (i, (r, (op, want))) in run_kernfs(&of, &ops).iter().zip(&script).enumerate() {
+            assert_eq!(r, want, "API op {i} {op:?} ({locking:?})");
+        }
+        // Through the VFS.
+        let fs = Kernfs::new(locking);
+        attr(&fs);
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
+        let fd = p
+            .openat(libc::AT_FDCWD, "/sys/enabled", libc::O_RDWR, 0)
+            .unwrap();
+        for (i, (r, (op, want))) in run_vfs(&p, fd, &ops).iter().zip(&script).enumerate() {
+            assert_eq!(r, want, "VFS op {i} {op:?} ({locking:?})");
+        }
+        p.close(fd).unwrap();
     }
 }

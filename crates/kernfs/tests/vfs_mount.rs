@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, gid_path, gid_string, DemoTree};
-use scalevfs_kernfs::{Kernfs, KernfsFs, Locking, SetAttr};
+use scalevfs_kernfs::{Creds, FnAttr, Kernfs, KernfsFs, Locking, SetAttr};
 use scalevfs_vfs::core::decode_dirents;
 use scalevfs_vfs::Errno;
 
@@ -188,6 +188,43 @@ fn knob_writes_reach_store_and_its_errors_reach_the_writer() {
     assert_eq!(p.write(fd, b"7"), Ok(1));
     p.close(fd).unwrap();
     assert_eq!(d.knob_value.load(std::sync::atomic::Ordering::Relaxed), 7);
+}
+
+/// A 0666 attribute without `store` (or without `show`) cannot be opened that way, even
+/// by root: EACCES at open, as kernfs_fop_open picks by the ops, not EIO at write.
+#[test]
+fn attribute_without_a_method_refuses_open_through_the_vfs() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, k, _d, p) = setup(locking);
+        let dir = k
+            .lookup_path("kernel/scalevfs", &Creds::ROOT, true)
+            .unwrap();
+        k.create_file(&dir, "ro", 0o666, 0, 0, FnAttr::constant("r\n"))
+            .unwrap();
+        k.create_file(&dir, "wo", 0o666, 0, 0, FnAttr::wo(|_, d| Ok(d.len())))
+            .unwrap();
+        let at = libc::AT_FDCWD;
+        for flags in [libc::O_WRONLY, libc::O_RDWR] {
+            assert_eq!(
+                p.openat(at, "/sys/kernel/scalevfs/ro", flags, 0),
+                Err(Errno::EACCES)
+            );
+        }
+        for flags in [RO, libc::O_RDWR] {
+            assert_eq!(
+                p.openat(at, "/sys/kernel/scalevfs/wo", flags, 0),
+                Err(Errno::EACCES)
+            );
+        }
+        let fd = p.openat(at, "/sys/kernel/scalevfs/ro", RO, 0).unwrap();
+        assert_eq!(read_all(&p, fd, 16), b"r\n");
+        p.close(fd).unwrap();
+        let fd = p
+            .openat(at, "/sys/kernel/scalevfs/wo", libc::O_WRONLY, 0)
+            .unwrap();
+        assert_eq!(p.write(fd, b"1"), Ok(1));
+        p.close(fd).unwrap();
+    }
 }
 
 #[test]
@@ -504,5 +541,100 @@ fn poll_and_epoll_syscalls_on_an_attribute_fd() {
         for f in [fd, dfd, ep] {
             p.close(f).unwrap();
         }
+    }
+}
+
+/// An embedder that creates nodes, lets them be reached once through the VFS and removes
+/// them again must not grow the file system's inode map: removal forgets the inode of
+/// every removed node (files, directories, symlinks, whole subtrees), even if nobody walks
+/// the removed path again; once the dcache drops the stale dentries, the inodes go too.
+#[test]
+fn removed_nodes_leave_the_inode_map() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let vfs = Vfs::new(VfsOptions {
+            locking,
+            ..Default::default()
+        });
+        let p = Process::new(&vfs, Credentials::root());
+        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
+        let k = Kernfs::new(locking);
+        let demo = demo_tree(&k).unwrap();
+        let kfs = KernfsFs::new(k.clone());
+        vfs.mount("/sys", kfs.clone()).unwrap();
+        let at = libc::AT_FDCWD;
+        // Base: the demo tree walked once.
+        assert!(p.newfstatat(at, gid(0), 0).is_ok());
+        let base = kfs.cached_inodes();
+        let sbs = vfs.core().superblocks();
+        let sb = sbs.iter().find(|sb| sb.fs.fs_type() == "sysfs");
+        let sb = sb.expect("the kernfs superblock");
+        let base_inodes = sb.inode_count();
+        for round in 0..200 {
+            let d = k
+                .create_dir(k.root(), format!("dev{round}"), 0o755, 0, 0)
+                .unwrap();
+            let f = k
+                .create_file(&d, "attr", 0o444, 0, 0, FnAttr::constant("x\n"))
+                .unwrap();
+            k.create_link(&d, "link", &demo.gids_dir).unwrap();
+            let fd = p
+                .openat(at, format!("/sys/dev{round}/attr"), RO, 0)
+                .unwrap();
+            assert_eq!(read_all(&p, fd, 8), b"x\n");
+            p.close(fd).unwrap();
+            assert!(p
+                .readlinkat(at, format!("/sys/dev{round}/link"), &mut [0u8; 256])
+                .is_ok());
+            assert!(kfs.cached_inodes() >= base + 3);
+            // Alternately the file then the directory, or the directory at once.
+            if round % 2 == 0 {
+                k.remove(&f).unwrap();
+            }
+            k.remove(&d).unwrap();
+            assert_eq!(kfs.cached_inodes(), base, "round {round}");
+        }
+        // Lookups racing with removals map nothing for a node being removed.
+        for round in 200..300 {
+            let d = k
+                .create_dir(k.root(), format!("dev{round}"), 0o755, 0, 0)
+                .unwrap();
+            for i in 0..8 {
+                k.create_file(&d, format!("a{i}"), 0o444, 0, 0, FnAttr::constant("y"))
+                    .unwrap();
+            }
+            std::thread::scope(|s| {
+                for t in 0..2 {
+                    let vfs = vfs.clone();
+                    s.spawn(move || {
+                        let q = Process::new(&vfs, Credentials::root());
+                        // Until the directory is gone: look the files up again and again.
+                        let mut gone = false;
+                        while !gone {
+                            gone = true;
+                            for i in 0..8 {
+                                let path = format!("/sys/dev{round}/a{}", (i + t * 3) % 8);
+                                match q.newfstatat(libc::AT_FDCWD, path, 0) {
+                                    Ok(_) => gone = false,
+                                    Err(e) => assert_eq!(e, Errno::ENOENT),
+                                }
+                            }
+                        }
+                    });
+                }
+                k.remove(&d).unwrap();
+            });
+            assert_eq!(kfs.cached_inodes(), base, "round {round}");
+        }
+        for round in 0..300 {
+            assert_eq!(
+                p.newfstatat(at, format!("/sys/dev{round}/attr"), 0),
+                Err(Errno::ENOENT)
+            );
+        }
+        // The cached dentries of the removed nodes still hold their inodes; once the
+        // dcache lets them go, nothing else does (the map used to).
+        vfs.drop_caches();
+        assert_eq!(sb.inode_count(), base_inodes, "{locking:?}");
+        assert_eq!(kfs.cached_inodes(), base, "{locking:?}");
     }
 }
