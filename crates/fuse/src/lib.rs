@@ -21,7 +21,10 @@
 //! gid and pid), and computes the set-id bit changes (we do not set
 //! `FUSE_HANDLE_KILLPRIV`, so they arrive as explicit mode changes) and the umask. The VFS
 //! then runs each operation without permission checks, and new files are owned by the
-//! request's uid and gid (or a setgid directory's group).
+//! request's uid and gid (or a setgid directory's group). The exception is a CREATE that
+//! finds its name already there (made behind the kernel's back after its LOOKUP): the
+//! kernel checked nothing on that file, so the server does, with the caller's
+//! credentials (`Fs::create`).
 //!
 //! ## Threads
 //!

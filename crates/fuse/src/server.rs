@@ -22,7 +22,7 @@ use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{
     FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
 };
-use scalevfs_vfs::{Errno, Stat, Timespec};
+use scalevfs_vfs::{Cred, Errno, FileRef, Stat, Timespec};
 
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 
@@ -50,6 +50,9 @@ pub struct Stats {
     pub interrupts: u64,
     /// Open file and directory handles.
     pub open_files: u64,
+    /// CREATEs that found the name already there without `O_EXCL` (created behind the
+    /// kernel's back after its LOOKUP).
+    pub create_races: u64,
 }
 
 pub(crate) struct Fs {
@@ -62,6 +65,7 @@ pub(crate) struct Fs {
     posix_requests: ShardedCounter,
     flock_requests: ShardedCounter,
     interrupts: ShardedCounter,
+    create_races: ShardedCounter,
 }
 
 fn e(err: Errno) -> i32 {
@@ -128,6 +132,7 @@ impl Fs {
             posix_requests: ShardedCounter::new(),
             flock_requests: ShardedCounter::new(),
             interrupts: ShardedCounter::new(),
+            create_races: ShardedCounter::new(),
         }
     }
 
@@ -141,6 +146,7 @@ impl Fs {
             waiting: self.waits.len() as u64,
             interrupts: self.interrupts.sum(),
             open_files: self.files.len() as u64,
+            create_races: self.create_races.sum(),
         }
     }
 
@@ -208,6 +214,60 @@ impl Fs {
         let file = self.vfs.core().node_open(&node, flags).map_err(e)?;
         Ok(self.files.insert(Handle::new(node, file)))
     }
+
+    /// CREATE: `open(dir/name, O_CREAT | flags, mode)`. The kernel sends it after its
+    /// LOOKUP found no entry, and takes the reply as a file it created: it checks
+    /// nothing on the file and does not truncate it. So if the name appeared meanwhile
+    /// (behind the kernel's back) and `O_EXCL` is not set, this is an open of an existing
+    /// file that only we can check, as `open(2)` would: the file's permissions for the
+    /// caller and `O_TRUNC` ([`caller_cred`]). A CREATE reply must be a regular file (the
+    /// kernel answers `EIO` otherwise), so anything else gets `ESTALE`: the kernel then
+    /// walks the path again with `LOOKUP_REVAL`, finds the name and opens it itself, as
+    /// Linux does (a directory's `EISDIR`, a symlink followed, a FIFO's open sleeping in
+    /// the caller rather than on a worker).
+    fn create(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        flags: i32,
+        req: &Request,
+    ) -> Res<(Node, FileRef)> {
+        self.create_as(dir, name, mode, flags, owner_of(req), || caller_cred(req))
+    }
+
+    /// [`Fs::create`] with the owner of a new file and the caller's credentials (asked
+    /// for only if the name exists).
+    fn create_as(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        flags: i32,
+        owner: Owner,
+        cred: impl Fn() -> Cred,
+    ) -> Res<(Node, FileRef)> {
+        let core = self.vfs.core();
+        // The name may come and go behind our back as well: a few rounds, then let the
+        // kernel walk again.
+        for _ in 0..3 {
+            match core.node_create(dir, name, mode, flags, owner) {
+                Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {}
+                r => return r.map_err(e),
+            }
+            self.create_races.inc();
+            let node = match core.node_lookup(dir, name) {
+                Err(Errno::ENOENT) => continue,
+                r => r.map_err(e)?,
+            };
+            if !node.inode().is_reg() {
+                return Err(libc::ESTALE);
+            }
+            let file = core.node_open_as(&node, flags, &cred()).map_err(e)?;
+            return Ok((node, file));
+        }
+        Err(libc::ESTALE)
+    }
 }
 
 /// Runs on every worker thread.
@@ -221,6 +281,35 @@ fn owner_of(req: &Request) -> Owner {
         uid: req.uid(),
         gid: req.gid(),
     }
+}
+
+/// The caller's credentials for a check the kernel did not make: the header's fsuid and
+/// fsgid, and the supplementary groups of the calling thread from `/proc/PID/status` when
+/// that thread is visible and still has the header's fsuid and fsgid (none otherwise: a
+/// caller in another pid namespace, or gone). uid 0 counts as holding every capability
+/// (`Cred::is_root`); other capabilities are not seen.
+fn caller_cred(req: &Request) -> Cred {
+    let (uid, gid) = (req.uid(), req.gid());
+    let groups = std::fs::read_to_string(format!("/proc/{}/status", req.pid()))
+        .ok()
+        .filter(|_| req.pid() != 0)
+        .and_then(|s| status_groups(&s, uid, gid))
+        .unwrap_or_default();
+    Cred { uid, gid, groups }
+}
+
+/// The `Groups:` of a `/proc/PID/status` text whose fsuid and fsgid (the fourth `Uid:`
+/// and `Gid:` fields) are `uid` and `gid`; `None` if they differ or a line is missing.
+fn status_groups(status: &str, uid: u32, gid: u32) -> Option<Vec<u32>> {
+    let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key));
+    let fs_id = |key: &str| -> Option<u32> { field(key)?.split_whitespace().nth(3)?.parse().ok() };
+    if fs_id("Uid:")? != uid || fs_id("Gid:")? != gid {
+        return None;
+    }
+    field("Groups:")?
+        .split_whitespace()
+        .map(|g| g.parse().ok())
+        .collect()
 }
 
 impl Dispatcher {
@@ -332,21 +421,9 @@ impl Dispatcher {
             },
             Operation::Create(op) => {
                 let flags = op.open_flags() as i32;
-                let r = fs.node(op.parent()).and_then(|d| {
-                    let name = name_bytes(op.name());
-                    match core.node_create(&d, name, op.mode(), flags, owner_of(&req)) {
-                        // Created meanwhile and no O_EXCL: open(2) opens the existing file.
-                        Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {
-                            let n = core.node_lookup(&d, name).map_err(e)?;
-                            if n.is_dir() {
-                                return Err(libc::EISDIR);
-                            }
-                            let f = core.node_open(&n, flags).map_err(e)?;
-                            Ok((n, f))
-                        }
-                        r => r.map_err(e),
-                    }
-                });
+                let r = fs
+                    .node(op.parent())
+                    .and_then(|d| fs.create(&d, name_bytes(op.name()), op.mode(), flags, &req));
                 match r {
                     Ok((node, file)) => {
                         let fh = fs.files.insert(Handle::new(node.clone(), file));
@@ -469,14 +546,10 @@ impl Dispatcher {
             }
             Operation::Access(op) => {
                 // Only sent without default_permissions (we always mount with it): check
-                // with the request's uid/gid (no supplementary groups) for completeness.
+                // with the caller's credentials for completeness.
                 match fs.node(op.ino()) {
                     Ok(n) => {
-                        let cred = scalevfs_vfs::Cred {
-                            uid: req.uid(),
-                            gid: req.gid(),
-                            groups: Vec::new(),
-                        };
+                        let cred = caller_cred(&req);
                         let m = op.mask() as i32;
                         let mut mask = 0;
                         if m & libc::R_OK != 0 {
@@ -796,6 +869,97 @@ mod tests {
             Err(libc::EINVAL),
             "start beyond OFFSET_MAX"
         );
+    }
+
+    /// CREATE of a name that exists (made behind the kernel's back) without `O_EXCL`: an
+    /// open checked with the caller's credentials, `O_TRUNC` honoured, anything but a
+    /// regular file handed back to the kernel (`ESTALE`).
+    #[test]
+    fn create_of_an_existing_name_is_a_checked_open() {
+        let fs = Fs::new(Vfs::new(scalevfs::VfsOptions::default()));
+        let core = fs.vfs.core();
+        let root = core.root_node();
+        let user = |uid| Owner { uid, gid: uid };
+        let cred = |uid| {
+            move || Cred {
+                uid,
+                gid: uid,
+                groups: Vec::new(),
+            }
+        };
+        let f = core
+            .node_mknod(&root, b"secret", libc::S_IFREG | 0o600, user(1000))
+            .unwrap();
+        core.file_write_at(&core.node_open(&f, libc::O_WRONLY).unwrap(), b"data", 0)
+            .unwrap();
+        let create = |name: &[u8], flags, uid| {
+            fs.create_as(&root, name, 0o644, flags, user(uid), cred(uid))
+                .map(|(n, _)| n)
+        };
+        assert_eq!(
+            create(b"secret", libc::O_RDWR, 2000).err(),
+            Some(libc::EACCES),
+            "someone else's 0600 file"
+        );
+        assert_eq!(
+            create(b"secret", libc::O_RDONLY | libc::O_TRUNC, 2000).err(),
+            Some(libc::EACCES),
+            "O_TRUNC needs write permission"
+        );
+        assert_eq!(f.stat().size, 4);
+        let n = create(b"secret", libc::O_WRONLY | libc::O_TRUNC, 1000).unwrap();
+        assert_eq!(n.ino(), f.ino(), "the existing file, opened");
+        assert_eq!(f.stat().size, 0, "O_TRUNC honoured");
+        assert_eq!(
+            create(b"secret", libc::O_RDWR | libc::O_EXCL, 1000).err(),
+            Some(libc::EEXIST)
+        );
+        // A group member's access comes from the supplementary groups.
+        core.node_setattr(
+            &f,
+            &scalevfs::inodes::SetAttr {
+                mode: Some(0o640),
+                gid: Some(3000),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let member = || Cred {
+            uid: 2000,
+            gid: 2000,
+            groups: vec![3000],
+        };
+        fs.create_as(&root, b"secret", 0o644, libc::O_RDONLY, user(2000), member)
+            .unwrap();
+        // Not a regular file: the kernel must open it (a FIFO would block a worker here).
+        core.node_mknod(&root, b"fifo", libc::S_IFIFO | 0o666, user(0))
+            .unwrap();
+        core.node_mkdir(&root, b"dir", 0o777, user(0)).unwrap();
+        core.node_symlink(&root, b"link", b"secret", user(0))
+            .unwrap();
+        for name in [&b"fifo"[..], b"dir", b"link"] {
+            assert_eq!(
+                create(name, libc::O_RDONLY | libc::O_NONBLOCK, 0).err(),
+                Some(libc::ESTALE),
+                "{name:?}"
+            );
+        }
+        // A new name is created with the given owner.
+        let n = create(b"new", libc::O_RDWR, 2000).unwrap();
+        assert_eq!((n.stat().uid, n.stat().gid), (2000, 2000));
+        assert_eq!(fs.stats().create_races, 7);
+    }
+
+    #[test]
+    fn supplementary_groups_come_from_status_when_the_fs_ids_match() {
+        let status = "Name:\tx\nUid:\t1\t2\t3\t1000\nGid:\t4\t5\t6\t100\nGroups:\t7 8 \n";
+        assert_eq!(status_groups(status, 1000, 100), Some(vec![7, 8]));
+        assert_eq!(status_groups(status, 1, 100), None, "fsuid differs");
+        assert_eq!(status_groups(status, 1000, 4), None, "fsgid differs");
+        let none = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n";
+        assert_eq!(status_groups(none, 0, 0), Some(vec![]));
+        assert_eq!(status_groups("Uid:\t0\t0\t0\t0\n", 0, 0), None);
+        assert_eq!(status_groups("garbage", 0, 0), None);
     }
 
     #[test]

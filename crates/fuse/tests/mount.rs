@@ -562,3 +562,137 @@ print(c.execute('select count(*), count(distinct a * 1000 + b) from t').fetchone
     );
     server.unmount().unwrap();
 }
+
+/// `open(O_CREAT)` without `O_EXCL` racing with a file created behind the kernel's back
+/// (through the `Vfs` directly): the kernel's LOOKUP finds no entry, then its CREATE finds
+/// one. The caller must get what `open(2)` of an existing file gives on Linux: the file's
+/// permission check with the caller's credentials (never someone else's 0600 file for
+/// writing), and a FIFO opened as a FIFO (not `EIO`, not a worker blocked in it).
+#[test]
+fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        allow_other: true,
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let root = dir.path().to_owned();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let vfs = server.vfs().clone();
+    // Shared with the child: [started, made, then the outcomes: own new file, FIFO,
+    // EACCES, ESTALE, uid 1000's file opened for writing, EIO, anything else].
+    const N: usize = 9;
+    const ROUNDS: u64 = 1500;
+    // SAFETY: a fresh anonymous shared mapping of N u64s, unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            N * 8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(map, libc::MAP_FAILED);
+    // SAFETY: the mapping is N zeroed, aligned u64s, alive until the munmap below (after
+    // the child exited); AtomicU64 has u64's layout.
+    let shared: &[AtomicU64] = unsafe { std::slice::from_raw_parts(map.cast(), N) };
+    let names: Vec<std::ffi::CString> = (0..ROUNDS)
+        .map(|i| cpath(&root.join(format!("x{i}"))))
+        .collect();
+    std::thread::scope(|s| {
+        // Behind the kernel's back: x<i> appears (uid 1000's 0600 file, or a FIFO) at a
+        // varying moment after the child starts to open it.
+        s.spawn(|| {
+            let core = vfs.core();
+            let top = core.root_node();
+            let owner = scalevfs::inodes::Owner {
+                uid: 1000,
+                gid: 1000,
+            };
+            for i in 0..ROUNDS {
+                while shared[0].load(SeqCst) <= i {
+                    std::hint::spin_loop();
+                }
+                let t = std::time::Instant::now();
+                let delay = std::time::Duration::from_micros(i * 7919 % 300);
+                while t.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                let mode = if i % 2 == 0 {
+                    libc::S_IFREG | 0o600
+                } else {
+                    libc::S_IFIFO | 0o666
+                };
+                let _ = core.node_mknod(&top, format!("x{i}").as_bytes(), mode, owner);
+                shared[1].store(i + 1, SeqCst);
+            }
+        });
+        let pid = fork_child(|| {
+            // SAFETY: raw syscalls in the child: uid/gid 2000, then open and fstat.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(2000) != 0
+                    || libc::setuid(2000) != 0
+                {
+                    return 1;
+                }
+            }
+            for (i, name) in names.iter().enumerate() {
+                shared[0].store(i as u64 + 1, SeqCst);
+                // SAFETY: a NUL-terminated path; fstat into a zeroed stat.
+                let slot = unsafe {
+                    let fd = libc::open(
+                        name.as_ptr(),
+                        libc::O_CREAT | libc::O_RDWR | libc::O_NONBLOCK,
+                        0o600,
+                    );
+                    if fd >= 0 {
+                        let mut st: libc::stat = std::mem::zeroed();
+                        libc::fstat(fd, &mut st);
+                        libc::close(fd);
+                        match (st.st_mode & libc::S_IFMT, st.st_uid) {
+                            (libc::S_IFREG, 2000) => 2,
+                            (libc::S_IFIFO, _) => 3,
+                            _ => 6,
+                        }
+                    } else {
+                        match errno() {
+                            libc::EACCES => 4,
+                            libc::ESTALE => 5,
+                            libc::EIO => 7,
+                            _ => 8,
+                        }
+                    }
+                };
+                shared[slot].fetch_add(1, SeqCst);
+                while shared[1].load(SeqCst) <= i as u64 {
+                    std::hint::spin_loop();
+                }
+            }
+            0
+        });
+        assert_eq!(wait_child(pid), 0);
+    });
+    let c: Vec<u64> = shared.iter().map(|a| a.load(SeqCst)).collect();
+    // SAFETY: unmapping what was mapped above; `shared` is not used after this.
+    unsafe { libc::munmap(map, N * 8) };
+    let races = server.stats().create_races;
+    eprintln!(
+        "outcomes (own, FIFO, EACCES, ESTALE, ...) {:?}; CREATE races {races}",
+        &c[2..]
+    );
+    assert!(races > 0, "the race was never hit: the test proved nothing");
+    assert_eq!(
+        c[6], 0,
+        "uid 2000 opened uid 1000's 0600 file for writing: {c:?}"
+    );
+    assert_eq!(c[7], 0, "EIO: {c:?}");
+    assert_eq!(c[8], 0, "unexpected errors: {c:?}");
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
