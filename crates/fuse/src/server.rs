@@ -80,8 +80,9 @@ fn dur(t: Timespec) -> Duration {
     }
 }
 
-fn fill_attr(st: &Stat, a: &mut FileAttr) {
-    a.ino(st.ino);
+/// `ino`: the number the mount reports ([`NodeTable::ino_of`]), not `st.ino`.
+fn fill_attr(st: &Stat, ino: u64, a: &mut FileAttr) {
+    a.ino(ino);
     a.mode(st.mode);
     a.nlink(st.nlink as u32);
     a.uid(st.uid);
@@ -184,11 +185,12 @@ impl Fs {
     /// back if the reply could not be delivered (an interrupted request: no FORGET comes).
     fn reply_entry(&self, req: &Request, node: Node, open: Option<OpenOut>) -> io::Result<()> {
         let st = node.stat();
+        let ino = self.nodes.ino_of(node.inode());
         let generation = node.generation();
         let ttl = self.ttl(&node);
         let id = self.nodes.remember(node);
         let mut out = EntryOut::default();
-        fill_attr(&st, out.attr());
+        fill_attr(&st, ino, out.attr());
         out.ino(id);
         out.generation(generation);
         out.ttl_attr(ttl);
@@ -205,7 +207,7 @@ impl Fs {
 
     fn reply_attr(&self, req: &Request, node: &Node) -> io::Result<()> {
         let mut out = AttrOut::default();
-        fill_attr(&node.stat(), out.attr());
+        fill_attr(&node.stat(), self.nodes.ino_of(node.inode()), out.attr());
         out.ttl(self.ttl(node));
         req.reply(out)
     }
@@ -508,6 +510,7 @@ impl Dispatcher {
             Operation::Readdir(op) => match fs.handle(op.fh()) {
                 Ok(h) => {
                     let mut out = ReaddirOut::new(op.size() as usize);
+                    let sb = h.node.inode().sb();
                     let r = i64::try_from(op.offset())
                         .map_err(|_| libc::EINVAL)
                         .and_then(|pos| {
@@ -516,7 +519,7 @@ impl Dispatcher {
                                 // the kernel resumes from the previous entry's cookie.
                                 !out.entry(
                                     OsStr::from_bytes(d.name),
-                                    d.ino,
+                                    fs.nodes.ino_in(sb, d.ino),
                                     d.d_type as u32,
                                     d.next_pos as u64,
                                 )

@@ -5,7 +5,9 @@
 //!   number (never reused: tmpfs numbers come from a 64-bit counter, kernfs numbers are
 //!   unique in their tree, and the entry's `Node` keeps the inode, hence its number,
 //!   alive), tagged with the superblock for file systems mounted inside (`--sys`:
-//!   `(dev - root dev) << 48 | ino`), and 1 for the root. So two lookups of one inode
+//!   `(dev - root dev) << 48 | ino`), and 1 for the root. `st_ino` and `d_ino` are the
+//!   same tagged number (the root's is its own), so the mount's one `st_dev` never sees
+//!   two files with one number. So two lookups of one inode
 //!   (hard links, a rename) get one node id without a second map, and the generation is
 //!   always 0. tmpfs numbers come in per-thread blocks of 1024 consecutive values, so
 //!   `id % 64` spreads them over the shards.
@@ -31,7 +33,7 @@ use parking_lot::Mutex;
 use scalevfs::inodes::Node;
 use scalevfs_primitives::cpu::current_shard;
 use scalevfs_vfs::cancel::CancelToken;
-use scalevfs_vfs::FileRef;
+use scalevfs_vfs::{FileRef, Inode, SuperBlock};
 
 /// Shards per table; each shard's mutex has a cache line of its own (`CachePadded`), so
 /// requests on different shards share no line.
@@ -65,13 +67,24 @@ impl NodeTable {
 
     /// The node id the kernel will know `node` by.
     pub fn id_of(&self, node: &Node) -> u64 {
-        let (inode, root) = (node.inode(), self.root.inode());
-        if std::ptr::eq(inode, root) {
+        if std::ptr::eq(node.inode(), self.root.inode()) {
             return ROOT_ID;
         }
-        let tag = inode.sb().dev.wrapping_sub(root.sb().dev);
-        debug_assert!(node.ino() < 1 << 48, "inode numbers fit in 48 bits");
-        tag << 48 | node.ino()
+        self.ino_of(node.inode())
+    }
+
+    /// The inode number the mount reports for `inode` (`st_ino`): its own, tagged with
+    /// its superblock as the node id is, since every file system shares the mount's
+    /// one `st_dev`.
+    pub fn ino_of(&self, inode: &Inode) -> u64 {
+        self.ino_in(inode.sb(), inode.ino)
+    }
+
+    /// The reported number of inode `ino` of superblock `sb` (readdir's `d_ino`).
+    pub fn ino_in(&self, sb: &SuperBlock, ino: u64) -> u64 {
+        let tag = sb.dev.wrapping_sub(self.root.inode().sb().dev);
+        debug_assert!(ino < 1 << 48, "inode numbers fit in 48 bits");
+        tag << 48 | ino
     }
 
     /// The root's node.
