@@ -72,12 +72,12 @@ fn e(err: Errno) -> i32 {
     err.0
 }
 
-fn dur(t: Timespec) -> Duration {
-    if t.sec < 0 {
-        Duration::ZERO
-    } else {
-        Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
-    }
+/// A FUSE attribute time: polyfuse takes a `Duration` and sends its seconds as the u64
+/// `fuse_attr` field, which the kernel reads as a signed time64; so a time before 1970
+/// goes as the two's complement of its seconds (`-1.5 s`: seconds `-2`, nsec 5e8, as in
+/// a `timespec`). Never overflows: nsec < 1e9 carries nothing into the seconds.
+fn fuse_time(t: Timespec) -> Duration {
+    Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
 }
 
 /// `ino`: the number the mount reports ([`NodeTable::ino_of`]), not `st.ino`.
@@ -91,9 +91,9 @@ fn fill_attr(st: &Stat, ino: u64, a: &mut FileAttr) {
     a.size(st.size as u64);
     a.blksize(st.blksize as u32);
     a.blocks(st.blocks as u64);
-    a.atime(dur(st.atime));
-    a.mtime(dur(st.mtime));
-    a.ctime(dur(st.ctime));
+    a.atime(fuse_time(st.atime));
+    a.mtime(fuse_time(st.mtime));
+    a.ctime(fuse_time(st.ctime));
 }
 
 fn name_bytes(n: &OsStr) -> &[u8] {
@@ -349,6 +349,7 @@ impl Dispatcher {
                 let t = |x: Option<SetAttrTime>| {
                     x.map(|x| match x {
                         SetAttrTime::Timespec(d) => SetTime::At(Timespec {
+                            // The kernel's u64 is a signed time64 (see `fuse_time`).
                             sec: d.as_secs() as i64,
                             nsec: d.subsec_nanos() as i64,
                         }),
@@ -966,8 +967,12 @@ mod tests {
     }
 
     #[test]
-    fn times_before_the_epoch_clamp_to_zero() {
-        assert_eq!(dur(Timespec { sec: -5, nsec: 3 }), Duration::ZERO);
-        assert_eq!(dur(Timespec { sec: 2, nsec: 7 }), Duration::new(2, 7));
+    fn times_before_the_epoch_are_twos_complement_seconds() {
+        let t = |sec, nsec| fuse_time(Timespec { sec, nsec });
+        assert_eq!(t(2, 7), Duration::new(2, 7));
+        assert_eq!(t(-1, 500_000_000), Duration::new(u64::MAX, 500_000_000));
+        let d = t(-2_208_988_800, 3);
+        assert_eq!((d.as_secs() as i64, d.subsec_nanos()), (-2_208_988_800, 3));
+        assert_eq!(t(i64::MIN, 999_999_999).as_secs(), 1 << 63);
     }
 }
