@@ -75,7 +75,10 @@
 //! connection through fusectl (pending requests fail with `ECONNABORTED`, later ones with
 //! `ENOTCONN`; closing `/dev/fuse` is not enough while a forked child holds a copy of it;
 //! the workers' reads return `ENODEV`), detach the mount (`umount2(MNT_DETACH)`, which
-//! succeeds with files still open), join the workers and drop every node and handle.
+//! succeeds with files still open), join the workers, then cancel again (a SETLKW being
+//! dispatched during the first cancel publishes its wait after it), wait for every lock
+//! waiter's thread to end, release every handle's locks (POSIX owners included: no FLUSH
+//! comes after an abort) and drop every node and handle.
 //!
 //! ## Locks and orderings
 //!
@@ -313,7 +316,7 @@ impl Server {
         let conn = connection_id(&canonical).map_err(MountError::Mount)?;
         let inner = Arc::new(Dispatcher {
             session,
-            fs: Fs::new(vfs),
+            fs: Arc::new(Fs::new(vfs)),
         });
         let mut server = Server {
             inner,
@@ -358,10 +361,7 @@ impl Server {
                 first = r;
             }
         }
-        self.inner.fs.waits.cancel_all();
-        self.inner.fs.files.clear();
-        self.inner.fs.nodes.clear();
-        first
+        first.and(self.inner.fs.shutdown())
     }
 
     /// Detaches the mount and stops the server, even with files open or lockers waiting.
@@ -389,9 +389,11 @@ impl Server {
             // Without the abort a worker may stay blocked in read: do not wait for it.
             self.workers.clear();
         }
-        self.inner.fs.files.clear();
-        self.inner.fs.nodes.clear();
-        aborted.and(detached)
+        // A SETLKW read before the abort may have published its wait after the cancel
+        // above: `shutdown` cancels again now that the workers are gone, waits for the
+        // waiters, and releases every lock our handles' owners hold.
+        let shut = self.inner.fs.shutdown();
+        aborted.and(detached).and(shut)
     }
 }
 

@@ -212,6 +212,91 @@ impl Fs {
         req.reply(out)
     }
 
+    /// Last close of an open file description (RELEASE, or unmount): the locks of owners
+    /// that never flushed it (OFD owners) go; its flock and `LockOwner::File` locks go too
+    /// (also with the last reference of the VFS open file, which a lock waiter may still
+    /// hold).
+    fn release_handle(&self, h: &Handle) {
+        if let Some((_, key)) = h.poll.lock().take() {
+            if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
+                kf.open_file().remove_waiter(key);
+            }
+        }
+        let owners = std::mem::take(&mut *h.owners.lock());
+        if let Some(ctx) = h.node.inode().lock_ctx.get() {
+            for owner in owners {
+                self.locks().release_posix(ctx, owner);
+            }
+            self.locks().release_file(ctx, h.file.lock_id());
+        }
+    }
+
+    /// After the workers stopped (nothing publishes a wait any more): cancels every
+    /// waiting lock request (again: one may have been published after the unmount's
+    /// first cancel), waits for their threads to answer and joins them, then releases
+    /// every handle as
+    /// RELEASE would, POSIX owners included (no FLUSH will come for them), and drops
+    /// every node. `Err` if a waiter did not end in time.
+    pub fn shutdown(&self) -> io::Result<()> {
+        self.waits.cancel_all();
+        let idle = self.waits.wait_idle(Duration::from_secs(10));
+        if idle {
+            self.waits.join_all(); // they have answered: only their exit is left
+        }
+        // After the waiters: a grant that beat the cancel is released here too (its
+        // owner joined the handle's set before it waited).
+        for h in self.files.drain() {
+            self.release_handle(&h);
+        }
+        self.nodes.clear();
+        if idle {
+            Ok(())
+        } else {
+            Err(io::Error::other("a FUSE lock waiter did not end"))
+        }
+    }
+
+    /// Waits for a lock on a thread of its own: publishes a [`CancelToken`] under
+    /// `unique` (a `FUSE_INTERRUPT` or the unmount cancels it), runs `f` with it, answers
+    /// with `reply`, and only then unpublishes, so an interrupt racing with the answer
+    /// finds either the token (a harmless cancel) or nothing (`EAGAIN`, which the kernel
+    /// drops). If no thread can be made, answers `ENOLCK` here.
+    fn wait_for_lock<F, R>(self: &Arc<Self>, unique: u64, h: Arc<Handle>, f: F, reply: R)
+    where
+        F: FnOnce(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+            + Send
+            + 'static,
+        R: FnOnce(Result<(), Errno>) + Send + 'static,
+    {
+        let token = CancelToken::new();
+        self.waits.insert(unique, token.clone());
+        let fs = self.clone();
+        // `reply` goes to the thread through a slot, so that it can still be called here
+        // if no thread can be made.
+        let slot = Arc::new(Mutex::new(Some(reply)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("fuse-lock-wait".into())
+            .spawn(move || {
+                // Unpublishes (and counts the thread gone) last, even if `f` panicked.
+                let _finish = Finish(&fs.waits, unique);
+                let Some(reply) = theirs.lock().take() else {
+                    return;
+                };
+                let ctx = fs.lock_ctx(&h.node);
+                reply(f(&fs, ctx, &h, Some(&token)));
+            });
+        match spawned {
+            Ok(t) => self.waits.adopt(t),
+            Err(_) => {
+                let _finish = Finish(&self.waits, unique);
+                if let Some(reply) = slot.lock().take() {
+                    reply(Err(Errno::ENOLCK));
+                }
+            }
+        }
+    }
+
     fn open_handle(&self, node: Node, flags: i32) -> Res<u64> {
         let file = self.vfs.core().node_open(&node, flags).map_err(e)?;
         Ok(self.files.insert(Handle::new(node, file)))
@@ -275,7 +360,8 @@ impl Fs {
 /// Runs on every worker thread.
 pub(crate) struct Dispatcher {
     pub session: Session,
-    pub fs: Fs,
+    /// Shared with the threads that wait for locks.
+    pub fs: Arc<Fs>,
 }
 
 fn owner_of(req: &Request) -> Owner {
@@ -769,29 +855,17 @@ impl Dispatcher {
         }
     }
 
-    /// Last close of the open file description: the locks of owners that never flushed it
-    /// (OFD owners) go; its flock and `LockOwner::File` locks go with the last reference
-    /// of the VFS open file (dropped here unless a lock waiter still holds it).
+    /// Last close of the open file description `fh` (see [`Fs::release_handle`]).
     fn release(&self, fh: u64) {
         if let Some(h) = self.fs.files.remove(fh) {
-            if let Some((_, key)) = h.poll.lock().take() {
-                if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
-                    kf.open_file().remove_waiter(key);
-                }
-            }
-            let owners = std::mem::take(&mut *h.owners.lock());
-            if let Some(ctx) = h.node.inode().lock_ctx.get() {
-                for owner in owners {
-                    self.fs.locks().release_posix(ctx, owner);
-                }
-                self.fs.locks().release_file(ctx, h.file.lock_id());
-            }
+            self.fs.release_handle(&h);
         }
     }
 
     /// Runs a lock operation: once without waiting on this worker; if it conflicts and the
-    /// caller may sleep, again on a thread of its own that waits on a published
-    /// [`CancelToken`] (see the crate docs). `f(fs, ctx, h, None)` must not sleep.
+    /// caller may sleep, again on a thread of its own ([`Fs::wait_for_lock`]) so that the
+    /// workers stay free for the `FUSE_INTERRUPT` (see the crate docs). `f(fs, ctx, h,
+    /// None)` must not sleep.
     fn lock_op<F>(self: &Arc<Self>, req: Request, h: Arc<Handle>, sleep: bool, f: F)
     where
         F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
@@ -811,38 +885,22 @@ impl Dispatcher {
                 return;
             }
         }
-        let token = CancelToken::new();
         let unique = req.unique();
-        fs.waits.insert(unique, token.clone());
-        let inner = self.clone();
-        // The request goes to the waiting thread through a slot, so that it can still be
-        // answered here if no thread can be made.
-        let slot = Arc::new(Mutex::new(Some(req)));
-        let theirs = slot.clone();
-        let spawned = std::thread::Builder::new()
-            .name("fuse-lock-wait".into())
-            .spawn(move || {
-                let Some(req) = theirs.lock().take() else {
-                    return;
-                };
-                let fs = &inner.fs;
-                let ctx = fs.lock_ctx(&h.node);
-                let res = f(fs, ctx, &h, Some(&token));
-                let _ = match res {
-                    Ok(()) => req.reply(()),
-                    Err(err) => req.reply_error(e(err)),
-                };
-                // Unpublish only after replying, so an interrupt racing with the reply sees
-                // either the token (harmless cancel) or an answered request (EAGAIN, which
-                // the kernel drops).
-                fs.waits.remove(unique);
-            });
-        if spawned.is_err() {
-            fs.waits.remove(unique);
-            if let Some(req) = slot.lock().take() {
-                let _ = req.reply_error(libc::ENOLCK);
-            }
-        }
+        fs.wait_for_lock(unique, h, f, move |res| {
+            let _ = match res {
+                Ok(()) => req.reply(()),
+                Err(err) => req.reply_error(e(err)),
+            };
+        });
+    }
+}
+
+/// Unpublishes a waiting request when dropped ([`Waits::finish`]).
+struct Finish<'a>(&'a Waits, u64);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.finish(self.1);
     }
 }
 
@@ -952,6 +1010,58 @@ mod tests {
         let n = create(b"new", libc::O_RDWR, 2000).unwrap();
         assert_eq!((n.stat().uid, n.stat().gid), (2000, 2000));
         assert_eq!(fs.stats().create_races, 7);
+    }
+
+    /// The unmount's last step, with a lock waiter published after its first cancel (a
+    /// SETLKW being dispatched when the unmount began) and a POSIX owner that will never
+    /// FLUSH (the connection is aborted): the waiter is answered and its thread gone, and
+    /// no lock is left in the lock manager.
+    #[test]
+    fn shutdown_leaves_no_waiter_and_no_lock_behind() {
+        let fs = Arc::new(Fs::new(Vfs::new(scalevfs::VfsOptions::default())));
+        let core = fs.vfs.core();
+        let root = core.root_node();
+        let n = core
+            .node_mknod(&root, b"f", libc::S_IFREG | 0o644, Owner { uid: 0, gid: 0 })
+            .unwrap();
+        let open = || {
+            let file = core.node_open(&n, libc::O_RDWR).unwrap();
+            fs.handle(fs.files.insert(Handle::new(n.clone(), file)))
+                .unwrap()
+        };
+        let (ha, hb) = (open(), open());
+        let lock = |owner| lock_request(LockOwner::Process(owner), 1, libc::F_WRLCK as u32, 0, 9);
+        // Owner 1 holds a lock through `ha`, as SETLK leaves it.
+        ha.owners.lock().push(1);
+        fs.locks()
+            .setlk(fs.lock_ctx(&n), &lock(1).unwrap(), None)
+            .unwrap();
+        // Owner 2 waits for it through `hb`.
+        hb.owners.lock().push(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let req = lock(2).unwrap();
+        fs.wait_for_lock(
+            7,
+            hb,
+            move |fs, ctx, _, token| fs.locks().setlk(ctx, &req, token),
+            move |r| tx.send(r).unwrap(),
+        );
+        assert_eq!(fs.stats().waiting, 1);
+        drop(ha);
+        fs.shutdown().unwrap();
+        let answer = rx
+            .try_recv()
+            .expect("the waiter answered before shutdown returned");
+        assert!(matches!(answer, Err(Errno::EINTR) | Ok(())), "{answer:?}");
+        assert_eq!(fs.stats().waiting, 0);
+        assert!(fs.waits.threads_is_empty(), "its thread was joined");
+        assert_eq!(
+            fs.locks().list().len(),
+            0,
+            "no lock left: {}",
+            fs.vfs.proc_locks()
+        );
+        assert_eq!((fs.stats().open_files, fs.stats().nodes), (0, 0));
     }
 
     #[test]

@@ -27,9 +27,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use scalevfs::inodes::Node;
 use scalevfs_primitives::cpu::current_shard;
 use scalevfs_vfs::cancel::CancelToken;
@@ -227,38 +229,57 @@ impl FileTable {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
     }
 
-    /// Unmount: drops every handle (the last reference of each open file description
-    /// releases its flock and OFD locks).
-    pub fn clear(&self) {
+    /// Unmount: removes every handle and returns them, for the caller to release
+    /// outside the shard locks.
+    pub fn drain(&self) -> Vec<Arc<Handle>> {
+        let mut out = Vec::new();
         for s in &self.shards {
             let all = std::mem::take(&mut s.lock().map);
-            drop(all);
+            out.extend(all.into_values());
         }
+        out
     }
 }
 
-/// See the module docs.
+/// See the module docs. Also counts the threads that wait (published or not yet
+/// finished), so that unmount can wait for the last one to end.
 pub struct Waits {
     shards: [CachePadded<Mutex<HashMap<u64, CancelToken>>>; SHARDS],
+    /// Waiting requests from [`Waits::insert`] to [`Waits::finish`]; a leaf mutex.
+    live: Mutex<usize>,
+    idle: Condvar,
+    /// The waiting threads not yet seen finished, for unmount to join; a leaf mutex.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Waits {
     pub fn new() -> Waits {
         Waits {
             shards: std::array::from_fn(|_| CachePadded::new(Mutex::new(HashMap::new()))),
+            live: Mutex::new(0),
+            idle: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
         }
     }
     fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, CancelToken>> {
         &self.shards[(unique % SHARDS as u64) as usize]
     }
+    /// Publishes the token of a request about to wait; [`Waits::finish`] must follow.
     pub fn insert(&self, unique: u64, t: CancelToken) {
+        *self.live.lock() += 1;
         self.shard(unique).lock().insert(unique, t);
     }
     pub fn get(&self, unique: u64) -> Option<CancelToken> {
         self.shard(unique).lock().get(&unique).cloned()
     }
-    pub fn remove(&self, unique: u64) {
+    /// The request `unique` was answered (or never waited): unpublishes it.
+    pub fn finish(&self, unique: u64) {
         self.shard(unique).lock().remove(&unique);
+        let mut live = self.live.lock();
+        *live -= 1;
+        if *live == 0 {
+            self.idle.notify_all();
+        }
     }
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
@@ -270,6 +291,36 @@ impl Waits {
                 t.cancel();
             }
         }
+    }
+    /// Keeps `t`, a waiting request's thread, for [`Waits::join_all`] (and forgets the
+    /// finished ones, so the list stays as long as the waits in progress).
+    pub fn adopt(&self, t: JoinHandle<()>) {
+        let mut all = self.threads.lock();
+        all.retain(|t| !t.is_finished());
+        all.push(t);
+    }
+    #[cfg(test)]
+    pub fn threads_is_empty(&self) -> bool {
+        self.threads.lock().is_empty()
+    }
+    /// Joins every waiting thread (call once [`Waits::wait_idle`] said they finished).
+    pub fn join_all(&self) {
+        let all = std::mem::take(&mut *self.threads.lock());
+        for t in all {
+            let _ = t.join();
+        }
+    }
+    /// Waits until every waiting request finished, at most `timeout`; false if some
+    /// did not.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut live = self.live.lock();
+        while *live != 0 {
+            if self.idle.wait_until(&mut live, deadline).timed_out() {
+                return *live == 0;
+            }
+        }
+        true
     }
 }
 

@@ -400,8 +400,20 @@ fn unmount_with_open_files_and_a_blocked_locker() {
         }
     });
     wait_for(&server, "the child to block", |s| s.waiting == 1);
+    let vfs = server.vfs().clone();
     server.unmount().unwrap();
     assert!(!mounted(&root), "detached while files were open");
+    // Nothing is left behind: no waiting thread, and not our POSIX lock either (no FLUSH
+    // can come for it after the abort).
+    let waiters = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+            comm.is_ok_and(|c| c.trim() == "fuse-lock-wait")
+        })
+        .count();
+    assert_eq!(waiters, 0, "a lock waiter thread outlived the unmount");
+    assert_eq!(vfs.locks().list().len(), 0, "{}", vfs.proc_locks());
     assert_eq!(wait_child(pid), 0, "the blocked locker was released");
     let mut buf = [0u8; 4];
     let e = held.read(&mut buf).unwrap_err();
