@@ -372,6 +372,41 @@ fn as_nobody() -> std::io::Result<()> {
     }
 }
 
+/// A non-root mounter (user 1000, no supplementary groups) on a system where fusectl is
+/// not mounted: a private mount namespace without it, whose `/dev` holds a `/dev/fuse`
+/// (and `/dev/null`) that everyone may open.
+fn nonroot_without_fusectl() -> std::io::Result<()> {
+    private_ns()?;
+    // SAFETY: a NUL-terminated constant path; EINVAL (not mounted) is fine.
+    unsafe { libc::umount2(c"/sys/fs/fuse/connections".as_ptr(), libc::MNT_DETACH) };
+    mount_c(c"none", c"/dev", c"tmpfs", 0)?;
+    for (path, major, minor) in [(c"/dev/fuse", 10, 229), (c"/dev/null", 1, 3)] {
+        // SAFETY: NUL-terminated constant paths, integer arguments.
+        let ok = unsafe {
+            libc::mknod(
+                path.as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(major, minor),
+            ) == 0
+                && libc::chmod(path.as_ptr(), 0o666) == 0
+        };
+        if !ok {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    // SAFETY: raw syscalls with integer arguments.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setresgid(1000, 1000, 1000) == 0
+            && libc::setresuid(1000, 1000, 1000) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 fn private_ns() -> std::io::Result<()> {
     // SAFETY: unshare with a constant flag.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
@@ -626,4 +661,33 @@ fn umount_after_the_server_was_killed() {
     let out = run(&["umount", &mp.arg()]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
     assert!(!is_mounted(&mp.path()));
+}
+
+/// A non-root user's mount where fusectl is not mounted (so the connection cannot be
+/// aborted: a user may not mount fusectl) still unmounts cleanly on SIGTERM, exit 0: the
+/// detach through fusermount3 is what ends the mount, the abort is best-effort.
+#[test]
+fn nonroot_mount_without_fusectl_ends_cleanly_on_sigterm() {
+    const TEST: &str = "nonroot_mount_without_fusectl_ends_cleanly_on_sigterm";
+    let Some((_g, mp)) = mount_test(TEST) else {
+        return;
+    };
+    std::os::unix::fs::chown(mp.path(), Some(1000), Some(1000)).unwrap();
+    let arg = mp.arg();
+    let args = ["mount", "--foreground", "--threads", "2", &arg];
+    let mut r = match spawn(&args, Some(nonroot_without_fusectl)) {
+        Ok(r) => r,
+        Err(e) => return skip(TEST, &format!("no private mount namespace: {e}")),
+    };
+    // The mount lives in the daemon's own mount namespace: we only see what it says.
+    assert_eq!(r.wait_for_line("mounted "), format!("mounted {arg}"));
+    r.signal(libc::SIGTERM);
+    let out = r.finish();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("unmounted {arg} (signal {})", libc::SIGTERM)),
+        "{}",
+        out.stdout
+    );
 }
