@@ -25,6 +25,7 @@
 //!
 //! Lock order: a shard mutex is a leaf (nothing else is taken under it).
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -106,12 +107,25 @@ impl NodeTable {
     /// returns its node id. The root is not counted.
     pub fn remember(&self, node: Node) -> u64 {
         let id = self.id_of(&node);
-        if id != ROOT_ID {
-            let mut s = self.shard(id).lock();
-            s.entry(id)
-                .and_modify(|e| e.nlookup += 1)
-                .or_insert(Entry { node, nlookup: 1 });
+        if id == ROOT_ID {
+            return id;
         }
+        let duplicate = {
+            let mut s = self.shard(id).lock();
+            match s.entry(id) {
+                Slot::Occupied(mut o) => {
+                    o.get_mut().nlookup += 1;
+                    Some(node)
+                }
+                Slot::Vacant(v) => {
+                    v.insert(Entry { node, nlookup: 1 });
+                    None
+                }
+            }
+        };
+        // Outside the shard lock: the entry may hold another dentry of the inode (a hard
+        // link), so this may be the last reference to `node`'s dentry.
+        drop(duplicate);
         id
     }
 
