@@ -100,6 +100,17 @@ fn name_bytes(n: &OsStr) -> &[u8] {
     n.as_bytes()
 }
 
+/// The `size` bytes a WRITE carries. `EIO` if they cannot be read or fewer arrived (as
+/// libfuse answers a short write buffer): writing part of them would report a short
+/// write of bytes the caller never placed there.
+fn write_payload(data: impl io::Read, size: u32) -> Res<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size as usize);
+    match data.take(u64::from(size)).read_to_end(&mut buf) {
+        Ok(n) if n == size as usize => Ok(buf),
+        _ => Err(libc::EIO),
+    }
+}
+
 /// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
 pub(crate) fn lock_request(
     owner: LockOwner,
@@ -549,14 +560,15 @@ impl Dispatcher {
                 }
                 Err(err) => req.reply_error(err),
             },
-            Operation::Write(op, mut data) => match fs.handle(op.fh()) {
+            Operation::Write(op, data) => match fs.handle(op.fh()) {
                 Ok(h) => {
-                    let mut buf = Vec::with_capacity(op.size() as usize);
-                    let _ = data.read_to_end(&mut buf);
-                    match i64::try_from(op.offset())
+                    let r = i64::try_from(op.offset())
                         .map_err(|_| libc::EINVAL)
-                        .and_then(|off| core.file_write_at(&h.file, &buf, off).map_err(e))
-                    {
+                        .and_then(|off| {
+                            let buf = write_payload(data, op.size())?;
+                            core.file_write_at(&h.file, &buf, off).map_err(e)
+                        });
+                    match r {
                         Ok(n) => {
                             let mut out = WriteOut::default();
                             out.size(n as u32);
@@ -1074,6 +1086,27 @@ mod tests {
         assert_eq!(status_groups(none, 0, 0), Some(vec![]));
         assert_eq!(status_groups("Uid:\t0\t0\t0\t0\n", 0, 0), None);
         assert_eq!(status_groups("garbage", 0, 0), None);
+    }
+
+    #[test]
+    fn a_write_payload_that_fails_or_falls_short_is_eio() {
+        struct Failing(usize);
+        impl io::Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::EFAULT));
+                }
+                let n = self.0.min(buf.len());
+                buf[..n].fill(b'x');
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        assert_eq!(write_payload(&b"abcdef"[..], 6), Ok(b"abcdef".to_vec()));
+        assert_eq!(write_payload(&b"abcdef"[..], 4), Ok(b"abcd".to_vec()));
+        assert_eq!(write_payload(&b"ab"[..], 4), Err(libc::EIO), "short");
+        assert_eq!(write_payload(Failing(3), 8), Err(libc::EIO), "read error");
+        assert_eq!(write_payload(Failing(0), 0), Ok(Vec::new()));
     }
 
     #[test]
