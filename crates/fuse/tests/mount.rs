@@ -770,3 +770,115 @@ fn times_before_1970_read_back_as_on_host_tmpfs() {
     wait_for(&server, "every file released", |s| s.open_files == 0);
     server.unmount().unwrap();
 }
+
+/// `statfs(2)` on the mount.
+fn statfs_of(p: &Path) -> libc::statfs {
+    let c = cpath(p);
+    // SAFETY: zeroed statfs is valid; the path is NUL-terminated.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut s) }, 0);
+    s
+}
+
+/// `MountOptions::size_limit` and `inode_limit` (`--size`, `--inodes`) as a program on
+/// the mount sees them: `statfs` reports them, and writes and creations beyond them fail
+/// with `ENOSPC`, as on a tmpfs mounted with `size=` and `nr_inodes=`.
+#[test]
+fn size_and_inode_limits_are_seen_through_the_mount() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        size_limit: Some(1 << 20),
+        inode_limit: Some(16),
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let root = dir.path().to_owned();
+    let s = statfs_of(&root);
+    assert_eq!((s.f_bsize, s.f_blocks, s.f_bfree), (4096, 256, 256));
+    assert_eq!((s.f_files, s.f_ffree), (16, 15), "the root is one inode");
+    // Data: 2 MiB do not fit in 1 MiB.
+    let mut f = File::create(root.join("big")).unwrap();
+    let e = f.write_all(&vec![7u8; 2 << 20]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    drop(f);
+    let len = std::fs::metadata(root.join("big")).unwrap().len();
+    assert!(len > 0 && len <= 1 << 20, "{len}");
+    assert_eq!(statfs_of(&root).f_bfree, 256 - len.div_ceil(4096));
+    std::fs::remove_file(root.join("big")).unwrap();
+    assert_eq!(statfs_of(&root).f_bfree, 256);
+    // Inodes: 15 more, then ENOSPC for files and directories alike.
+    for i in 0..15 {
+        std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+    }
+    assert_eq!(statfs_of(&root).f_ffree, 0);
+    assert_eq!(
+        errno_of(std::fs::write(root.join("one-more"), b"x")),
+        libc::ENOSPC
+    );
+    assert_eq!(
+        errno_of(std::fs::create_dir(root.join("dir"))),
+        libc::ENOSPC
+    );
+    std::fs::remove_file(root.join("f0")).unwrap();
+    std::fs::create_dir(root.join("dir")).unwrap();
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
+
+/// `mknod(2)` through the mount (FUSE_MKNOD): a regular file (type `S_IFREG` or 0, which
+/// the kernel sends as MKNOD too), a FIFO and a socket; device nodes are refused with
+/// `EOPNOTSUPP` (the VFS keeps no device numbers).
+#[test]
+fn mknod_makes_regular_files_fifos_and_sockets() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let root = dir.path().to_owned();
+    let mknod = |name: &str, mode: u32| {
+        let c = cpath(&root.join(name));
+        // SAFETY: a NUL-terminated path; no device number.
+        if unsafe { libc::mknod(c.as_ptr(), mode, 0) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    };
+    // SAFETY: umask has no preconditions; restored below.
+    let old = unsafe { libc::umask(0o022) };
+    mknod("reg", libc::S_IFREG | 0o664).unwrap();
+    mknod("untyped", 0o600).unwrap();
+    mknod("fifo", libc::S_IFIFO | 0o644).unwrap();
+    mknod("sock", libc::S_IFSOCK | 0o644).unwrap();
+    assert_eq!(mknod("chr", libc::S_IFCHR | 0o644), Err(libc::EOPNOTSUPP));
+    assert_eq!(mknod("reg", libc::S_IFREG | 0o644), Err(libc::EEXIST));
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let m = std::fs::metadata(root.join("reg")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(
+        (m.mode() & 0o7777, m.len(), m.uid()),
+        (0o644, 0, 0),
+        "umask applied"
+    );
+    let m = std::fs::metadata(root.join("untyped")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(m.mode() & 0o7777, 0o600);
+    assert!(std::fs::metadata(root.join("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(std::fs::metadata(root.join("sock"))
+        .unwrap()
+        .file_type()
+        .is_socket());
+    // The regular file is a file like any other.
+    std::fs::write(root.join("reg"), b"made by mknod").unwrap();
+    assert_eq!(std::fs::read(root.join("reg")).unwrap(), b"made by mknod");
+    let p = scalevfs::Process::new(server.vfs(), scalevfs::Credentials::root());
+    assert_eq!(p.read_file("/reg").unwrap(), b"made by mknod");
+    drop(p);
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
