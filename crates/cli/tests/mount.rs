@@ -372,6 +372,41 @@ fn as_nobody() -> std::io::Result<()> {
     }
 }
 
+/// A non-root mounter (user 1000, no supplementary groups) on a system where fusectl is
+/// not mounted: a private mount namespace without it, whose `/dev` holds a `/dev/fuse`
+/// (and `/dev/null`) that everyone may open.
+fn nonroot_without_fusectl() -> std::io::Result<()> {
+    private_ns()?;
+    // SAFETY: a NUL-terminated constant path; EINVAL (not mounted) is fine.
+    unsafe { libc::umount2(c"/sys/fs/fuse/connections".as_ptr(), libc::MNT_DETACH) };
+    mount_c(c"none", c"/dev", c"tmpfs", 0)?;
+    for (path, major, minor) in [(c"/dev/fuse", 10, 229), (c"/dev/null", 1, 3)] {
+        // SAFETY: NUL-terminated constant paths, integer arguments.
+        let ok = unsafe {
+            libc::mknod(
+                path.as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(major, minor),
+            ) == 0
+                && libc::chmod(path.as_ptr(), 0o666) == 0
+        };
+        if !ok {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    // SAFETY: raw syscalls with integer arguments.
+    let ok = unsafe {
+        libc::setgroups(0, std::ptr::null()) == 0
+            && libc::setresgid(1000, 1000, 1000) == 0
+            && libc::setresuid(1000, 1000, 1000) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 fn private_ns() -> std::io::Result<()> {
     // SAFETY: unshare with a constant flag.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
@@ -587,25 +622,95 @@ fn umount_with_a_directory_open_on_the_mount() {
     drop(dir);
 }
 
+/// SIGINT or SIGTERM to the daemon while this process holds a file and a directory open
+/// on the mount: the daemon unmounts and exits 0, and the descriptors then fail with
+/// `ENOTCONN` (the connection was aborted, nothing waits for the daemon).
 fn daemon_ends_on(sig: i32, test: &str) {
     let Some((_g, mp)) = mount_test(test) else {
         return;
     };
     let pid = mount_daemon(&mp);
+    std::fs::write(mp.path().join("held"), b"data").unwrap();
+    let mut held = File::open(mp.path().join("held")).unwrap();
+    let dir = File::open(mp.path()).unwrap();
     // SAFETY: signalling the daemon we started.
     assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     assert_eq!(wait_daemon(pid), 0);
     wait_mounted(&mp.path(), false);
+    let e = held.read(&mut [0u8; 4]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTCONN), "{e}");
+    let e = dir.metadata().unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTCONN), "{e}");
+    drop((held, dir));
 }
 
 #[test]
-fn daemon_ends_on_sigint() {
-    daemon_ends_on(libc::SIGINT, "daemon_ends_on_sigint");
+fn daemon_ends_on_sigint_with_a_file_open() {
+    daemon_ends_on(libc::SIGINT, "daemon_ends_on_sigint_with_a_file_open");
 }
 
 #[test]
-fn daemon_ends_on_sigterm() {
-    daemon_ends_on(libc::SIGTERM, "daemon_ends_on_sigterm");
+fn daemon_ends_on_sigterm_with_a_file_open() {
+    daemon_ends_on(libc::SIGTERM, "daemon_ends_on_sigterm_with_a_file_open");
+}
+
+/// `statfs(2)` of `p`.
+fn statfs_of(p: &Path) -> libc::statfs {
+    let c = CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: zeroed statfs is valid; the path is NUL-terminated.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut s) }, 0);
+    s
+}
+
+/// `--size`, `--inodes` and `--sys` reach the server: `statfs` on the mount reports the
+/// limits, data and inodes beyond them fail with `ENOSPC`, and the kernfs demo tree is
+/// at `/sys` (whose directory is one of the inodes).
+#[test]
+fn size_inodes_and_sys_options_reach_the_mount() {
+    let Some((_g, mp)) = mount_test("size_inodes_and_sys_options_reach_the_mount") else {
+        return;
+    };
+    let arg = mp.arg();
+    let args = [
+        "mount",
+        "--foreground",
+        "--threads",
+        "2",
+        "--size",
+        "1M",
+        "--inodes",
+        "16",
+        "--sys",
+        &arg,
+    ];
+    let mut r = spawn(&args, None).unwrap();
+    r.wait_for_line("mounted ");
+    let root = mp.path();
+    let s = statfs_of(&root);
+    assert_eq!((s.f_bsize, s.f_blocks, s.f_bfree), (4096, 256, 256));
+    assert_eq!(
+        (s.f_files, s.f_ffree),
+        (16, 14),
+        "the root and /sys are inodes"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("sys/kernel/scalevfs/knob")).unwrap(),
+        "0\n"
+    );
+    let e = std::fs::write(root.join("big"), vec![1u8; 2 << 20]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    std::fs::remove_file(root.join("big")).unwrap();
+    for i in 0..14 {
+        std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+    }
+    let e = std::fs::write(root.join("f14"), b"x").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    r.signal(libc::SIGTERM);
+    let out = r.finish();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(!is_mounted(&root));
 }
 
 /// A mount whose server was killed (`ENOTCONN` on every access, even `stat` of the mount
@@ -626,4 +731,33 @@ fn umount_after_the_server_was_killed() {
     let out = run(&["umount", &mp.arg()]);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
     assert!(!is_mounted(&mp.path()));
+}
+
+/// A non-root user's mount where fusectl is not mounted (so the connection cannot be
+/// aborted: a user may not mount fusectl) still unmounts cleanly on SIGTERM, exit 0: the
+/// detach through fusermount3 is what ends the mount, the abort is best-effort.
+#[test]
+fn nonroot_mount_without_fusectl_ends_cleanly_on_sigterm() {
+    const TEST: &str = "nonroot_mount_without_fusectl_ends_cleanly_on_sigterm";
+    let Some((_g, mp)) = mount_test(TEST) else {
+        return;
+    };
+    std::os::unix::fs::chown(mp.path(), Some(1000), Some(1000)).unwrap();
+    let arg = mp.arg();
+    let args = ["mount", "--foreground", "--threads", "2", &arg];
+    let mut r = match spawn(&args, Some(nonroot_without_fusectl)) {
+        Ok(r) => r,
+        Err(e) => return skip(TEST, &format!("no private mount namespace: {e}")),
+    };
+    // The mount lives in the daemon's own mount namespace: we only see what it says.
+    assert_eq!(r.wait_for_line("mounted "), format!("mounted {arg}"));
+    r.signal(libc::SIGTERM);
+    let out = r.finish();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("unmounted {arg} (signal {})", libc::SIGTERM)),
+        "{}",
+        out.stdout
+    );
 }

@@ -21,7 +21,10 @@
 //! gid and pid), and computes the set-id bit changes (we do not set
 //! `FUSE_HANDLE_KILLPRIV`, so they arrive as explicit mode changes) and the umask. The VFS
 //! then runs each operation without permission checks, and new files are owned by the
-//! request's uid and gid (or a setgid directory's group).
+//! request's uid and gid (or a setgid directory's group). The exception is a CREATE that
+//! finds its name already there (made behind the kernel's back after its LOOKUP): the
+//! kernel checked nothing on that file, so the server does, with the caller's
+//! credentials (`Fs::create`).
 //!
 //! ## Threads
 //!
@@ -72,7 +75,12 @@
 //! connection through fusectl (pending requests fail with `ECONNABORTED`, later ones with
 //! `ENOTCONN`; closing `/dev/fuse` is not enough while a forked child holds a copy of it;
 //! the workers' reads return `ENODEV`), detach the mount (`umount2(MNT_DETACH)`, which
-//! succeeds with files still open), join the workers and drop every node and handle.
+//! succeeds with files still open; a non-root user whose system has no fusectl mounted
+//! cannot abort, and the detach alone then ends the connection, at once if nothing is
+//! open), join the workers, then cancel again (a SETLKW being
+//! dispatched during the first cancel publishes its wait after it), wait for every lock
+//! waiter's thread to end, release every handle's locks (POSIX owners included: no FLUSH
+//! comes after an abort) and drop every node and handle.
 //!
 //! ## Locks and orderings
 //!
@@ -310,7 +318,7 @@ impl Server {
         let conn = connection_id(&canonical).map_err(MountError::Mount)?;
         let inner = Arc::new(Dispatcher {
             session,
-            fs: Fs::new(vfs),
+            fs: Arc::new(Fs::new(vfs)),
         });
         let mut server = Server {
             inner,
@@ -355,10 +363,7 @@ impl Server {
                 first = r;
             }
         }
-        self.inner.fs.waits.cancel_all();
-        self.inner.fs.files.clear();
-        self.inner.fs.nodes.clear();
-        first
+        first.and(self.inner.fs.shutdown())
     }
 
     /// Detaches the mount and stops the server, even with files open or lockers waiting.
@@ -378,17 +383,37 @@ impl Server {
         // abort also wakes every worker's read with ENODEV.
         let aborted = abort_connection(self.conn);
         let detached = detach(&self.mountpoint);
-        if aborted.is_ok() {
-            for w in self.workers.drain(..) {
-                let _ = join(w);
+        match aborted {
+            Ok(Abort::Done | Abort::Gone) => {
+                for w in self.workers.drain(..) {
+                    let _ = join(w);
+                }
             }
-        } else {
-            // Without the abort a worker may stay blocked in read: do not wait for it.
-            self.workers.clear();
+            // Not aborted: a worker stays blocked in read while files are open on the
+            // detached mount. Join those that end soon (nothing open: the detach ended
+            // the connection), leave the others.
+            Ok(Abort::NotPermitted) | Err(_) => {
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                while self.workers.iter().any(|w| !w.is_finished())
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                for w in self.workers.drain(..) {
+                    if w.is_finished() {
+                        let _ = join(w);
+                    }
+                }
+            }
         }
-        self.inner.fs.files.clear();
-        self.inner.fs.nodes.clear();
-        aborted.and(detached)
+        // Without fusectl a non-root user cannot abort, and need not: the detach
+        // succeeded, the server is stopped (see `Abort::NotPermitted`).
+        let aborted = aborted.map(|_| ());
+        // A SETLKW read before the abort may have published its wait after the cancel
+        // above: `shutdown` cancels again now that the workers are gone, waits for the
+        // waiters, and releases every lock our handles' owners hold.
+        let shut = self.inner.fs.shutdown();
+        aborted.and(detached).and(shut)
     }
 }
 
@@ -455,36 +480,76 @@ fn unescape_mountinfo(s: &str) -> Vec<u8> {
     out
 }
 
+/// What [`abort_connection`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Abort {
+    /// Aborted: pending requests fail, the workers' reads return `ENODEV`.
+    Done,
+    /// The connection had ended already.
+    Gone,
+    /// fusectl is not mounted and we may not mount it (only root may): the abort is
+    /// best-effort. The detach alone ends the connection at once if nothing is open on
+    /// the mount; otherwise the kernel ends it when the last file on the detached mount
+    /// is closed, or when this process exits and closes `/dev/fuse`.
+    NotPermitted,
+}
+
+const FUSECTL: &str = "/sys/fs/fuse/connections";
+
 /// Writes to the connection's `abort` file in fusectl (mounting fusectl if it is not):
 /// pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`.
-fn abort_connection(conn: u32) -> io::Result<()> {
-    const DIR: &str = "/sys/fs/fuse/connections";
-    let abort = PathBuf::from(format!("{DIR}/{conn}/abort"));
-    if !abort.exists() {
-        let fusectl_mounted = std::fs::read_to_string("/proc/self/mounts")?
-            .lines()
-            .any(|l| l.split(' ').nth(2) == Some("fusectl"));
-        if fusectl_mounted {
-            return Ok(()); // the connection is already gone
-        }
+fn abort_connection(conn: u32) -> io::Result<Abort> {
+    abort_in(Path::new(FUSECTL), conn, fusectl_mounted, || {
         let c = |s: &str| CString::new(s).expect("no NUL");
-        let (src, dir, ty) = (c("fusectl"), c(DIR), c("fusectl"));
+        let (src, dir, ty) = (c("fusectl"), c(FUSECTL), c("fusectl"));
         // SAFETY: all pointers are valid NUL-terminated strings for the call; no data.
         let r =
             unsafe { libc::mount(src.as_ptr(), dir.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-        // EBUSY: someone mounted it meanwhile.
-        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EBUSY) {
-            return Err(io::Error::last_os_error());
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn fusectl_mounted() -> io::Result<bool> {
+    Ok(std::fs::read_to_string("/proc/self/mounts")?
+        .lines()
+        .any(|l| l.split(' ').nth(2) == Some("fusectl")))
+}
+
+/// [`abort_connection`] with fusectl at `dir`, and how to tell whether it is mounted and
+/// to mount it.
+fn abort_in(
+    dir: &Path,
+    conn: u32,
+    mounted: impl FnOnce() -> io::Result<bool>,
+    mount: impl FnOnce() -> io::Result<()>,
+) -> io::Result<Abort> {
+    let abort = dir.join(conn.to_string()).join("abort");
+    if !abort.exists() {
+        if mounted()? {
+            return Ok(Abort::Gone);
+        }
+        match mount() {
+            Ok(()) => {}
+            // Someone mounted it meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            // Not root: see `Abort::NotPermitted`.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Abort::NotPermitted),
+            Err(e) => return Err(e),
         }
         if !abort.exists() {
-            return Ok(());
+            return Ok(Abort::Gone);
         }
     }
     // The directory goes when the superblock dies: an unmount from outside may finish
     // between the check above and this write, and then the connection is gone already.
     match std::fs::write(&abort, b"1") {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        r => r,
+        Ok(()) => Ok(Abort::Done),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Abort::Gone),
+        Err(e) => Err(e),
     }
 }
 
@@ -521,6 +586,33 @@ fn detach(mountpoint: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The abort's outcomes without fusectl: a non-root user's `EPERM` from mounting
+    /// fusectl is not a failure (the unmount then succeeds on the detach alone).
+    #[test]
+    fn abort_without_fusectl_is_best_effort_for_non_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = |n| move || Err(io::Error::from_raw_os_error(n));
+        let no = || Ok(false);
+        let r = abort_in(dir.path(), 7, no, err(libc::EPERM));
+        assert_eq!(r.unwrap(), Abort::NotPermitted);
+        let r = abort_in(dir.path(), 7, no, err(libc::ENODEV));
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENODEV));
+        let r = abort_in(dir.path(), 7, || Ok(true), || unreachable!());
+        assert_eq!(
+            r.unwrap(),
+            Abort::Gone,
+            "fusectl mounted, no such connection"
+        );
+        let r = abort_in(dir.path(), 7, no, || Ok(()));
+        assert_eq!(r.unwrap(), Abort::Gone, "mounted now, no such connection");
+        let conn = dir.path().join("7");
+        std::fs::create_dir(&conn).unwrap();
+        std::fs::write(conn.join("abort"), b"").unwrap();
+        let r = abort_in(dir.path(), 7, || unreachable!(), || unreachable!());
+        assert_eq!(r.unwrap(), Abort::Done);
+        assert_eq!(std::fs::read(conn.join("abort")).unwrap(), b"1");
+    }
 
     #[test]
     fn mountinfo_escapes_are_decoded() {

@@ -22,7 +22,7 @@ use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{
     FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
 };
-use scalevfs_vfs::{Errno, Stat, Timespec};
+use scalevfs_vfs::{Cred, Errno, FileRef, Stat, Timespec};
 
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 
@@ -50,6 +50,9 @@ pub struct Stats {
     pub interrupts: u64,
     /// Open file and directory handles.
     pub open_files: u64,
+    /// CREATEs that found the name already there without `O_EXCL` (created behind the
+    /// kernel's back after its LOOKUP).
+    pub create_races: u64,
 }
 
 pub(crate) struct Fs {
@@ -62,22 +65,24 @@ pub(crate) struct Fs {
     posix_requests: ShardedCounter,
     flock_requests: ShardedCounter,
     interrupts: ShardedCounter,
+    create_races: ShardedCounter,
 }
 
 fn e(err: Errno) -> i32 {
     err.0
 }
 
-fn dur(t: Timespec) -> Duration {
-    if t.sec < 0 {
-        Duration::ZERO
-    } else {
-        Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
-    }
+/// A FUSE attribute time: polyfuse takes a `Duration` and sends its seconds as the u64
+/// `fuse_attr` field, which the kernel reads as a signed time64; so a time before 1970
+/// goes as the two's complement of its seconds (`-1.5 s`: seconds `-2`, nsec 5e8, as in
+/// a `timespec`). Never overflows: nsec < 1e9 carries nothing into the seconds.
+fn fuse_time(t: Timespec) -> Duration {
+    Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
 }
 
-fn fill_attr(st: &Stat, a: &mut FileAttr) {
-    a.ino(st.ino);
+/// `ino`: the number the mount reports ([`NodeTable::ino_of`]), not `st.ino`.
+fn fill_attr(st: &Stat, ino: u64, a: &mut FileAttr) {
+    a.ino(ino);
     a.mode(st.mode);
     a.nlink(st.nlink as u32);
     a.uid(st.uid);
@@ -86,13 +91,24 @@ fn fill_attr(st: &Stat, a: &mut FileAttr) {
     a.size(st.size as u64);
     a.blksize(st.blksize as u32);
     a.blocks(st.blocks as u64);
-    a.atime(dur(st.atime));
-    a.mtime(dur(st.mtime));
-    a.ctime(dur(st.ctime));
+    a.atime(fuse_time(st.atime));
+    a.mtime(fuse_time(st.mtime));
+    a.ctime(fuse_time(st.ctime));
 }
 
 fn name_bytes(n: &OsStr) -> &[u8] {
     n.as_bytes()
+}
+
+/// The `size` bytes a WRITE carries. `EIO` if they cannot be read or fewer arrived (as
+/// libfuse answers a short write buffer): writing part of them would report a short
+/// write of bytes the caller never placed there.
+fn write_payload(data: impl io::Read, size: u32) -> Res<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size as usize);
+    match data.take(u64::from(size)).read_to_end(&mut buf) {
+        Ok(n) if n == size as usize => Ok(buf),
+        _ => Err(libc::EIO),
+    }
 }
 
 /// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
@@ -128,6 +144,7 @@ impl Fs {
             posix_requests: ShardedCounter::new(),
             flock_requests: ShardedCounter::new(),
             interrupts: ShardedCounter::new(),
+            create_races: ShardedCounter::new(),
         }
     }
 
@@ -141,6 +158,7 @@ impl Fs {
             waiting: self.waits.len() as u64,
             interrupts: self.interrupts.sum(),
             open_files: self.files.len() as u64,
+            create_races: self.create_races.sum(),
         }
     }
 
@@ -178,11 +196,12 @@ impl Fs {
     /// back if the reply could not be delivered (an interrupted request: no FORGET comes).
     fn reply_entry(&self, req: &Request, node: Node, open: Option<OpenOut>) -> io::Result<()> {
         let st = node.stat();
+        let ino = self.nodes.ino_of(node.inode());
         let generation = node.generation();
         let ttl = self.ttl(&node);
         let id = self.nodes.remember(node);
         let mut out = EntryOut::default();
-        fill_attr(&st, out.attr());
+        fill_attr(&st, ino, out.attr());
         out.ino(id);
         out.generation(generation);
         out.ttl_attr(ttl);
@@ -199,21 +218,161 @@ impl Fs {
 
     fn reply_attr(&self, req: &Request, node: &Node) -> io::Result<()> {
         let mut out = AttrOut::default();
-        fill_attr(&node.stat(), out.attr());
+        fill_attr(&node.stat(), self.nodes.ino_of(node.inode()), out.attr());
         out.ttl(self.ttl(node));
         req.reply(out)
+    }
+
+    /// Last close of an open file description (RELEASE, or unmount): the locks of owners
+    /// that never flushed it (OFD owners) go; its flock and `LockOwner::File` locks go too
+    /// (also with the last reference of the VFS open file, which a lock waiter may still
+    /// hold).
+    fn release_handle(&self, h: &Handle) {
+        if let Some((_, key)) = h.poll.lock().take() {
+            if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
+                kf.open_file().remove_waiter(key);
+            }
+        }
+        let owners = std::mem::take(&mut *h.owners.lock());
+        if let Some(ctx) = h.node.inode().lock_ctx.get() {
+            for owner in owners {
+                self.locks().release_posix(ctx, owner);
+            }
+            self.locks().release_file(ctx, h.file.lock_id());
+        }
+    }
+
+    /// After the workers stopped (nothing publishes a wait any more): cancels every
+    /// waiting lock request (again: one may have been published after the unmount's
+    /// first cancel), waits for their threads to answer and joins them, then releases
+    /// every handle as
+    /// RELEASE would, POSIX owners included (no FLUSH will come for them), and drops
+    /// every node. `Err` if a waiter did not end in time.
+    pub fn shutdown(&self) -> io::Result<()> {
+        self.waits.cancel_all();
+        let idle = self.waits.wait_idle(Duration::from_secs(10));
+        if idle {
+            self.waits.join_all(); // they have answered: only their exit is left
+        }
+        // After the waiters: a grant that beat the cancel is released here too (its
+        // owner joined the handle's set before it waited).
+        for h in self.files.drain() {
+            self.release_handle(&h);
+        }
+        self.nodes.clear();
+        if idle {
+            Ok(())
+        } else {
+            Err(io::Error::other("a FUSE lock waiter did not end"))
+        }
+    }
+
+    /// Waits for a lock on a thread of its own: publishes a [`CancelToken`] under
+    /// `unique` (a `FUSE_INTERRUPT` or the unmount cancels it), runs `f` with it, answers
+    /// with `reply`, and only then unpublishes, so an interrupt racing with the answer
+    /// finds either the token (a harmless cancel) or nothing (`EAGAIN`, which the kernel
+    /// drops). If no thread can be made, answers `ENOLCK` here.
+    fn wait_for_lock<F, R>(self: &Arc<Self>, unique: u64, h: Arc<Handle>, f: F, reply: R)
+    where
+        F: FnOnce(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+            + Send
+            + 'static,
+        R: FnOnce(Result<(), Errno>) + Send + 'static,
+    {
+        let token = CancelToken::new();
+        self.waits.insert(unique, token.clone());
+        let fs = self.clone();
+        // `reply` goes to the thread through a slot, so that it can still be called here
+        // if no thread can be made.
+        let slot = Arc::new(Mutex::new(Some(reply)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("fuse-lock-wait".into())
+            .spawn(move || {
+                // Unpublishes (and counts the thread gone) last, even if `f` panicked.
+                let _finish = Finish(&fs.waits, unique);
+                let Some(reply) = theirs.lock().take() else {
+                    return;
+                };
+                let ctx = fs.lock_ctx(&h.node);
+                reply(f(&fs, ctx, &h, Some(&token)));
+            });
+        match spawned {
+            Ok(t) => self.waits.adopt(t),
+            Err(_) => {
+                let _finish = Finish(&self.waits, unique);
+                if let Some(reply) = slot.lock().take() {
+                    reply(Err(Errno::ENOLCK));
+                }
+            }
+        }
     }
 
     fn open_handle(&self, node: Node, flags: i32) -> Res<u64> {
         let file = self.vfs.core().node_open(&node, flags).map_err(e)?;
         Ok(self.files.insert(Handle::new(node, file)))
     }
+
+    /// CREATE: `open(dir/name, O_CREAT | flags, mode)`. The kernel sends it after its
+    /// LOOKUP found no entry, and takes the reply as a file it created: it checks
+    /// nothing on the file and does not truncate it. So if the name appeared meanwhile
+    /// (behind the kernel's back) and `O_EXCL` is not set, this is an open of an existing
+    /// file that only we can check, as `open(2)` would: the file's permissions for the
+    /// caller and `O_TRUNC` ([`caller_cred`]). A CREATE reply must be a regular file (the
+    /// kernel answers `EIO` otherwise), so anything else gets `ESTALE`: the kernel then
+    /// walks the path again with `LOOKUP_REVAL`, finds the name and opens it itself, as
+    /// Linux does (a directory's `EISDIR`, a symlink followed, a FIFO's open sleeping in
+    /// the caller rather than on a worker).
+    fn create(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        flags: i32,
+        req: &Request,
+    ) -> Res<(Node, FileRef)> {
+        self.create_as(dir, name, mode, flags, owner_of(req), || caller_cred(req))
+    }
+
+    /// [`Fs::create`] with the owner of a new file and the caller's credentials (asked
+    /// for only if the name exists).
+    fn create_as(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        flags: i32,
+        owner: Owner,
+        cred: impl Fn() -> Cred,
+    ) -> Res<(Node, FileRef)> {
+        let core = self.vfs.core();
+        // The name may come and go behind our back as well: a few rounds, then let the
+        // kernel walk again.
+        for _ in 0..3 {
+            match core.node_create(dir, name, mode, flags, owner) {
+                Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {}
+                r => return r.map_err(e),
+            }
+            self.create_races.inc();
+            let node = match core.node_lookup(dir, name) {
+                Err(Errno::ENOENT) => continue,
+                r => r.map_err(e)?,
+            };
+            if !node.inode().is_reg() {
+                return Err(libc::ESTALE);
+            }
+            let file = core.node_open_as(&node, flags, &cred()).map_err(e)?;
+            return Ok((node, file));
+        }
+        Err(libc::ESTALE)
+    }
 }
 
 /// Runs on every worker thread.
 pub(crate) struct Dispatcher {
     pub session: Session,
-    pub fs: Fs,
+    /// Shared with the threads that wait for locks.
+    pub fs: Arc<Fs>,
 }
 
 fn owner_of(req: &Request) -> Owner {
@@ -221,6 +380,35 @@ fn owner_of(req: &Request) -> Owner {
         uid: req.uid(),
         gid: req.gid(),
     }
+}
+
+/// The caller's credentials for a check the kernel did not make: the header's fsuid and
+/// fsgid, and the supplementary groups of the calling thread from `/proc/PID/status` when
+/// that thread is visible and still has the header's fsuid and fsgid (none otherwise: a
+/// caller in another pid namespace, or gone). uid 0 counts as holding every capability
+/// (`Cred::is_root`); other capabilities are not seen.
+fn caller_cred(req: &Request) -> Cred {
+    let (uid, gid) = (req.uid(), req.gid());
+    let groups = std::fs::read_to_string(format!("/proc/{}/status", req.pid()))
+        .ok()
+        .filter(|_| req.pid() != 0)
+        .and_then(|s| status_groups(&s, uid, gid))
+        .unwrap_or_default();
+    Cred { uid, gid, groups }
+}
+
+/// The `Groups:` of a `/proc/PID/status` text whose fsuid and fsgid (the fourth `Uid:`
+/// and `Gid:` fields) are `uid` and `gid`; `None` if they differ or a line is missing.
+fn status_groups(status: &str, uid: u32, gid: u32) -> Option<Vec<u32>> {
+    let field = |key: &str| status.lines().find_map(|l| l.strip_prefix(key));
+    let fs_id = |key: &str| -> Option<u32> { field(key)?.split_whitespace().nth(3)?.parse().ok() };
+    if fs_id("Uid:")? != uid || fs_id("Gid:")? != gid {
+        return None;
+    }
+    field("Groups:")?
+        .split_whitespace()
+        .map(|g| g.parse().ok())
+        .collect()
 }
 
 impl Dispatcher {
@@ -258,6 +446,7 @@ impl Dispatcher {
                 let t = |x: Option<SetAttrTime>| {
                     x.map(|x| match x {
                         SetAttrTime::Timespec(d) => SetTime::At(Timespec {
+                            // The kernel's u64 is a signed time64 (see `fuse_time`).
                             sec: d.as_secs() as i64,
                             nsec: d.subsec_nanos() as i64,
                         }),
@@ -332,21 +521,9 @@ impl Dispatcher {
             },
             Operation::Create(op) => {
                 let flags = op.open_flags() as i32;
-                let r = fs.node(op.parent()).and_then(|d| {
-                    let name = name_bytes(op.name());
-                    match core.node_create(&d, name, op.mode(), flags, owner_of(&req)) {
-                        // Created meanwhile and no O_EXCL: open(2) opens the existing file.
-                        Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {
-                            let n = core.node_lookup(&d, name).map_err(e)?;
-                            if n.is_dir() {
-                                return Err(libc::EISDIR);
-                            }
-                            let f = core.node_open(&n, flags).map_err(e)?;
-                            Ok((n, f))
-                        }
-                        r => r.map_err(e),
-                    }
-                });
+                let r = fs
+                    .node(op.parent())
+                    .and_then(|d| fs.create(&d, name_bytes(op.name()), op.mode(), flags, &req));
                 match r {
                     Ok((node, file)) => {
                         let fh = fs.files.insert(Handle::new(node.clone(), file));
@@ -383,14 +560,15 @@ impl Dispatcher {
                 }
                 Err(err) => req.reply_error(err),
             },
-            Operation::Write(op, mut data) => match fs.handle(op.fh()) {
+            Operation::Write(op, data) => match fs.handle(op.fh()) {
                 Ok(h) => {
-                    let mut buf = Vec::with_capacity(op.size() as usize);
-                    let _ = data.read_to_end(&mut buf);
-                    match i64::try_from(op.offset())
+                    let r = i64::try_from(op.offset())
                         .map_err(|_| libc::EINVAL)
-                        .and_then(|off| core.file_write_at(&h.file, &buf, off).map_err(e))
-                    {
+                        .and_then(|off| {
+                            let buf = write_payload(data, op.size())?;
+                            core.file_write_at(&h.file, &buf, off).map_err(e)
+                        });
+                    match r {
                         Ok(n) => {
                             let mut out = WriteOut::default();
                             out.size(n as u32);
@@ -431,6 +609,7 @@ impl Dispatcher {
             Operation::Readdir(op) => match fs.handle(op.fh()) {
                 Ok(h) => {
                     let mut out = ReaddirOut::new(op.size() as usize);
+                    let sb = h.node.inode().sb();
                     let r = i64::try_from(op.offset())
                         .map_err(|_| libc::EINVAL)
                         .and_then(|pos| {
@@ -439,7 +618,7 @@ impl Dispatcher {
                                 // the kernel resumes from the previous entry's cookie.
                                 !out.entry(
                                     OsStr::from_bytes(d.name),
-                                    d.ino,
+                                    fs.nodes.ino_in(sb, d.ino),
                                     d.d_type as u32,
                                     d.next_pos as u64,
                                 )
@@ -469,14 +648,10 @@ impl Dispatcher {
             }
             Operation::Access(op) => {
                 // Only sent without default_permissions (we always mount with it): check
-                // with the request's uid/gid (no supplementary groups) for completeness.
+                // with the caller's credentials for completeness.
                 match fs.node(op.ino()) {
                     Ok(n) => {
-                        let cred = scalevfs_vfs::Cred {
-                            uid: req.uid(),
-                            gid: req.gid(),
-                            groups: Vec::new(),
-                        };
+                        let cred = caller_cred(&req);
                         let m = op.mask() as i32;
                         let mut mask = 0;
                         if m & libc::R_OK != 0 {
@@ -692,29 +867,17 @@ impl Dispatcher {
         }
     }
 
-    /// Last close of the open file description: the locks of owners that never flushed it
-    /// (OFD owners) go; its flock and `LockOwner::File` locks go with the last reference
-    /// of the VFS open file (dropped here unless a lock waiter still holds it).
+    /// Last close of the open file description `fh` (see [`Fs::release_handle`]).
     fn release(&self, fh: u64) {
         if let Some(h) = self.fs.files.remove(fh) {
-            if let Some((_, key)) = h.poll.lock().take() {
-                if let Some(kf) = h.file.private::<Arc<KernfsFile>>() {
-                    kf.open_file().remove_waiter(key);
-                }
-            }
-            let owners = std::mem::take(&mut *h.owners.lock());
-            if let Some(ctx) = h.node.inode().lock_ctx.get() {
-                for owner in owners {
-                    self.fs.locks().release_posix(ctx, owner);
-                }
-                self.fs.locks().release_file(ctx, h.file.lock_id());
-            }
+            self.fs.release_handle(&h);
         }
     }
 
     /// Runs a lock operation: once without waiting on this worker; if it conflicts and the
-    /// caller may sleep, again on a thread of its own that waits on a published
-    /// [`CancelToken`] (see the crate docs). `f(fs, ctx, h, None)` must not sleep.
+    /// caller may sleep, again on a thread of its own ([`Fs::wait_for_lock`]) so that the
+    /// workers stay free for the `FUSE_INTERRUPT` (see the crate docs). `f(fs, ctx, h,
+    /// None)` must not sleep.
     fn lock_op<F>(self: &Arc<Self>, req: Request, h: Arc<Handle>, sleep: bool, f: F)
     where
         F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
@@ -734,38 +897,22 @@ impl Dispatcher {
                 return;
             }
         }
-        let token = CancelToken::new();
         let unique = req.unique();
-        fs.waits.insert(unique, token.clone());
-        let inner = self.clone();
-        // The request goes to the waiting thread through a slot, so that it can still be
-        // answered here if no thread can be made.
-        let slot = Arc::new(Mutex::new(Some(req)));
-        let theirs = slot.clone();
-        let spawned = std::thread::Builder::new()
-            .name("fuse-lock-wait".into())
-            .spawn(move || {
-                let Some(req) = theirs.lock().take() else {
-                    return;
-                };
-                let fs = &inner.fs;
-                let ctx = fs.lock_ctx(&h.node);
-                let res = f(fs, ctx, &h, Some(&token));
-                let _ = match res {
-                    Ok(()) => req.reply(()),
-                    Err(err) => req.reply_error(e(err)),
-                };
-                // Unpublish only after replying, so an interrupt racing with the reply sees
-                // either the token (harmless cancel) or an answered request (EAGAIN, which
-                // the kernel drops).
-                fs.waits.remove(unique);
-            });
-        if spawned.is_err() {
-            fs.waits.remove(unique);
-            if let Some(req) = slot.lock().take() {
-                let _ = req.reply_error(libc::ENOLCK);
-            }
-        }
+        fs.wait_for_lock(unique, h, f, move |res| {
+            let _ = match res {
+                Ok(()) => req.reply(()),
+                Err(err) => req.reply_error(e(err)),
+            };
+        });
+    }
+}
+
+/// Unpublishes a waiting request when dropped ([`Waits::finish`]).
+struct Finish<'a>(&'a Waits, u64);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.finish(self.1);
     }
 }
 
@@ -798,9 +945,177 @@ mod tests {
         );
     }
 
+    /// CREATE of a name that exists (made behind the kernel's back) without `O_EXCL`: an
+    /// open checked with the caller's credentials, `O_TRUNC` honoured, anything but a
+    /// regular file handed back to the kernel (`ESTALE`).
     #[test]
-    fn times_before_the_epoch_clamp_to_zero() {
-        assert_eq!(dur(Timespec { sec: -5, nsec: 3 }), Duration::ZERO);
-        assert_eq!(dur(Timespec { sec: 2, nsec: 7 }), Duration::new(2, 7));
+    fn create_of_an_existing_name_is_a_checked_open() {
+        let fs = Fs::new(Vfs::new(scalevfs::VfsOptions::default()));
+        let core = fs.vfs.core();
+        let root = core.root_node();
+        let user = |uid| Owner { uid, gid: uid };
+        let cred = |uid| {
+            move || Cred {
+                uid,
+                gid: uid,
+                groups: Vec::new(),
+            }
+        };
+        let f = core
+            .node_mknod(&root, b"secret", libc::S_IFREG | 0o600, user(1000))
+            .unwrap();
+        core.file_write_at(&core.node_open(&f, libc::O_WRONLY).unwrap(), b"data", 0)
+            .unwrap();
+        let create = |name: &[u8], flags, uid| {
+            fs.create_as(&root, name, 0o644, flags, user(uid), cred(uid))
+                .map(|(n, _)| n)
+        };
+        assert_eq!(
+            create(b"secret", libc::O_RDWR, 2000).err(),
+            Some(libc::EACCES),
+            "someone else's 0600 file"
+        );
+        assert_eq!(
+            create(b"secret", libc::O_RDONLY | libc::O_TRUNC, 2000).err(),
+            Some(libc::EACCES),
+            "O_TRUNC needs write permission"
+        );
+        assert_eq!(f.stat().size, 4);
+        let n = create(b"secret", libc::O_WRONLY | libc::O_TRUNC, 1000).unwrap();
+        assert_eq!(n.ino(), f.ino(), "the existing file, opened");
+        assert_eq!(f.stat().size, 0, "O_TRUNC honoured");
+        assert_eq!(
+            create(b"secret", libc::O_RDWR | libc::O_EXCL, 1000).err(),
+            Some(libc::EEXIST)
+        );
+        // A group member's access comes from the supplementary groups.
+        core.node_setattr(
+            &f,
+            &scalevfs::inodes::SetAttr {
+                mode: Some(0o640),
+                gid: Some(3000),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let member = || Cred {
+            uid: 2000,
+            gid: 2000,
+            groups: vec![3000],
+        };
+        fs.create_as(&root, b"secret", 0o644, libc::O_RDONLY, user(2000), member)
+            .unwrap();
+        // Not a regular file: the kernel must open it (a FIFO would block a worker here).
+        core.node_mknod(&root, b"fifo", libc::S_IFIFO | 0o666, user(0))
+            .unwrap();
+        core.node_mkdir(&root, b"dir", 0o777, user(0)).unwrap();
+        core.node_symlink(&root, b"link", b"secret", user(0))
+            .unwrap();
+        for name in [&b"fifo"[..], b"dir", b"link"] {
+            assert_eq!(
+                create(name, libc::O_RDONLY | libc::O_NONBLOCK, 0).err(),
+                Some(libc::ESTALE),
+                "{name:?}"
+            );
+        }
+        // A new name is created with the given owner.
+        let n = create(b"new", libc::O_RDWR, 2000).unwrap();
+        assert_eq!((n.stat().uid, n.stat().gid), (2000, 2000));
+        assert_eq!(fs.stats().create_races, 7);
+    }
+
+    /// The unmount's last step, with a lock waiter published after its first cancel (a
+    /// SETLKW being dispatched when the unmount began) and a POSIX owner that will never
+    /// FLUSH (the connection is aborted): the waiter is answered and its thread gone, and
+    /// no lock is left in the lock manager.
+    #[test]
+    fn shutdown_leaves_no_waiter_and_no_lock_behind() {
+        let fs = Arc::new(Fs::new(Vfs::new(scalevfs::VfsOptions::default())));
+        let core = fs.vfs.core();
+        let root = core.root_node();
+        let n = core
+            .node_mknod(&root, b"f", libc::S_IFREG | 0o644, Owner { uid: 0, gid: 0 })
+            .unwrap();
+        let open = || {
+            let file = core.node_open(&n, libc::O_RDWR).unwrap();
+            fs.handle(fs.files.insert(Handle::new(n.clone(), file)))
+                .unwrap()
+        };
+        let (ha, hb) = (open(), open());
+        let lock = |owner| lock_request(LockOwner::Process(owner), 1, libc::F_WRLCK as u32, 0, 9);
+        // Owner 1 holds a lock through `ha`, as SETLK leaves it.
+        ha.owners.lock().push(1);
+        fs.locks()
+            .setlk(fs.lock_ctx(&n), &lock(1).unwrap(), None)
+            .unwrap();
+        // Owner 2 waits for it through `hb`.
+        hb.owners.lock().push(2);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let req = lock(2).unwrap();
+        fs.wait_for_lock(
+            7,
+            hb,
+            move |fs, ctx, _, token| fs.locks().setlk(ctx, &req, token),
+            move |r| tx.send(r).unwrap(),
+        );
+        assert_eq!(fs.stats().waiting, 1);
+        drop(ha);
+        fs.shutdown().unwrap();
+        let answer = rx
+            .try_recv()
+            .expect("the waiter answered before shutdown returned");
+        assert!(matches!(answer, Err(Errno::EINTR) | Ok(())), "{answer:?}");
+        assert_eq!(fs.stats().waiting, 0);
+        assert!(fs.waits.threads_is_empty(), "its thread was joined");
+        assert_eq!(
+            fs.locks().list().len(),
+            0,
+            "no lock left: {}",
+            fs.vfs.proc_locks()
+        );
+        assert_eq!((fs.stats().open_files, fs.stats().nodes), (0, 0));
+    }
+
+    #[test]
+    fn supplementary_groups_come_from_status_when_the_fs_ids_match() {
+        let status = "Name:\tx\nUid:\t1\t2\t3\t1000\nGid:\t4\t5\t6\t100\nGroups:\t7 8 \n";
+        assert_eq!(status_groups(status, 1000, 100), Some(vec![7, 8]));
+        assert_eq!(status_groups(status, 1, 100), None, "fsuid differs");
+        assert_eq!(status_groups(status, 1000, 4), None, "fsgid differs");
+        let none = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nGroups:\t\n";
+        assert_eq!(status_groups(none, 0, 0), Some(vec![]));
+        assert_eq!(status_groups("Uid:\t0\t0\t0\t0\n", 0, 0), None);
+        assert_eq!(status_groups("garbage", 0, 0), None);
+    }
+
+    #[test]
+    fn a_write_payload_that_fails_or_falls_short_is_eio() {
+        struct Failing(usize);
+        impl io::Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::from_raw_os_error(libc::EFAULT));
+                }
+                let n = self.0.min(buf.len());
+                buf[..n].fill(b'x');
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        assert_eq!(write_payload(&b"abcdef"[..], 6), Ok(b"abcdef".to_vec()));
+        assert_eq!(write_payload(&b"abcdef"[..], 4), Ok(b"abcd".to_vec()));
+        assert_eq!(write_payload(&b"ab"[..], 4), Err(libc::EIO), "short");
+        assert_eq!(write_payload(Failing(3), 8), Err(libc::EIO), "read error");
+        assert_eq!(write_payload(Failing(0), 0), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn times_before_the_epoch_are_twos_complement_seconds() {
+        let t = |sec, nsec| fuse_time(Timespec { sec, nsec });
+        assert_eq!(t(2, 7), Duration::new(2, 7));
+        assert_eq!(t(-1, 500_000_000), Duration::new(u64::MAX, 500_000_000));
+        let d = t(-2_208_988_800, 3);
+        assert_eq!((d.as_secs() as i64, d.subsec_nanos()), (-2_208_988_800, 3));
+        assert_eq!(t(i64::MIN, 999_999_999).as_secs(), 1 << 63);
     }
 }

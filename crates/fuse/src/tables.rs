@@ -5,7 +5,9 @@
 //!   number (never reused: tmpfs numbers come from a 64-bit counter, kernfs numbers are
 //!   unique in their tree, and the entry's `Node` keeps the inode, hence its number,
 //!   alive), tagged with the superblock for file systems mounted inside (`--sys`:
-//!   `(dev - root dev) << 48 | ino`), and 1 for the root. So two lookups of one inode
+//!   `(dev - root dev) << 48 | ino`), and 1 for the root. `st_ino` and `d_ino` are the
+//!   same tagged number (the root's is its own), so the mount's one `st_dev` never sees
+//!   two files with one number. So two lookups of one inode
 //!   (hard links, a rename) get one node id without a second map, and the generation is
 //!   always 0. tmpfs numbers come in per-thread blocks of 1024 consecutive values, so
 //!   `id % 64` spreads them over the shards.
@@ -23,15 +25,18 @@
 //!
 //! Lock order: a shard mutex is a leaf (nothing else is taken under it).
 
+use std::collections::hash_map::Entry as Slot;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use scalevfs::inodes::Node;
 use scalevfs_primitives::cpu::current_shard;
 use scalevfs_vfs::cancel::CancelToken;
-use scalevfs_vfs::FileRef;
+use scalevfs_vfs::{FileRef, Inode, SuperBlock};
 
 /// Shards per table; each shard's mutex has a cache line of its own (`CachePadded`), so
 /// requests on different shards share no line.
@@ -65,13 +70,24 @@ impl NodeTable {
 
     /// The node id the kernel will know `node` by.
     pub fn id_of(&self, node: &Node) -> u64 {
-        let (inode, root) = (node.inode(), self.root.inode());
-        if std::ptr::eq(inode, root) {
+        if std::ptr::eq(node.inode(), self.root.inode()) {
             return ROOT_ID;
         }
-        let tag = inode.sb().dev.wrapping_sub(root.sb().dev);
-        debug_assert!(node.ino() < 1 << 48, "inode numbers fit in 48 bits");
-        tag << 48 | node.ino()
+        self.ino_of(node.inode())
+    }
+
+    /// The inode number the mount reports for `inode` (`st_ino`): its own, tagged with
+    /// its superblock as the node id is, since every file system shares the mount's
+    /// one `st_dev`.
+    pub fn ino_of(&self, inode: &Inode) -> u64 {
+        self.ino_in(inode.sb(), inode.ino)
+    }
+
+    /// The reported number of inode `ino` of superblock `sb` (readdir's `d_ino`).
+    pub fn ino_in(&self, sb: &SuperBlock, ino: u64) -> u64 {
+        let tag = sb.dev.wrapping_sub(self.root.inode().sb().dev);
+        debug_assert!(ino < 1 << 48, "inode numbers fit in 48 bits");
+        tag << 48 | ino
     }
 
     /// The root's node.
@@ -91,12 +107,25 @@ impl NodeTable {
     /// returns its node id. The root is not counted.
     pub fn remember(&self, node: Node) -> u64 {
         let id = self.id_of(&node);
-        if id != ROOT_ID {
-            let mut s = self.shard(id).lock();
-            s.entry(id)
-                .and_modify(|e| e.nlookup += 1)
-                .or_insert(Entry { node, nlookup: 1 });
+        if id == ROOT_ID {
+            return id;
         }
+        let duplicate = {
+            let mut s = self.shard(id).lock();
+            match s.entry(id) {
+                Slot::Occupied(mut o) => {
+                    o.get_mut().nlookup += 1;
+                    Some(node)
+                }
+                Slot::Vacant(v) => {
+                    v.insert(Entry { node, nlookup: 1 });
+                    None
+                }
+            }
+        };
+        // Outside the shard lock: the entry may hold another dentry of the inode (a hard
+        // link), so this may be the last reference to `node`'s dentry.
+        drop(duplicate);
         id
     }
 
@@ -214,38 +243,57 @@ impl FileTable {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
     }
 
-    /// Unmount: drops every handle (the last reference of each open file description
-    /// releases its flock and OFD locks).
-    pub fn clear(&self) {
+    /// Unmount: removes every handle and returns them, for the caller to release
+    /// outside the shard locks.
+    pub fn drain(&self) -> Vec<Arc<Handle>> {
+        let mut out = Vec::new();
         for s in &self.shards {
             let all = std::mem::take(&mut s.lock().map);
-            drop(all);
+            out.extend(all.into_values());
         }
+        out
     }
 }
 
-/// See the module docs.
+/// See the module docs. Also counts the threads that wait (published or not yet
+/// finished), so that unmount can wait for the last one to end.
 pub struct Waits {
     shards: [CachePadded<Mutex<HashMap<u64, CancelToken>>>; SHARDS],
+    /// Waiting requests from [`Waits::insert`] to [`Waits::finish`]; a leaf mutex.
+    live: Mutex<usize>,
+    idle: Condvar,
+    /// The waiting threads not yet seen finished, for unmount to join; a leaf mutex.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Waits {
     pub fn new() -> Waits {
         Waits {
             shards: std::array::from_fn(|_| CachePadded::new(Mutex::new(HashMap::new()))),
+            live: Mutex::new(0),
+            idle: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
         }
     }
     fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, CancelToken>> {
         &self.shards[(unique % SHARDS as u64) as usize]
     }
+    /// Publishes the token of a request about to wait; [`Waits::finish`] must follow.
     pub fn insert(&self, unique: u64, t: CancelToken) {
+        *self.live.lock() += 1;
         self.shard(unique).lock().insert(unique, t);
     }
     pub fn get(&self, unique: u64) -> Option<CancelToken> {
         self.shard(unique).lock().get(&unique).cloned()
     }
-    pub fn remove(&self, unique: u64) {
+    /// The request `unique` was answered (or never waited): unpublishes it.
+    pub fn finish(&self, unique: u64) {
         self.shard(unique).lock().remove(&unique);
+        let mut live = self.live.lock();
+        *live -= 1;
+        if *live == 0 {
+            self.idle.notify_all();
+        }
     }
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
@@ -257,6 +305,36 @@ impl Waits {
                 t.cancel();
             }
         }
+    }
+    /// Keeps `t`, a waiting request's thread, for [`Waits::join_all`] (and forgets the
+    /// finished ones, so the list stays as long as the waits in progress).
+    pub fn adopt(&self, t: JoinHandle<()>) {
+        let mut all = self.threads.lock();
+        all.retain(|t| !t.is_finished());
+        all.push(t);
+    }
+    #[cfg(test)]
+    pub fn threads_is_empty(&self) -> bool {
+        self.threads.lock().is_empty()
+    }
+    /// Joins every waiting thread (call once [`Waits::wait_idle`] said they finished).
+    pub fn join_all(&self) {
+        let all = std::mem::take(&mut *self.threads.lock());
+        for t in all {
+            let _ = t.join();
+        }
+    }
+    /// Waits until every waiting request finished, at most `timeout`; false if some
+    /// did not.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut live = self.live.lock();
+        while *live != 0 {
+            if self.idle.wait_until(&mut live, deadline).timed_out() {
+                return *live == 0;
+            }
+        }
+        true
     }
 }
 

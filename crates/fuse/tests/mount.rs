@@ -400,8 +400,20 @@ fn unmount_with_open_files_and_a_blocked_locker() {
         }
     });
     wait_for(&server, "the child to block", |s| s.waiting == 1);
+    let vfs = server.vfs().clone();
     server.unmount().unwrap();
     assert!(!mounted(&root), "detached while files were open");
+    // Nothing is left behind: no waiting thread, and not our POSIX lock either (no FLUSH
+    // can come for it after the abort).
+    let waiters = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+            comm.is_ok_and(|c| c.trim() == "fuse-lock-wait")
+        })
+        .count();
+    assert_eq!(waiters, 0, "a lock waiter thread outlived the unmount");
+    assert_eq!(vfs.locks().list().len(), 0, "{}", vfs.proc_locks());
     assert_eq!(wait_child(pid), 0, "the blocked locker was released");
     let mut buf = [0u8; 4];
     let e = held.read(&mut buf).unwrap_err();
@@ -560,5 +572,313 @@ print(c.execute('select count(*), count(distinct a * 1000 + b) from t').fetchone
         String::from_utf8_lossy(&copy.stdout),
         String::from_utf8_lossy(&copy.stderr)
     );
+    server.unmount().unwrap();
+}
+
+/// `open(O_CREAT)` without `O_EXCL` racing with a file created behind the kernel's back
+/// (through the `Vfs` directly): the kernel's LOOKUP finds no entry, then its CREATE finds
+/// one. The caller must get what `open(2)` of an existing file gives on Linux: the file's
+/// permission check with the caller's credentials (never someone else's 0600 file for
+/// writing), and a FIFO opened as a FIFO (not `EIO`, not a worker blocked in it).
+#[test]
+fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        allow_other: true,
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let root = dir.path().to_owned();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let vfs = server.vfs().clone();
+    // Shared with the child: [started, made, then the outcomes: own new file, FIFO,
+    // EACCES, ESTALE, uid 1000's file opened for writing, EIO, anything else].
+    const N: usize = 9;
+    const ROUNDS: u64 = 1500;
+    // SAFETY: a fresh anonymous shared mapping of N u64s, unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            N * 8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(map, libc::MAP_FAILED);
+    // SAFETY: the mapping is N zeroed, aligned u64s, alive until the munmap below (after
+    // the child exited); AtomicU64 has u64's layout.
+    let shared: &[AtomicU64] = unsafe { std::slice::from_raw_parts(map.cast(), N) };
+    let names: Vec<std::ffi::CString> = (0..ROUNDS)
+        .map(|i| cpath(&root.join(format!("x{i}"))))
+        .collect();
+    std::thread::scope(|s| {
+        // Behind the kernel's back: x<i> appears (uid 1000's 0600 file, or a FIFO) at a
+        // varying moment after the child starts to open it.
+        s.spawn(|| {
+            let core = vfs.core();
+            let top = core.root_node();
+            let owner = scalevfs::inodes::Owner {
+                uid: 1000,
+                gid: 1000,
+            };
+            for i in 0..ROUNDS {
+                while shared[0].load(SeqCst) <= i {
+                    std::hint::spin_loop();
+                }
+                let t = std::time::Instant::now();
+                let delay = std::time::Duration::from_micros(i * 7919 % 300);
+                while t.elapsed() < delay {
+                    std::hint::spin_loop();
+                }
+                let mode = if i % 2 == 0 {
+                    libc::S_IFREG | 0o600
+                } else {
+                    libc::S_IFIFO | 0o666
+                };
+                let _ = core.node_mknod(&top, format!("x{i}").as_bytes(), mode, owner);
+                shared[1].store(i + 1, SeqCst);
+            }
+        });
+        let pid = fork_child(|| {
+            // SAFETY: raw syscalls in the child: uid/gid 2000, then open and fstat.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setgid(2000) != 0
+                    || libc::setuid(2000) != 0
+                {
+                    return 1;
+                }
+            }
+            for (i, name) in names.iter().enumerate() {
+                shared[0].store(i as u64 + 1, SeqCst);
+                // SAFETY: a NUL-terminated path; fstat into a zeroed stat.
+                let slot = unsafe {
+                    let fd = libc::open(
+                        name.as_ptr(),
+                        libc::O_CREAT | libc::O_RDWR | libc::O_NONBLOCK,
+                        0o600,
+                    );
+                    if fd >= 0 {
+                        let mut st: libc::stat = std::mem::zeroed();
+                        libc::fstat(fd, &mut st);
+                        libc::close(fd);
+                        match (st.st_mode & libc::S_IFMT, st.st_uid) {
+                            (libc::S_IFREG, 2000) => 2,
+                            (libc::S_IFIFO, _) => 3,
+                            _ => 6,
+                        }
+                    } else {
+                        match errno() {
+                            libc::EACCES => 4,
+                            libc::ESTALE => 5,
+                            libc::EIO => 7,
+                            _ => 8,
+                        }
+                    }
+                };
+                shared[slot].fetch_add(1, SeqCst);
+                while shared[1].load(SeqCst) <= i as u64 {
+                    std::hint::spin_loop();
+                }
+            }
+            0
+        });
+        assert_eq!(wait_child(pid), 0);
+    });
+    let c: Vec<u64> = shared.iter().map(|a| a.load(SeqCst)).collect();
+    // SAFETY: unmapping what was mapped above; `shared` is not used after this.
+    unsafe { libc::munmap(map, N * 8) };
+    let races = server.stats().create_races;
+    eprintln!(
+        "outcomes (own, FIFO, EACCES, ESTALE, ...) {:?}; CREATE races {races}",
+        &c[2..]
+    );
+    assert!(races > 0, "the race was never hit: the test proved nothing");
+    assert_eq!(
+        c[6], 0,
+        "uid 2000 opened uid 1000's 0600 file for writing: {c:?}"
+    );
+    assert_eq!(c[7], 0, "EIO: {c:?}");
+    assert_eq!(c[8], 0, "unexpected errors: {c:?}");
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
+
+/// Times before 1970 survive the mount as on host tmpfs: FUSE attribute times are a u64
+/// that the kernel reads as a signed time64, so a negative time must be sent as its two's
+/// complement, not clamped to 0.
+#[test]
+fn times_before_1970_read_back_as_on_host_tmpfs() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let host = tempfile::tempdir_in("/dev/shm").unwrap();
+    let times: [(i64, i64); 4] = [
+        (-1, 0),
+        (-1, 999_999_999),
+        (-2_208_988_800, 123_456_789), // 1900-01-01
+        (-(1 << 40), 7),
+    ];
+    // (atime, mtime) through `stat`.
+    let stat = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).unwrap();
+        (m.atime(), m.atime_nsec(), m.mtime(), m.mtime_nsec())
+    };
+    for (i, &(sec, nsec)) in times.iter().enumerate() {
+        let mut got = Vec::new();
+        for base in [dir.path(), host.path()] {
+            let p = base.join(format!("t{i}"));
+            std::fs::write(&p, b"x").unwrap();
+            let ts = [
+                libc::timespec {
+                    tv_sec: sec,
+                    tv_nsec: nsec,
+                },
+                libc::timespec {
+                    tv_sec: sec / 2,
+                    tv_nsec: nsec / 3,
+                },
+            ];
+            let c = cpath(&p);
+            // SAFETY: a NUL-terminated path and two live timespecs.
+            let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), 0) };
+            assert_eq!(r, 0, "utimensat {}: errno {}", p.display(), errno());
+            got.push(stat(&p));
+        }
+        assert_eq!(got[0], got[1], "FUSE mount vs host tmpfs for {sec}.{nsec}");
+        assert_eq!(got[0], (sec, nsec, sec / 2, nsec / 3));
+    }
+    // Again after the kernel dropped its cached attributes (fresh GETATTR/LOOKUP), and
+    // in the served VFS itself.
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"2");
+    std::thread::sleep(std::time::Duration::from_millis(1100)); // the attribute TTL
+    let p = scalevfs::Process::new(server.vfs(), scalevfs::Credentials::root());
+    for (i, &(sec, nsec)) in times.iter().enumerate() {
+        let want = (sec, nsec, sec / 2, nsec / 3);
+        assert_eq!(stat(&dir.path().join(format!("t{i}"))), want);
+        let st = p.stat(format!("/t{i}")).unwrap();
+        assert_eq!(
+            (st.atime.sec, st.atime.nsec, st.mtime.sec, st.mtime.nsec),
+            want
+        );
+    }
+    drop(p);
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
+
+/// `statfs(2)` on the mount.
+fn statfs_of(p: &Path) -> libc::statfs {
+    let c = cpath(p);
+    // SAFETY: zeroed statfs is valid; the path is NUL-terminated.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut s) }, 0);
+    s
+}
+
+/// `MountOptions::size_limit` and `inode_limit` (`--size`, `--inodes`) as a program on
+/// the mount sees them: `statfs` reports them, and writes and creations beyond them fail
+/// with `ENOSPC`, as on a tmpfs mounted with `size=` and `nr_inodes=`.
+#[test]
+fn size_and_inode_limits_are_seen_through_the_mount() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        size_limit: Some(1 << 20),
+        inode_limit: Some(16),
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let root = dir.path().to_owned();
+    let s = statfs_of(&root);
+    assert_eq!((s.f_bsize, s.f_blocks, s.f_bfree), (4096, 256, 256));
+    assert_eq!((s.f_files, s.f_ffree), (16, 15), "the root is one inode");
+    // Data: 2 MiB do not fit in 1 MiB.
+    let mut f = File::create(root.join("big")).unwrap();
+    let e = f.write_all(&vec![7u8; 2 << 20]).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+    drop(f);
+    let len = std::fs::metadata(root.join("big")).unwrap().len();
+    assert!(len > 0 && len <= 1 << 20, "{len}");
+    assert_eq!(statfs_of(&root).f_bfree, 256 - len.div_ceil(4096));
+    std::fs::remove_file(root.join("big")).unwrap();
+    assert_eq!(statfs_of(&root).f_bfree, 256);
+    // Inodes: 15 more, then ENOSPC for files and directories alike.
+    for i in 0..15 {
+        std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+    }
+    assert_eq!(statfs_of(&root).f_ffree, 0);
+    assert_eq!(
+        errno_of(std::fs::write(root.join("one-more"), b"x")),
+        libc::ENOSPC
+    );
+    assert_eq!(
+        errno_of(std::fs::create_dir(root.join("dir"))),
+        libc::ENOSPC
+    );
+    std::fs::remove_file(root.join("f0")).unwrap();
+    std::fs::create_dir(root.join("dir")).unwrap();
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}
+
+/// `mknod(2)` through the mount (FUSE_MKNOD): a regular file (type `S_IFREG` or 0, which
+/// the kernel sends as MKNOD too), a FIFO and a socket; device nodes are refused with
+/// `EOPNOTSUPP` (the VFS keeps no device numbers).
+#[test]
+fn mknod_makes_regular_files_fifos_and_sockets() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let root = dir.path().to_owned();
+    let mknod = |name: &str, mode: u32| {
+        let c = cpath(&root.join(name));
+        // SAFETY: a NUL-terminated path; no device number.
+        if unsafe { libc::mknod(c.as_ptr(), mode, 0) } == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    };
+    // SAFETY: umask has no preconditions; restored below.
+    let old = unsafe { libc::umask(0o022) };
+    mknod("reg", libc::S_IFREG | 0o664).unwrap();
+    mknod("untyped", 0o600).unwrap();
+    mknod("fifo", libc::S_IFIFO | 0o644).unwrap();
+    mknod("sock", libc::S_IFSOCK | 0o644).unwrap();
+    assert_eq!(mknod("chr", libc::S_IFCHR | 0o644), Err(libc::EOPNOTSUPP));
+    assert_eq!(mknod("reg", libc::S_IFREG | 0o644), Err(libc::EEXIST));
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let m = std::fs::metadata(root.join("reg")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(
+        (m.mode() & 0o7777, m.len(), m.uid()),
+        (0o644, 0, 0),
+        "umask applied"
+    );
+    let m = std::fs::metadata(root.join("untyped")).unwrap();
+    assert!(m.file_type().is_file());
+    assert_eq!(m.mode() & 0o7777, 0o600);
+    assert!(std::fs::metadata(root.join("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(std::fs::metadata(root.join("sock"))
+        .unwrap()
+        .file_type()
+        .is_socket());
+    // The regular file is a file like any other.
+    std::fs::write(root.join("reg"), b"made by mknod").unwrap();
+    assert_eq!(std::fs::read(root.join("reg")).unwrap(), b"made by mknod");
+    let p = scalevfs::Process::new(server.vfs(), scalevfs::Credentials::root());
+    assert_eq!(p.read_file("/reg").unwrap(), b"made by mknod");
+    drop(p);
+    wait_for(&server, "every file released", |s| s.open_files == 0);
     server.unmount().unwrap();
 }

@@ -137,3 +137,75 @@ fn sys_tree_is_served_and_polls_are_woken() {
     wait_for(&server, "every file released", |s| s.open_files == 0);
     server.unmount().unwrap();
 }
+
+/// Every (st_dev, st_ino) in the mount names one file: tmpfs and the kernfs tree under
+/// `/sys` number their inodes independently (both from small numbers) but share the
+/// mount's one device, so the server must keep their numbers apart, the same way in
+/// lookup, getattr and readdir (`find`, `du` and `tar` take equal pairs for hard links).
+#[test]
+fn inode_numbers_are_distinct_across_tmpfs_and_sys() {
+    use std::collections::HashMap;
+    use std::os::unix::fs::{DirEntryExt, MetadataExt};
+    require_fuse!();
+    let (dir, server) = mount_sys();
+    let root = dir.path().to_owned();
+    // tmpfs files made through the mount (numbered by the workers) and behind it (by this
+    // thread), next to the kernfs tree.
+    for i in 0..64 {
+        std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+    }
+    let p = scalevfs::Process::new(server.vfs(), scalevfs::Credentials::root());
+    p.mkdir("/d", 0o755).unwrap();
+    for i in 0..64 {
+        p.write_file(format!("/d/g{i}"), b"y").unwrap();
+    }
+    drop(p);
+    let mut seen: HashMap<(u64, u64), std::path::PathBuf> = HashMap::new();
+    let mut dirs = vec![root.clone()];
+    let mut entries = 0;
+    while let Some(d) = dirs.pop() {
+        let m = std::fs::symlink_metadata(&d).unwrap();
+        if let Some(old) = seen.insert((m.dev(), m.ino()), d.clone()) {
+            panic!(
+                "{} and {} share inode {}",
+                old.display(),
+                d.display(),
+                m.ino()
+            );
+        }
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let path = e.path();
+            let m = std::fs::symlink_metadata(&path).unwrap();
+            if path.starts_with(root.join("sys")) {
+                entries += 1;
+            }
+            // readdir's d_ino is lookup's st_ino, except at a mount point, where (as on
+            // Linux) readdir shows the directory underneath.
+            if path != root.join("sys") {
+                assert_eq!(e.ino(), m.ino(), "d_ino of {}", path.display());
+            }
+            if m.is_dir() {
+                dirs.push(path);
+            } else if let Some(old) = seen.insert((m.dev(), m.ino()), path.clone()) {
+                panic!(
+                    "{} and {} share inode {}",
+                    old.display(),
+                    path.display(),
+                    m.ino()
+                );
+            }
+        }
+    }
+    assert!(entries > 254, "walked the kernfs tree too: {entries}");
+    // getattr on an open file agrees with lookup.
+    let gid = root.join("sys/class/infiniband/mlx5_0/ports/1/gids/0");
+    let f = File::open(&gid).unwrap();
+    assert_eq!(
+        f.metadata().unwrap().ino(),
+        std::fs::metadata(&gid).unwrap().ino()
+    );
+    drop(f);
+    wait_for(&server, "every file released", |s| s.open_files == 0);
+    server.unmount().unwrap();
+}

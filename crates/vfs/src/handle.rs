@@ -13,7 +13,8 @@
 //! ...): the same locks (parent `rwsem` exclusively for namespace changes; the rename
 //! mutex and both parents across directories; the inode `rwsem` for attributes) and the
 //! same errno values, minus what the caller's kernel already did:
-//! * **No permission checks** (`Cred::root()` for the checks): the FUSE kernel mounted with
+//! * **No permission checks** (`Cred::root()` for the checks; `node_open_as` is the one
+//!   operation that checks, for an open the kernel did not see): the FUSE kernel mounted with
 //!   `default_permissions` checked with the caller's fsuid, fsgid, supplementary groups
 //!   and capabilities, which a FUSE request does not carry. It also computed the set-id
 //!   bit changes of `chmod`/`chown`/`write`/`truncate` (the server does not set
@@ -398,6 +399,20 @@ impl VfsCore {
     pub fn node_open(&self, node: &Node, flags: i32) -> SysResult<FileRef> {
         let flags = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY | libc::O_TRUNC);
         self.open_existing(&self.checked_ctx(node), node.path.clone(), flags)
+    }
+
+    /// `open(2)` of an existing `node` as `cred`, for a server whose kernel did *not*
+    /// check this open: `may_open`'s type and permission checks with `cred`, `O_NOATIME`
+    /// for the owner only, and `O_TRUNC` honoured (write permission, set-id bits killed).
+    /// `O_CREAT`, `O_EXCL` and `O_NOCTTY` are ignored. The caller must not pass a FIFO
+    /// unless it may block in its open.
+    pub fn node_open_as(&self, node: &Node, flags: i32, cred: &Cred) -> SysResult<FileRef> {
+        let flags = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY);
+        let ctx = Ctx {
+            cred,
+            root: &node.path,
+        };
+        self.open_existing(&ctx, node.path.clone(), flags)
     }
 
     /// `pread` on an open file description.

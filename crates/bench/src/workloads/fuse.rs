@@ -273,8 +273,8 @@ mod tests {
     use crate::workloads::test_support::run_every_design;
 
     /// Every workload under every design this machine offers: host tmpfs always, the FUSE
-    /// mount when it can mount and its server can create files (the spike in crates/fuse
-    /// cannot: then the design is left out, with the reason).
+    /// mount when this machine can mount one and create a file on it (root, /dev/fuse,
+    /// fusermount3; otherwise the design is left out, with the reason).
     #[test]
     fn every_fuse_workload_runs_under_each_available_design() {
         let expected = match fuse_unavailable() {
