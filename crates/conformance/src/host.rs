@@ -301,6 +301,25 @@ impl Target for HostTarget {
         ok(unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
             .map(|v| v as usize)
     }
+    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: NUL-terminated strings; no data argument.
+        unit(unsafe {
+            libc::syscall(
+                libc::SYS_mount,
+                c"tmpfs".as_ptr(),
+                p.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0u64,
+                std::ptr::null::<u8>(),
+            )
+        })
+    }
+    fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is NUL-terminated.
+        unit(unsafe { libc::syscall(libc::SYS_umount2, p.as_ptr(), flags) })
+    }
     fn fsync(&mut self, fd: i32) -> SysResult<()> {
         // SAFETY: no pointers involved.
         unit(unsafe { libc::syscall(libc::SYS_fsync, fd) })
@@ -562,6 +581,24 @@ fn child_main(wfd: i32, root: &CString, script: &Script) -> ! {
         };
         // A script that hangs the host (it should not) is killed and reported as a dead child.
         libc::alarm(60);
+        // A script that mounts gets a mount namespace of its own, with nothing propagated
+        // back out: its mounts die with this child, and the case directory can be removed.
+        if script.mounts()
+            && (libc::unshare(libc::CLONE_NEWNS) != 0
+                || libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0)
+        {
+            send(&Outcome::Harness(format!(
+                "private mount namespace: {:?}",
+                Errno::last_os_error()
+            )));
+            libc::_exit(0);
+        }
         if libc::chroot(root.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
             send(&Outcome::Harness(format!(
                 "chroot: {:?}",

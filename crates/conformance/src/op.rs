@@ -203,6 +203,12 @@ pub enum Op {
     },
     Fsync(Fd),
     Fdatasync(Fd),
+    /// `mount("tmpfs", path, "tmpfs", 0, "")`: a fresh, empty tmpfs on `path`.
+    MountTmpfs(Vec<u8>),
+    Umount2 {
+        path: Vec<u8>,
+        flags: i32,
+    },
     // --- harness helpers ---
     /// Drop root: close every slot, `chdir("/")`, switch to these credentials, umask 022.
     SetCreds {
@@ -706,6 +712,8 @@ impl fmt::Display for Op {
             Op::Getcwd { size } => write!(f, "getcwd({size})"),
             Op::Fsync(fd) => write!(f, "fsync({fd})"),
             Op::Fdatasync(fd) => write!(f, "fdatasync({fd})"),
+            Op::MountTmpfs(path) => write!(f, "mount(tmpfs, {})", p(path)),
+            Op::Umount2 { path, flags } => write!(f, "umount2({}, {flags:#x})", p(path)),
             Op::SetCreds { uid, gid, groups } => {
                 write!(f, "-- become uid={uid} gid={gid} groups={groups:?}")
             }

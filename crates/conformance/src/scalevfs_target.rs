@@ -4,7 +4,9 @@ use std::io::{IoSlice, IoSliceMut};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use scalevfs::{Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Vfs, VfsOptions};
+use scalevfs::{
+    Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs, VfsOptions,
+};
 
 use crate::op::Outcome;
 use crate::runner::{run_script, Backend};
@@ -156,6 +158,13 @@ impl Target for ScalevfsTarget {
     }
     fn fsync(&mut self, fd: i32) -> SysResult<()> {
         self.proc.fsync(fd)
+    }
+    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()> {
+        self.proc
+            .mount(path, Arc::new(Tmpfs::new(TmpfsOptions::default())))
+    }
+    fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()> {
+        self.proc.umount2(path, flags)
     }
     fn fdatasync(&mut self, fd: i32) -> SysResult<()> {
         self.proc.fdatasync(fd)

@@ -464,6 +464,22 @@ impl Script {
     pub fn fdatasync(&mut self, fd: impl Into<Fd>) -> &mut Self {
         self.push(Op::Fdatasync(fd.into()))
     }
+    pub fn mount_tmpfs(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::MountTmpfs(b(path)))
+    }
+    pub fn umount2(&mut self, path: impl AsRef<[u8]>, flags: i32) -> &mut Self {
+        self.push(Op::Umount2 {
+            path: b(path),
+            flags,
+        })
+    }
+    /// Does the script mount or unmount? (The host runs it in a mount namespace of its
+    /// own then, so that nothing leaks out of the case.)
+    pub fn mounts(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|s| matches!(s, Op::MountTmpfs(_) | Op::Umount2 { .. }))
+    }
 
     // --- harness helpers ---
 

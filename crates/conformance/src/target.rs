@@ -68,6 +68,9 @@ pub trait Target {
     fn getcwd(&mut self, buf: &mut [u8]) -> SysResult<usize>;
     fn fsync(&mut self, fd: i32) -> SysResult<()>;
     fn fdatasync(&mut self, fd: i32) -> SysResult<()>;
+    /// Mounts a fresh, empty tmpfs on `path`.
+    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()>;
+    fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()>;
     /// Switch to other credentials (the harness closes all slots and resets cwd and umask
     /// around this). A failure is a harness failure, not an outcome.
     fn set_credentials(&mut self, creds: &Credentials) -> Result<(), String>;
@@ -407,6 +410,8 @@ impl<'t> Executor<'t> {
             }
             Op::Fsync(fd) => unit(self.target.fsync(self.fd(*fd))),
             Op::Fdatasync(fd) => unit(self.target.fdatasync(self.fd(*fd))),
+            Op::MountTmpfs(path) => unit(self.target.mount_tmpfs(path)),
+            Op::Umount2 { path, flags } => unit(self.target.umount2(path, *flags)),
             Op::SetCreds { uid, gid, groups } => {
                 self.close_all();
                 let _ = self.target.chdir(b"/");

@@ -892,7 +892,7 @@ impl Process {
     }
     /// `mount(2)` of a new file system `fs` on the directory `path` (resolved as this
     /// process resolves paths: relative to its cwd, following symlinks). The path's errors
-    /// come first, then `EPERM` unless root (Linux's order), then `ENOTDIR`, and `EINVAL`
+    /// come first, then `EPERM` unless root (Linux's order), then `ENOTDIR`, and `ENOENT`
     /// for a directory in a lazily unmounted tree. Mounting on a mount root stacks the new
     /// mount on top, as Linux does; `umount2` uncovers the one below.
     pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
@@ -943,10 +943,17 @@ impl Process {
                 if cwd.is_unlinked() {
                     return Err(Errno::ENOENT);
                 }
+                const UNREACHABLE: &[u8] = b"(unreachable)";
                 match self.core().d_path_prepend(&self.root, mnt, cwd, buf) {
-                    Ok(start) => Ok(Some(start)),
+                    Ok(start) => Ok(start),
                     Err(DPathError::TooLong) => Err(Errno::ERANGE),
-                    Err(DPathError::Unreachable) => Ok(None),
+                    // Outside the process root (a lazily unmounted tree): Linux prefixes
+                    // the path from the top it reached with "(unreachable)".
+                    Err(DPathError::Unreachable { start }) => {
+                        let at = start.checked_sub(UNREACHABLE.len()).ok_or(Errno::ERANGE)?;
+                        buf[at..start].copy_from_slice(UNREACHABLE);
+                        Ok(at)
+                    }
                 }
             })
         };
@@ -963,22 +970,8 @@ impl Process {
             Err(Errno::ERANGE) => Err(Errno::ENAMETOOLONG),
             r => r,
         }?;
-        let len = match start {
-            Some(start) => {
-                buf.copy_within(start..room, 0);
-                room - start
-            }
-            None => {
-                // Outside the process root (Linux prefixes "(unreachable)").
-                let mut p = b"(unreachable)".to_vec();
-                p.extend_from_slice(&self.cwd.get().dentry.name());
-                if p.len() > room {
-                    return Err(Errno::ERANGE);
-                }
-                buf[..p.len()].copy_from_slice(&p);
-                p.len()
-            }
-        };
+        buf.copy_within(start..room, 0);
+        let len = room - start;
         buf[len] = 0;
         Ok(len + 1)
     }

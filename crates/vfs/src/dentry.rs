@@ -914,7 +914,7 @@ impl Dcache {
         loop {
             match self.d_path_prepend(mnt, d, root_mnt, root, up, &mut buf) {
                 Ok(start) => return Some(buf.split_off(start)),
-                Err(DPathError::Unreachable) => return None,
+                Err(DPathError::Unreachable { .. }) => return None,
                 // Deeper than PATH_MAX (getcwd says ENAMETOOLONG/ERANGE; here: grow).
                 Err(DPathError::TooLong) => buf = vec![0u8; buf.len() * 4],
             }
@@ -946,7 +946,7 @@ impl Dcache {
                 steps += 1;
                 if steps > 8192 {
                     // Torn read during a rename (a cycle): the lock makes the reader retry.
-                    return Err(DPathError::Unreachable);
+                    return Err(DPathError::Unreachable { start: buf.len() });
                 }
                 if cur == root_p && m == root_mnt {
                     break;
@@ -964,7 +964,13 @@ impl Dcache {
                             cur = mp;
                             continue;
                         }
-                        None => return Err(DPathError::Unreachable),
+                        None => {
+                            if pos == buf.len() {
+                                pos = pos.checked_sub(1).ok_or(DPathError::TooLong)?;
+                                buf[pos] = b'/';
+                            }
+                            return Err(DPathError::Unreachable { start: pos });
+                        }
                     }
                 }
                 let fits = c.with_name(&g, |n| {
@@ -993,8 +999,10 @@ impl Dcache {
 /// Why [`Dcache::d_path_prepend`] gave no path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DPathError {
-    /// Not below the root.
-    Unreachable,
+    /// Not below the root: the path from the top that was reached (a detached mount's
+    /// root, or the global root when the caller's root is elsewhere) starts at `start`
+    /// of the buffer, as Linux's `prepend_path` leaves it for getcwd's "(unreachable)".
+    Unreachable { start: usize },
     /// Longer than the buffer.
     TooLong,
 }

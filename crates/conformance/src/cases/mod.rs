@@ -9,6 +9,7 @@
 mod fds;
 mod io;
 mod meta;
+mod mounts;
 mod namespace;
 mod open;
 mod paths;
@@ -26,6 +27,7 @@ pub fn all() -> Vec<Script> {
     paths::cases(&mut v);
     fds::cases(&mut v);
     perms::cases(&mut v);
+    mounts::cases(&mut v);
     v
 }
 
