@@ -1,9 +1,8 @@
 //! proptest: random operation sequences on the host kernel and on scalevfs, compared
 //! step by step, shrunk to a minimal differing sequence on failure.
 //!
-//! `host_vs_host_random` runs now (it checks that generated scripts are deterministic on
-//! the reference); `scalevfs_vs_host_random` is ignored until the VFS core lands (see
-//! scalevfs_vs_host.rs).
+//! `host_vs_host_random` checks that generated scripts are deterministic on the reference;
+//! `scalevfs_vs_host_random` compares scalevfs with it.
 
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use scalevfs_conformance::{random, run_case, Backend, HostBackend, ScalevfsBackend};

@@ -230,7 +230,7 @@ pub struct Server {
 }
 
 /// Builds the kernfs demo tree and mounts it at `/sys` in `vfs` (`docs/fuse.md` section
-/// 6; the same tree as `scalevfs sys`).
+/// 6; the library's demo tree, which `scalevfs sys` extends with `kernel/scalevfs/locks`).
 fn mount_sys(vfs: &Arc<Vfs>) -> Result<(Arc<KernfsFs>, DemoTree), scalevfs_vfs::Errno> {
     let core = vfs.core();
     let root_owner = scalevfs::inodes::Owner { uid: 0, gid: 0 };

@@ -28,6 +28,11 @@
 //!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`).
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
+//! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
+//!   types or flags: no bind mounts, no read-only or remount, no propagation). `umount2`
+//!   follows Linux (see the conformance suite's `mount/*` cases) except that the root
+//!   mount is `EBUSY` (Linux would remount it read-only), and an `MNT_EXPIRE` mark is not
+//!   cleared by later use of the mount (Linux clears it in `mntput`).
 //! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` and `mknod` are not provided;
 //!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
 //! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
