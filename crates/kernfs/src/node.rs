@@ -194,9 +194,16 @@ pub(crate) enum NodeData {
 /// open-node pointer (in `data`), and reads the mode and owner. They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
 /// a sysfs file use the same node), an open moves those lines, not the more that the
-/// compiler's field order spread them over. (The measured effect is not recorded here; the
-/// README's Results give the benchmark's current 1→2 thread scaling.)
-#[repr(C)]
+/// compiler's field order spread them over.
+///
+/// `align(64)`: the node (and, through `ArcInner`'s layout, its `Arc` counts) owns whole
+/// cache lines. Unaligned, the nodes, names and table entries a tree's builder allocates
+/// one after another shared lines, and one CPU's open of a GID file (writing that node's
+/// counts) made the other CPU's path walk miss on a neighbour's name or table entry: at 2
+/// threads every function of the walk ran 1.3-2x slower. kernfs-showgids scaled 1.35x from
+/// 1 to 2 threads before and 1.63x after (`scripts/scaling.sh --rounds 3`, medians). The
+/// price is memory: 256 bytes a node plus the 64-byte `Arc` header.
+#[repr(C, align(64))]
 pub struct KernfsNode {
     pub(crate) active: ActiveCount,
     mode: AtomicU32,
@@ -476,5 +483,22 @@ impl std::fmt::Debug for KernfsNode {
             .field("name", &self.name_lossy())
             .field("active", &self.is_active())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The node owns whole cache lines (see `KernfsNode`'s docs): nothing else can share
+    /// the line its opens write. Growing it past four lines is a choice: change this.
+    #[test]
+    fn a_node_owns_whole_cache_lines() {
+        use std::mem::{align_of, size_of};
+        assert_eq!(align_of::<super::KernfsNode>(), 64);
+        assert_eq!(size_of::<super::KernfsNode>() % 64, 0);
+        assert!(
+            size_of::<super::KernfsNode>() <= 256,
+            "{}",
+            size_of::<super::KernfsNode>()
+        );
     }
 }
