@@ -62,6 +62,9 @@ fn bytes_per_empty_file() {
     let per_file = (LIVE.load(Ordering::Relaxed) - before) / n as isize;
     println!("memory per empty file (inode + dentry + dir entry): {per_file} bytes");
     assert!(per_file > 100, "the measurement counts the objects");
-    assert!(per_file < 512, "{per_file} bytes per empty file: the aim is below 512");
+    assert!(
+        per_file < 512,
+        "{per_file} bytes per empty file: the aim is below 512"
+    );
     assert_eq!(vfs.inode_count(), 1 + 1 + 2000 + n);
 }

@@ -469,15 +469,15 @@ impl Workload for InodeChurn {
 impl ChurnInst {
     fn new(design: Design, threads: usize) -> Result<ChurnInst, String> {
         let env = Env::new(design)?;
-        let mut paths = Vec::new();
-        for t in 0..threads {
-            env.mkdir(&format!("t{t}"))?;
-            paths.push(
+        // Each worker makes its directory itself (see `DcacheInst::worker`: the directory's
+        // lock, times and size are written by every create and unlink).
+        let paths = (0..threads)
+            .map(|t| {
                 (0..BATCH)
                     .map(|i| env.path(&format!("t{t}/f{i}")))
-                    .collect(),
-            );
-        }
+                    .collect()
+            })
+            .collect();
         Ok(ChurnInst { env, paths })
     }
 }
@@ -485,6 +485,9 @@ impl ChurnInst {
 impl Instance for ChurnInst {
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         let paths = &self.paths[thread];
+        self.env
+            .mkdir(&format!("t{thread}"))
+            .expect("a worker makes its own directory");
         Box::new(move || {
             for p in paths {
                 let fd = self
