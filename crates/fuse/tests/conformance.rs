@@ -25,13 +25,7 @@ const LSEEK: &str = "polyfuse 0.5.1 does not decode FUSE_LSEEK (it answers ENOSY
 fn fuse_mount_agrees_with_host_tmpfs() {
     require_fuse!();
     // The host side drops to other uids in permission cases: allow_other.
-    let dir = tempfile::tempdir().unwrap();
-    let opts = scalevfs_fuse::MountOptions {
-        threads: 2,
-        allow_other: true,
-        ..Default::default()
-    };
-    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let (dir, server, _root) = common::mount_for_everyone();
     let host = HostBackend::new().expect("host tmpfs backend");
     let fuse = HostBackend::in_dir(dir.path()).expect("backend in the FUSE mount");
     let all = cases::all();

@@ -194,15 +194,7 @@ impl RawFd_ for File {
 fn new_files_get_the_callers_ids_and_setgid_groups() {
     require_fuse!();
     // Other users may use the mount only with allow_other (root may always set it).
-    let dir = tempfile::tempdir().unwrap();
-    let opts = scalevfs_fuse::MountOptions {
-        threads: 2,
-        allow_other: true,
-        ..Default::default()
-    };
-    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
-    let root = dir.path().to_owned();
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (_dir, server, root) = common::mount_for_everyone();
     std::fs::create_dir(root.join("sg")).unwrap();
     std::os::unix::fs::chown(root.join("sg"), Some(0), Some(4242)).unwrap();
     std::fs::set_permissions(root.join("sg"), std::fs::Permissions::from_mode(0o2777)).unwrap();
@@ -584,15 +576,7 @@ print(c.execute('select count(*), count(distinct a * 1000 + b) from t').fetchone
 fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
     use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
     require_fuse!();
-    let dir = tempfile::tempdir().unwrap();
-    let opts = scalevfs_fuse::MountOptions {
-        threads: 2,
-        allow_other: true,
-        ..Default::default()
-    };
-    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
-    let root = dir.path().to_owned();
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (_dir, server, root) = common::mount_for_everyone();
     let vfs = server.vfs().clone();
     // Shared with the child: [started, made, then the outcomes: own new file, FIFO,
     // EACCES, ESTALE, uid 1000's file opened for writing, EIO, anything else].

@@ -244,112 +244,35 @@ fn long_script(len: usize) -> Vec<Op> {
     v
 }
 
-/// The long host attribute through the API and through the VFS: every result (data,
-/// position or errno) of [`long_script`] matches the host's.
-#[test]
-fn long_file_same_results_as_host_sysfs() {
+/// Runs `ops` on the host attribute at `path` and on a kernfs attribute with the same
+/// `content` and `mode`, through the kernfs API and through `Process` calls on it mounted at
+/// /sys of a VFS (the VFS keeps the position, kernfs the seq_file), for both designs: every
+/// result (data, position or errno) must match the host's, and so must the size `stat`
+/// reports.
+fn check_against_host(path: &str, content: &[u8], mode: u32, ops: &[Op]) {
     use scalevfs::{Credentials, Process, Vfs, VfsOptions};
-    let Some((path, content)) = host_long_file() else {
-        eprintln!("no stable sysfs attribute over 100 bytes on this host; skipping");
-        return;
-    };
-    let ops = long_script(content.len());
-    let host = run_host(path, &ops);
+    let host = run_host(path, ops);
+    let host_size = std::fs::metadata(path).unwrap().len();
     for locking in [Locking::Scalable, Locking::Legacy] {
         let fs = Kernfs::new(locking);
         let f = fs
             .create_file(
                 fs.root(),
                 "attr",
-                0o444,
+                mode,
                 0,
                 0,
-                FnAttr::constant(content.clone()),
-            )
-            .unwrap();
-        let of = fs.open(&f, libc::O_RDONLY, &Creds::ROOT).unwrap();
-        let ours = run_kernfs(&of, &ops);
-        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
-            assert_eq!(h, o, "API op {i} {:?} on {path} ({locking:?})", ops[i]);
-        }
-        let vfs = Vfs::new(VfsOptions {
-            locking,
-            ..Default::default()
-        });
-        let p = Process::new(&vfs, Credentials::root());
-        p.mkdirat(libc::AT_FDCWD, "/sys", 0o755).unwrap();
-        vfs.mount("/sys", KernfsFs::new(fs)).unwrap();
-        let fd = p
-            .openat(libc::AT_FDCWD, "/sys/attr", libc::O_RDONLY, 0)
-            .unwrap();
-        let ours = run_vfs(&p, fd, &ops);
-        for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
-            assert_eq!(h, o, "VFS op {i} {:?} on {path} ({locking:?})", ops[i]);
-        }
-        p.close(fd).unwrap();
-    }
-    eprintln!(
-        "compared {} ops on {path} ({} bytes)",
-        ops.len(),
-        content.len()
-    );
-}
-
-#[test]
-fn same_results_as_host_sysfs() {
-    let Some((path, content)) = host_file() else {
-        eprintln!("no readable sysfs attribute on this host; skipping");
-        return;
-    };
-    let ops = script();
-    let host = run_host(path, &ops);
-    for locking in [Locking::Scalable, Locking::Legacy] {
-        let fs = Kernfs::new(locking);
-        let f = fs
-            .create_file(
-                fs.root(),
-                "attr",
-                0o644,
-                0,
-                0,
-                FnAttr::constant(content.clone()),
+                FnAttr::constant(content.to_vec()),
             )
             .unwrap();
         let of = fs
             .open(&f, libc::O_RDONLY | libc::O_CLOEXEC, &Creds::ROOT)
             .unwrap();
-        let ours = run_kernfs(&of, &ops);
+        let ours = run_kernfs(&of, ops);
         for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
-            assert_eq!(h, o, "op {i} {:?} on {path} ({locking:?})", ops[i]);
+            assert_eq!(h, o, "API op {i} {:?} on {path} ({locking:?})", ops[i]);
         }
-        // The host and we agree on stat too.
-        let md = std::fs::metadata(path).unwrap();
-        assert_eq!(fs.getattr(&f).unwrap().size, md.len());
-    }
-}
-
-/// The same script through `Process::read`/`pread64`/`lseek`/`write` on the attribute
-/// mounted at /sys of a scalevfs VFS: the VFS keeps the position, kernfs the seq_file.
-#[test]
-fn same_results_as_host_sysfs_through_the_vfs() {
-    use scalevfs::{Credentials, Process, Vfs, VfsOptions};
-    let Some((path, content)) = host_file() else {
-        eprintln!("no readable sysfs attribute on this host; skipping");
-        return;
-    };
-    let ops = script();
-    let host = run_host(path, &ops);
-    for locking in [Locking::Scalable, Locking::Legacy] {
-        let fs = Kernfs::new(locking);
-        fs.create_file(
-            fs.root(),
-            "attr",
-            0o644,
-            0,
-            0,
-            FnAttr::constant(content.clone()),
-        )
-        .unwrap();
+        assert_eq!(fs.getattr(&f).unwrap().size, host_size);
         let vfs = Vfs::new(VfsOptions {
             locking,
             ..Default::default()
@@ -365,14 +288,38 @@ fn same_results_as_host_sysfs_through_the_vfs() {
                 0,
             )
             .unwrap();
-        let ours = run_vfs(&p, fd, &ops);
+        let ours = run_vfs(&p, fd, ops);
         for (i, (h, o)) in host.iter().zip(&ours).enumerate() {
-            assert_eq!(h, o, "op {i} {:?} on {path} ({locking:?})", ops[i]);
+            assert_eq!(h, o, "VFS op {i} {:?} on {path} ({locking:?})", ops[i]);
         }
-        let md = std::fs::metadata(path).unwrap();
-        assert_eq!(p.fstat(fd).unwrap().size as u64, md.len());
+        assert_eq!(p.fstat(fd).unwrap().size as u64, host_size);
         p.close(fd).unwrap();
     }
+    eprintln!(
+        "compared {} ops on {path} ({} bytes)",
+        ops.len(),
+        content.len()
+    );
+}
+
+/// A short host attribute: the basic script (partial reads, seeks, EOF, writes).
+#[test]
+fn same_results_as_host_sysfs() {
+    let Some((path, content)) = host_file() else {
+        eprintln!("no readable sysfs attribute on this host; skipping");
+        return;
+    };
+    check_against_host(path, &content, 0o644, &script());
+}
+
+/// A long host attribute: [`long_script`]'s reads across many chunks and seeks past them.
+#[test]
+fn long_file_same_results_as_host_sysfs() {
+    let Some((path, content)) = host_long_file() else {
+        eprintln!("no stable sysfs attribute over 100 bytes on this host; skipping");
+        return;
+    };
+    check_against_host(path, &content, 0o444, &long_script(content.len()));
 }
 
 /// Which reads run `show`: a fresh one at position 0 or after a seek, none while

@@ -266,6 +266,17 @@ fn stress_namespace_legacy() {
     stress(Locking::Legacy, 800);
 }
 
+/// `n` root processes whose cwd is `dir`.
+fn processes_in(v: &Arc<Vfs>, dir: &str, n: usize) -> Vec<Process> {
+    (0..n)
+        .map(|_| {
+            let q = Process::new(v, Credentials::root());
+            q.chdir(dir).unwrap();
+            q
+        })
+        .collect()
+}
+
 /// getcwd races with renames of the cwd directory itself: a dentry being moved never
 /// looks unlinked, so getcwd always answers one of the two names (Linux's `__d_move`
 /// keeps the dentry hashed; an earlier version cleared the flag for the move and getcwd
@@ -277,13 +288,7 @@ fn rename_of_the_cwd_against_getcwd() {
         let p = Process::new(&v, Credentials::root());
         p.mkdir("/d", 0o755).unwrap();
         p.mkdir("/d/c", 0o755).unwrap();
-        let readers: Vec<Process> = (0..3)
-            .map(|_| {
-                let q = Process::new(&v, Credentials::root());
-                q.chdir("/d/c").unwrap();
-                q
-            })
-            .collect();
+        let readers = processes_in(&v, "/d/c", 3);
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
             for q in &readers {
@@ -318,13 +323,7 @@ fn rename_against_lookup_and_getcwd() {
         p.mkdir("/a/b/c", 0o755).unwrap();
         p.write_file("/a/b/c/file", b"x").unwrap();
         let stop = AtomicBool::new(false);
-        let readers: Vec<Process> = (0..4)
-            .map(|_| {
-                let q = Process::new(&v, Credentials::root());
-                q.chdir("/a/b/c").unwrap();
-                q
-            })
-            .collect();
+        let readers = processes_in(&v, "/a/b/c", 4);
         std::thread::scope(|s| {
             for (r, q) in readers.iter().enumerate() {
                 let stop = &stop;

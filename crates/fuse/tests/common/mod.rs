@@ -48,6 +48,24 @@ pub fn mount(threads: usize) -> (tempfile::TempDir, Server) {
     (dir, server)
 }
 
+/// A mount that other users may use too (`allow_other`), with its root open to all
+/// (0777): for tests that drop to other uids. Returns the directory, the server and the
+/// root's path.
+#[allow(dead_code)] // not every test binary uses it
+pub fn mount_for_everyone() -> (tempfile::TempDir, Server, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        allow_other: true,
+        ..Default::default()
+    };
+    let server = Server::mount_with(dir.path(), &opts).unwrap();
+    let root = dir.path().to_owned();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+    (dir, server, root)
+}
+
 pub fn cpath(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).unwrap()
 }
