@@ -70,6 +70,25 @@ fn unused_mount_unmounts_and_frees_every_inode() {
     });
 }
 
+/// Mounting and unmounting again and again keeps nothing: every unmounted mount and its
+/// superblock are freed (after a grace period), lazily detached ones once idle.
+#[test]
+fn mount_cycles_keep_nothing() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let mounts = vfs.core().mounts.count();
+        let base = vfs.inode_count();
+        for i in 0..200 {
+            p.mount("/m", tmpfs()).unwrap();
+            p.write_file("/m/f", b"x").unwrap();
+            let flags = if i % 2 == 0 { 0 } else { MNT_DETACH };
+            p.umount2("/m", flags).unwrap();
+        }
+        assert_eq!(vfs.core().mounts.count(), mounts);
+        assert_eq!(vfs.inode_count(), base);
+    });
+}
+
 #[test]
 fn every_user_makes_it_busy() {
     both(|locking| {

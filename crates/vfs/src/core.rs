@@ -253,6 +253,7 @@ impl VfsCore {
             LEAKED_SUPERBLOCKS.fetch_add(1, Ordering::Relaxed);
             std::mem::forget(sb);
         }
+        self.mounts.free(m);
     }
 
     /// Shuts down lazily detached file systems that nobody uses any more.

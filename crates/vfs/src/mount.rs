@@ -300,6 +300,11 @@ impl MountTable {
         r
     }
 
+    /// How many mounts exist (attached, or detached and not yet shut down).
+    pub fn count(&self) -> usize {
+        self.all.lock().len()
+    }
+
     /// The table mutex: held across an umount's decision, so that no mount or umount
     /// changes the tree meanwhile.
     pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, MountList> {
@@ -327,6 +332,27 @@ impl MountTable {
             // Release: nothing to publish but the state; `enter` reads it after a fence.
             m.state.store(DETACHED, Ordering::Release);
         }
+    }
+
+    /// Frees a detached mount whose file system was shut down: nobody holds a path in it
+    /// (its dentries are all gone), but an rcu-walk that read the table before the mount
+    /// was detached may still hold the pointer, or a dead inode's pointer to the
+    /// superblock, so the mount, and with it the superblock and the file system object,
+    /// are dropped after a grace period (on this thread, by `retire`: their drops take no
+    /// lock, as tmpfs's and kernfs's do not). Without this every mount and unmount would
+    /// keep its superblock (hash buckets, per-CPU lists) until the VFS goes.
+    pub(crate) fn free(&self, m: MntRef) {
+        let mut all = self.all.lock();
+        let Some(i) = all.iter().position(|b| std::ptr::eq(&**b, m.0)) else {
+            return;
+        };
+        debug_assert!(m.is_detached());
+        // `remove`, not `swap_remove`: `clear` relies on children coming after parents.
+        let b = all.remove(i);
+        drop(all);
+        // SAFETY: out of the table and of `all`, so no new reference can be made; pinned
+        // walkers that loaded it earlier unpin before the grace period ends.
+        unsafe { crate::retire::retire_box(Box::into_raw(b)) };
     }
 
     /// Publishes a changed copy of the map (with the table mutex held).
