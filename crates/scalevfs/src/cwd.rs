@@ -72,8 +72,9 @@ impl Cwd {
         loop {
             let start = self.seq.read_begin();
             let [mnt, dentry] = self.ptrs.load();
-            // SAFETY: every value `ptrs` ever held came from `MntRef::addr` of a mount of
-            // this process's VFS, which outlives the process.
+            // SAFETY: every value `ptrs` ever held came from `MntRef::addr` of a mount that
+            // a cwd path named; we pinned before the load, and a mount is freed only a
+            // grace period after its last path went (`scalevfs_vfs::mount`).
             let mnt = unsafe { MntRef::from_addr(mnt as usize) };
             // SAFETY: pinned before the load; see the module docs for why the dentry stays
             // allocated until we unpin. A torn pair fails `read_retry` below, and both
@@ -100,8 +101,8 @@ impl Cwd {
             }
             match counted {
                 Some(dentry) => {
-                    // SAFETY: validated pair; the address came from `MntRef::addr` of a
-                    // mount of this process's VFS, which outlives the process.
+                    // SAFETY: validated pair; the mount holds the dentry we just counted,
+                    // so it is busy and allocated (`scalevfs_vfs::mount`).
                     let mnt = unsafe { MntRef::from_addr(mnt as usize) };
                     return Path { mnt, dentry };
                 }

@@ -1356,7 +1356,8 @@ pub fn reclaim() {
 
 /// For d_path: a mount root's mountpoint and the parent mount (`None` at the top).
 fn mount_parent(m: usize, _root: *const Dentry) -> Option<(usize, *const Dentry)> {
-    // SAFETY: `m` is the address of a mount, and mounts live as long as the VFS.
+    // SAFETY: `m` is the address of a mount that the d_path caller's path names (held,
+    // or read while pinned), so it is allocated (see `mount.rs`).
     let m = unsafe { &*(m as *const Mount) };
     m.parent().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
 }

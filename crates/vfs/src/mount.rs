@@ -1,8 +1,11 @@
 //! Mounts and the mount table.
 //!
 //! A [`Mount`] attaches a superblock's root dentry at a mountpoint dentry of a parent mount.
-//! Mounts live as long as the VFS (a detached mount stays allocated), so a [`Path`] can
-//! name its mount with a plain pointer: no shared counter is touched when a path is copied.
+//! A mount stays allocated while anybody can name it: a [`Path`] holds a count on a
+//! dentry in it, which keeps it busy (so never unmounted), and a pinned walker that read it
+//! from the table keeps its memory, which an unmounted mount gives back only after a grace
+//! period ([`MountTable::free`]). So a path names its mount with a plain pointer: no shared
+//! counter is touched when a path is copied.
 //!
 //! The table maps `(parent mount, mountpoint dentry)` to the child mount. It is an immutable
 //! snapshot behind an epoch pointer: path walk loads it without a lock (only when it steps
@@ -217,7 +220,8 @@ unsafe impl Sync for MntRef {}
 impl std::ops::Deref for MntRef {
     type Target = Mount;
     fn deref(&self) -> &Mount {
-        // SAFETY: mounts are freed only when the VFS is, after every path is gone.
+        // SAFETY: a mount is freed only after a grace period once no path names it (see
+        // the module docs); a `MntRef` comes from such a path or from a pinned walk.
         unsafe { &*self.0 }
     }
 }
@@ -229,7 +233,8 @@ impl MntRef {
     /// The mount whose [`addr`](Self::addr) is `addr`.
     ///
     /// # Safety
-    /// `addr` must come from `addr()` of a mount of a VFS that is still alive.
+    /// `addr` must come from `addr()` of a mount that is still allocated: one that a path
+    /// the caller holds names, or that the caller read while pinned (see the module docs).
     pub unsafe fn from_addr(addr: usize) -> MntRef {
         MntRef(addr as *const Mount)
     }
