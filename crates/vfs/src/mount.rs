@@ -16,18 +16,25 @@
 //! ## Unmount without a mount count
 //! Linux counts every path that names a mount (`mnt_count`, per CPU) and `umount` checks
 //! that count. We count nothing per path, so `umount` (`VfsCore::umount`) asks the dentries
-//! instead: it takes the mount out of the table and sets `detached` (SeqCst), drops the
-//! unused cached dentries of the superblock, and calls the mount busy if any positive
-//! dentry of the superblock but the root is still alive (someone holds it: an open file, a
-//! cwd, a walk in progress) or the root has references beyond the mount's own. A ref-walk
-//! that found the mount in the table before it was taken out enters it with
-//! [`Mount::enter`]: a count on the root *then* a look at `detached` (SeqCst). Either
-//! umount sees that count (busy), or the walk sees `detached` and stays on the mountpoint,
-//! as if the mount had already gone: Dekker's pattern, both sides SeqCst. rcu-walks need
-//! nothing more: they validate the rename sequence, which umount bumps.
+//! instead. With the table mutex held it sets the mount's state to `UMOUNTING`, issues a
+//! SeqCst fence, and, inside a rename-lock write section (so that rcu-walks that began
+//! earlier re-validate and later ones wait), drops the unused cached dentries of the
+//! superblock and calls the mount busy if any positive dentry of it but the root is still
+//! alive (someone holds it: an open file, a cwd, a walk in progress) or the root has counts
+//! beyond the mount's own and the caller's. Busy: the state goes back to `ATTACHED`.
+//! Not busy: the mount leaves the table and becomes `DETACHED`.
+//!
+//! A ref-walk that found the mount in the table enters it with [`Mount::enter`]: a count on
+//! the root, a SeqCst fence, *then* a look at the state. The two fences make it Dekker's
+//! pattern: either umount's count check sees the walker's count (busy), or the walker sees
+//! the state umount set. A walker that sees `UMOUNTING` drops its count and waits for the
+//! decision, so a failed umount never shows anyone the covered directory; one that sees
+//! `DETACHED` stays on the mountpoint, as if the mount had already gone. The state itself
+//! publishes nothing (stores and loads are Relaxed around the fences).
 //!
 //! The mount owns one count of its root and one of its mountpoint ([`MountDentry`]) until
-//! the superblock is shut down; then it gives them back, but keeps the pointers, which
+//! the superblock is shut down; then it gives them back (the root's with `put_if_last`:
+//! a walker on its way out may still count it for a moment), but keeps the pointers, which
 //! pinned rcu-walkers may still follow (a dead dentry refuses new counts).
 //!
 //! Lock order: table mutex -> rename lock (write) -> d_lock.
@@ -184,8 +191,8 @@ impl Mount {
     }
     /// umount decided the mount stays (it was busy).
     pub(crate) fn cancel_umount(&self) {
-        // Release: nothing to publish but the state itself; walkers spin on it.
-        self.state.store(ATTACHED, Ordering::Release);
+        // Relaxed: the state publishes nothing (module docs); waiting walkers poll it.
+        self.state.store(ATTACHED, Ordering::Relaxed);
     }
     /// Gives back the root and mountpoint counts (superblock shutdown of a detached,
     /// unused mount; see [`MountDentry::release_last`]).
@@ -334,8 +341,9 @@ impl MountTable {
             if let Some((_, mp)) = &m.parent {
                 mp.dentry().set_mounted(false);
             }
-            // Release: nothing to publish but the state; `enter` reads it after a fence.
-            m.state.store(DETACHED, Ordering::Release);
+            // Relaxed: the state publishes nothing (module docs); `enter` reads it after
+            // its fence, and the table change above is ordered by the rename lock.
+            m.state.store(DETACHED, Ordering::Relaxed);
         }
     }
 
