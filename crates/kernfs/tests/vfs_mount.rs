@@ -638,3 +638,42 @@ fn removed_nodes_leave_the_inode_map() {
         assert_eq!(kfs.cached_inodes(), base, "{locking:?}");
     }
 }
+
+/// kernfs at /sys unmounts like any file system: busy while an attribute is open or a
+/// process's cwd is inside, then gone with every inode the VFS made for it, and the tree
+/// itself lives on (it belongs to the embedder) and can be mounted again.
+#[test]
+fn sys_unmounts_and_mounts_again() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (vfs, k, _demo, root) = setup(locking);
+        let superblocks = || vfs.core().superblocks();
+        assert_eq!(superblocks().len(), 2, "the root tmpfs and the kernfs");
+        let tmpfs_inodes = superblocks()[0].inode_count();
+        let fd = root.openat(libc::AT_FDCWD, gid(7), RO, 0).unwrap();
+        let q = Process::new(&vfs, Credentials::root());
+        q.chdir("/sys/class").unwrap();
+        assert_eq!(root.umount2("/sys", 0), Err(Errno::EBUSY));
+        root.close(fd).unwrap();
+        assert_eq!(root.umount2("/sys", 0), Err(Errno::EBUSY), "a cwd inside");
+        q.chdir("/").unwrap();
+        // Walk much of the tree first: cached dentries and inodes pin nothing.
+        for i in 0..50 {
+            root.newfstatat(libc::AT_FDCWD, gid(i), 0).unwrap();
+        }
+        root.umount2("/sys", 0).unwrap();
+        assert_eq!(
+            root.readdir("/sys").unwrap().len(),
+            2,
+            "the empty directory below"
+        );
+        assert_eq!(superblocks().len(), 1, "the kernfs superblock is shut down");
+        assert_eq!(vfs.inode_count(), tmpfs_inodes, "with every inode it had");
+        // The tree is intact: mount it again and read through it.
+        vfs.mount("/sys", KernfsFs::new(k.clone())).unwrap();
+        let fd = root.openat(libc::AT_FDCWD, gid(7), RO, 0).unwrap();
+        assert_eq!(read_all(&root, fd, 40), gid_string(7).into_bytes());
+        root.close(fd).unwrap();
+        root.umount2("/sys", libc::MNT_DETACH).unwrap();
+        vfs.drop_caches();
+    }
+}
