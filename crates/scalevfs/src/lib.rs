@@ -28,6 +28,10 @@
 //!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`).
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
+//! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
+//!   (`scalevfs_vfs::xattr`); no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
+//!   Linux's tmpfs takes ACLs; no `*xattrat` calls (Linux 6.13); `user.` attributes are
+//!   not charged against `nr_inodes=`; kernfs has none (sysfs has `security.` ones).
 //! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
 //!   types or flags: no bind mounts, no read-only or remount, no propagation). `umount2`
 //!   follows Linux (see the conformance suite's `mount/*` cases) except that the root

@@ -28,6 +28,7 @@ use crate::fdtable::FdTable;
 use crate::locking;
 use crate::pollfiles::{self, special, PollFiles, Special};
 use scalevfs_vfs::epoll::EpollEvent;
+use scalevfs_vfs::xattr;
 
 pub use scalevfs_primitives::Locking;
 
@@ -570,6 +571,127 @@ impl Process {
         }
         self.core().chmod(&self.ctx(), f.path(), mode)
     }
+    // --- extended attributes (see `scalevfs_vfs::xattr` for the rules) ---
+
+    /// The inode of `path` (following a trailing symlink if `follow`), for the xattr calls.
+    fn xattr_target(&self, path: &[u8], follow: bool) -> SysResult<Path> {
+        self.resolve_at(libc::AT_FDCWD, path, 0, follow)
+    }
+    /// The inode of `fd` for the `f*xattr` calls (`EBADF` for an `O_PATH` descriptor).
+    fn xattr_fd(&self, fd: i32) -> SysResult<FileRef> {
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        Ok(f)
+    }
+    /// `setxattr(2)`: `flags` 0, `XATTR_CREATE` or `XATTR_REPLACE`.
+    pub fn setxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        xattr::check_set_args(name, value.len(), flags)?;
+        let p = self.xattr_target(path.as_ref(), true)?;
+        xattr::set(
+            p.dentry.inode().ok_or(Errno::ENOENT)?,
+            &self.cred,
+            name,
+            value,
+            flags,
+        )
+    }
+    /// `lsetxattr(2)`: a symlink itself.
+    pub fn lsetxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        xattr::check_set_args(name, value.len(), flags)?;
+        let p = self.xattr_target(path.as_ref(), false)?;
+        xattr::set(
+            p.dentry.inode().ok_or(Errno::ENOENT)?,
+            &self.cred,
+            name,
+            value,
+            flags,
+        )
+    }
+    pub fn fsetxattr(&self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        let f = self.xattr_fd(fd)?;
+        xattr::check_set_args(name, value.len(), flags)?;
+        xattr::set(f.inode(), &self.cred, name, value, flags)
+    }
+    /// `getxattr(2)` into `buf` (an empty `buf` asks for the value's size).
+    pub fn getxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        xattr::check_name(name)?;
+        let p = self.xattr_target(path.as_ref(), true)?;
+        xattr::get(
+            p.dentry.inode().ok_or(Errno::ENOENT)?,
+            &self.cred,
+            name,
+            buf,
+        )
+    }
+    pub fn lgetxattr(
+        &self,
+        path: impl AsRef<[u8]>,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        xattr::check_name(name)?;
+        let p = self.xattr_target(path.as_ref(), false)?;
+        xattr::get(
+            p.dentry.inode().ok_or(Errno::ENOENT)?,
+            &self.cred,
+            name,
+            buf,
+        )
+    }
+    pub fn fgetxattr(&self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        let f = self.xattr_fd(fd)?;
+        xattr::check_name(name)?;
+        xattr::get(f.inode(), &self.cred, name, buf)
+    }
+    /// `listxattr(2)`: the names, each NUL-terminated, into `buf` (an empty `buf` asks for
+    /// the size).
+    pub fn listxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
+        let p = self.xattr_target(path.as_ref(), true)?;
+        xattr::list(p.dentry.inode().ok_or(Errno::ENOENT)?, &self.cred, buf)
+    }
+    pub fn llistxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
+        let p = self.xattr_target(path.as_ref(), false)?;
+        xattr::list(p.dentry.inode().ok_or(Errno::ENOENT)?, &self.cred, buf)
+    }
+    pub fn flistxattr(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+        let f = self.xattr_fd(fd)?;
+        xattr::list(f.inode(), &self.cred, buf)
+    }
+    pub fn removexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
+        xattr::check_name(name)?;
+        let p = self.xattr_target(path.as_ref(), true)?;
+        xattr::remove(p.dentry.inode().ok_or(Errno::ENOENT)?, &self.cred, name)
+    }
+    pub fn lremovexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
+        xattr::check_name(name)?;
+        let p = self.xattr_target(path.as_ref(), false)?;
+        xattr::remove(p.dentry.inode().ok_or(Errno::ENOENT)?, &self.cred, name)
+    }
+    pub fn fremovexattr(&self, fd: i32, name: &[u8]) -> SysResult<()> {
+        let f = self.xattr_fd(fd)?;
+        xattr::check_name(name)?;
+        xattr::remove(f.inode(), &self.cred, name)
+    }
+
     /// `uid`/`gid` of `u32::MAX` (-1) leave that id unchanged.
     pub fn fchownat(
         &self,

@@ -12,16 +12,23 @@
 //! * **Symlinks** keep their target in the inode; **hard links** are more entries holding a
 //!   reference to the same inode (an entry holds one `InodeRef`; the inode is evicted when
 //!   the last link and the last open reference are gone).
+//! * **Extended attributes** (`user.`, `trusted.`, `security.`) live beside the inodes, in
+//!   a map from inode number to the inode's attributes under a table of hashed mutexes, so
+//!   a file without any costs nothing; they are listed in descending name order, as
+//!   Linux's tmpfs lists them. (Linux also charges `user.` attributes to the `nr_inodes=`
+//!   space; we do not limit them.)
 //! * **Limits**: `size=` (bytes, counted in pages) and `nr_inodes=` give `ENOSPC`; writes past
 //!   the maximum file size give `EFBIG`. Without limits no shared counter is touched.
 //! * Sizes follow Linux's tmpfs, including the directory size of 20 bytes per entry
 //!   (`BOGO_DIRENT_SIZE`) plus 40.
 //!
-//! Lock order: VFS inode `rwsem` -> directory lock -> (nothing). Cross-directory renames are
+//! Lock order: VFS inode `rwsem` -> directory lock -> (nothing); VFS inode `rwsem` ->
+//! extended-attribute map lock (a leaf). Cross-directory renames are
 //! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
 //! the two directory locks one after the other, never nested.
 
 use parking_lot::RwLock;
+use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
 use scalevfs_vfs::erc::Erc;
 use scalevfs_vfs::fs::DirEmit;
@@ -61,7 +68,20 @@ pub struct Tmpfs {
     max_pages: Option<u64>,
     used_pages: AtomicU64,
     used_inodes: AtomicU64,
+    /// Extended attributes, kept beside the inodes rather than in them, so that a file
+    /// without any pays nothing: inode number -> its attributes, under a table of hashed
+    /// mutexes (attributes of different files rarely share a lock).
+    xattrs: HashedMutexes<HashMap<u64, Xattrs>>,
+    /// How many inodes have attributes: eviction looks in `xattrs` only when some do, so
+    /// creating and removing files never touches its locks otherwise. Changed under the
+    /// inode's `xattrs` lock; read Relaxed at eviction, which the last reference's
+    /// Release/Acquire orders after every change that inode saw.
+    xattr_inodes: AtomicU64,
 }
+
+/// One inode's extended attributes, kept sorted by name in *descending* byte order:
+/// `listxattr` on Linux's tmpfs reports them so (its `simple_xattrs` red-black tree).
+type Xattrs = Vec<(Box<[u8]>, Box<[u8]>)>;
 
 /// A page of a file: `None` is allocated by `fallocate` but never written; it reads as
 /// zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as shmem's unwritten pages do.
@@ -221,6 +241,11 @@ fn phys_pages() -> u64 {
     }
 }
 
+/// Where `name` is in `list` (sorted descending), or where it would go.
+fn find_xattr(list: &Xattrs, name: &[u8]) -> Result<usize, usize> {
+    list.binary_search_by(|(n, _)| name.cmp(n))
+}
+
 fn node(inode: &Inode) -> &Node {
     inode.private::<Node>().expect("a tmpfs inode")
 }
@@ -257,6 +282,8 @@ impl Tmpfs {
             opts,
             used_pages: AtomicU64::new(0),
             used_inodes: AtomicU64::new(0),
+            xattrs: HashedMutexes::new(),
+            xattr_inodes: AtomicU64::new(0),
         }
     }
 
@@ -384,7 +411,62 @@ impl FileSystem for Tmpfs {
             }
             _ => {}
         }
+        if self.xattr_inodes.load(Ordering::Relaxed) != 0
+            && self.xattrs.lock_key(inode.ino).remove(&inode.ino).is_some()
+        {
+            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+        }
         self.unreserve_inode();
+    }
+
+    fn getxattr(&self, inode: &Inode, name: &[u8]) -> SysResult<Vec<u8>> {
+        let m = self.xattrs.lock_key(inode.ino);
+        let list = m.get(&inode.ino).ok_or(Errno::ENODATA)?;
+        let i = find_xattr(list, name).map_err(|_| Errno::ENODATA)?;
+        Ok(list[i].1.to_vec())
+    }
+
+    fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        let mut m = self.xattrs.lock_key(inode.ino);
+        let list = m.entry(inode.ino).or_default();
+        let fresh = list.is_empty();
+        let r = match find_xattr(list, name) {
+            Ok(_) if flags & libc::XATTR_CREATE != 0 => Err(Errno::EEXIST),
+            Ok(i) => {
+                list[i].1 = value.into();
+                Ok(())
+            }
+            Err(_) if flags & libc::XATTR_REPLACE != 0 => Err(Errno::ENODATA),
+            Err(i) => {
+                list.insert(i, (name.into(), value.into()));
+                Ok(())
+            }
+        };
+        if list.is_empty() {
+            m.remove(&inode.ino);
+        } else if fresh {
+            self.xattr_inodes.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn listxattr(&self, inode: &Inode) -> SysResult<Vec<Vec<u8>>> {
+        let m = self.xattrs.lock_key(inode.ino);
+        Ok(m.get(&inode.ino)
+            .map(|l| l.iter().map(|(n, _)| n.to_vec()).collect())
+            .unwrap_or_default())
+    }
+
+    fn removexattr(&self, inode: &Inode, name: &[u8]) -> SysResult<()> {
+        let mut m = self.xattrs.lock_key(inode.ino);
+        let list = m.get_mut(&inode.ino).ok_or(Errno::ENODATA)?;
+        let i = find_xattr(list, name).map_err(|_| Errno::ENODATA)?;
+        list.remove(i);
+        if list.is_empty() {
+            m.remove(&inode.ino);
+            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {

@@ -147,6 +147,27 @@ pub trait FileSystem: Send + Sync + 'static {
     fn setattr(&self, _inode: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<()> {
         Ok(())
     }
+    /// The value of extended attribute `name` (`ENODATA` if it has none). The VFS checked
+    /// the name, its namespace and the caller's permission (`crate::xattr`). The default:
+    /// a file system without extended attributes.
+    fn getxattr(&self, _inode: &Inode, _name: &[u8]) -> SysResult<Vec<u8>> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Sets `name` to `value`: `XATTR_CREATE` fails with `EEXIST` on an existing name,
+    /// `XATTR_REPLACE` with `ENODATA` on a missing one. Called with the inode's `rwsem`
+    /// held exclusively; the VFS updates ctime.
+    fn setxattr(&self, _inode: &Inode, _name: &[u8], _value: &[u8], _flags: i32) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// Every extended attribute name, in the order `listxattr` reports them (the VFS hides
+    /// `trusted.*` from non-root callers).
+    fn listxattr(&self, _inode: &Inode) -> SysResult<Vec<Vec<u8>>> {
+        Ok(Vec::new())
+    }
+    /// Removes `name` (`ENODATA` if missing). Called like [`FileSystem::setxattr`].
+    fn removexattr(&self, _inode: &Inode, _name: &[u8]) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
     /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
     /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).
     fn getattr(&self, _inode: &Inode) {}

@@ -48,6 +48,7 @@ pub mod rcuhash;
 pub mod retire;
 #[cfg(test)]
 mod testfs;
+pub mod xattr;
 
 pub use abi::{DirEntry, FcntlArg, Flock, Stat, Timespec};
 pub use core::{CoreOptions, VfsCore};
