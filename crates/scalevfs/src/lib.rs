@@ -37,7 +37,12 @@
 //!   follows Linux (see the conformance suite's `mount/*` cases) except that the root
 //!   mount is `EBUSY` (Linux would remount it read-only), and an `MNT_EXPIRE` mark is not
 //!   cleared by later use of the mount (Linux clears it in `mntput`).
-//! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` and `mknod` are not provided;
+//! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` is not provided; `mknodat` makes
+//!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
+//!   (root only) device nodes, but no driver stands behind any device number: opening a
+//!   device node is `ENXIO`, as for a major number with no driver on Linux;
+//! * `statx` reports what Linux's tmpfs does (creation time included), but no
+//!   `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie;
 //!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
 //! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
 //!   except that deadlock detection follows wait chains of any length (Linux stops after
@@ -76,4 +81,4 @@ pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
-pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, SysResult, Timespec};
+pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, Statx, SysResult, Timespec};

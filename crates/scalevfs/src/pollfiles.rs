@@ -262,6 +262,23 @@ impl Drop for PollFiles {
 
 // ------------------------------------------------------------------ creation
 
+/// A named pipe: `f`, just opened on a FIFO inode (not `O_PATH`), becomes an end of the
+/// inode's pipe, after waiting for its partner as `fifo_open` does (see
+/// `scalevfs_vfs::pipe::FifoSlot::open`). Any other file comes back as it is.
+pub fn open_fifo(f: FileRef, cancel: Option<&CancelToken>) -> SysResult<FileRef> {
+    let inode = f.inode();
+    if f.is_path() || inode.file_type() != libc::S_IFIFO {
+        return Ok(f);
+    }
+    let slot = inode.fs().fifo(inode).ok_or(Errno::ENXIO)?;
+    let end = slot.open(f.flags(), cancel)?;
+    Ok(OpenFile::with_private(
+        f.path().clone(),
+        f.flags(),
+        Some(Box::new(Special::Pipe(end))),
+    ))
+}
+
 pub fn pipe2(
     pf: &PollFiles,
     core: &VfsCore,

@@ -21,7 +21,8 @@ use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::{Ctx, PATH_MAX};
 use scalevfs_vfs::{
-    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, SysResult, Timespec, VfsCore,
+    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, Statx, SysResult, Timespec,
+    VfsCore,
 };
 
 use crate::fdtable::FdTable;
@@ -367,11 +368,39 @@ impl Process {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
+        self.openat_cancellable(dirfd, path, flags, mode, None)
+    }
+    /// [`openat`](Self::openat) whose wait for a named pipe's partner (a FIFO opened for
+    /// reading waits for a writer and the other way round, unless `O_NONBLOCK`) ends with
+    /// `EINTR` when `cancel` fires (a signal).
+    pub fn openat_interruptible(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        flags: i32,
+        mode: u32,
+        cancel: &CancelToken,
+    ) -> SysResult<i32> {
+        let path = path.as_ref();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        self.openat_cancellable(dirfd, path, flags, mode, Some(cancel))
+    }
+    fn openat_cancellable(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+        cancel: Option<&CancelToken>,
+    ) -> SysResult<i32> {
         let start = self.start(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
         let f = self
             .core()
             .open(&self.ctx(), start.path(), path, flags, mode, umask)?;
+        let f = pollfiles::open_fifo(f, cancel)?;
         self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
     }
     /// `open(path, flags, mode)` relative to the cwd.
@@ -541,6 +570,31 @@ impl Process {
         }
         let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
         Ok(self.core().stat(&p))
+    }
+    /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
+    /// included; see `VfsCore::statx` for which ones come back.
+    pub fn statx(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        flags: i32,
+        mask: u32,
+    ) -> SysResult<Statx> {
+        // do_statx's order: the reserved mask bit, both sync types, then unknown flags.
+        if mask & libc::STATX__RESERVED as u32 != 0
+            || flags & libc::AT_STATX_SYNC_TYPE == libc::AT_STATX_SYNC_TYPE
+        {
+            return Err(Errno::EINVAL);
+        }
+        let valid = libc::AT_SYMLINK_NOFOLLOW
+            | libc::AT_EMPTY_PATH
+            | libc::AT_NO_AUTOMOUNT
+            | libc::AT_STATX_SYNC_TYPE;
+        if flags & !valid != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        Ok(self.core().statx(&p, mask))
     }
     pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
         let f = self.fds.get(fd)?;
@@ -785,6 +839,29 @@ impl Process {
         let umask = self.umask.load(Ordering::Relaxed);
         self.core()
             .mkdir(&self.ctx(), start.path(), path, mode, umask)
+    }
+    /// `mknodat(2)`: a regular file (type 0 or `S_IFREG`), FIFO, socket, or (root only)
+    /// character or block device `dev` (`makedev(major, minor)`). A directory is `EPERM`
+    /// and any other type `EINVAL`, before the path is looked at, as Linux checks them.
+    /// Opening a socket or device node is `ENXIO` (no driver stands behind any device
+    /// number here); a FIFO opens as a named pipe.
+    pub fn mknodat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        dev: u64,
+    ) -> SysResult<()> {
+        match mode & libc::S_IFMT {
+            0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
+            libc::S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        }
+        let path = path.as_ref();
+        let start = self.start_named(dirfd, path)?;
+        let umask = self.umask.load(Ordering::Relaxed);
+        self.core()
+            .mknod(&self.ctx(), start.path(), path, mode, dev, umask)
     }
     pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {

@@ -33,6 +33,7 @@ use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_vfs::erc::Erc;
 use scalevfs_vfs::fs::DirEmit;
 use scalevfs_vfs::namei::NAME_MAX;
+use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, SuperBlock, SysResult};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
@@ -93,6 +94,8 @@ enum Node {
     /// variant.
     Dir(Box<RwLock<DirMap>>),
     Symlink(Box<[u8]>),
+    /// A FIFO: its pipe while open (no bigger than the `File` variant).
+    Fifo(FifoSlot),
     Special,
 }
 
@@ -326,7 +329,7 @@ impl Tmpfs {
     fn new_inode(
         &self,
         sb: &SuperBlock,
-        mode: u32,
+        (mode, rdev): (u32, u64),
         uid: u32,
         gid: u32,
         node: Node,
@@ -339,7 +342,7 @@ impl Tmpfs {
             uid,
             gid,
             nlink: if is_dir { 2 } else { 1 },
-            rdev: 0,
+            rdev,
             private: Box::new(node),
         });
         if is_dir {
@@ -373,7 +376,7 @@ impl FileSystem for Tmpfs {
     fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef> {
         self.new_inode(
             sb,
-            libc::S_IFDIR | 0o1777,
+            (libc::S_IFDIR | 0o1777, 0),
             0,
             0,
             Node::Dir(Box::new(RwLock::new(DirMap::default()))),
@@ -417,6 +420,13 @@ impl FileSystem for Tmpfs {
             self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
         }
         self.unreserve_inode();
+    }
+
+    fn fifo<'a>(&self, inode: &'a Inode) -> Option<&'a FifoSlot> {
+        match node(inode) {
+            Node::Fifo(slot) => Some(slot),
+            _ => None,
+        }
     }
 
     fn getxattr(&self, inode: &Inode, name: &[u8]) -> SysResult<Vec<u8>> {
@@ -484,9 +494,24 @@ impl FileSystem for Tmpfs {
         let node = match mode & libc::S_IFMT {
             libc::S_IFREG => Node::File(RwLock::new(BTreeMap::new())),
             libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
+            libc::S_IFIFO => Node::Fifo(FifoSlot::default()),
             _ => Node::Special,
         };
-        let i = self.new_inode(dir.sb(), mode, uid, gid, node)?;
+        let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
+        self.add_entry(dir, name, i.clone())?;
+        Ok(i)
+    }
+
+    fn mknod_device(
+        &self,
+        dir: &Inode,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        uid: u32,
+        gid: u32,
+    ) -> SysResult<InodeRef> {
+        let i = self.new_inode(dir.sb(), (mode, rdev), uid, gid, Node::Special)?;
         self.add_entry(dir, name, i.clone())?;
         Ok(i)
     }
@@ -501,7 +526,7 @@ impl FileSystem for Tmpfs {
     ) -> SysResult<InodeRef> {
         let i = self.new_inode(
             dir.sb(),
-            libc::S_IFLNK | 0o777,
+            (libc::S_IFLNK | 0o777, 0),
             uid,
             gid,
             Node::Symlink(target.into()),

@@ -30,6 +30,38 @@ pub struct Stat {
     pub ctime: Timespec,
 }
 
+/// The fields of Linux's `struct statx` that a file system fills (`statx(2)`): `mask`
+/// says which of the optional ones are valid.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Statx {
+    /// `STATX_*` bits of the fields filled in.
+    pub mask: u32,
+    pub blksize: u32,
+    /// `STATX_ATTR_*` bits set for the file.
+    pub attributes: u64,
+    pub nlink: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// File type and permission bits.
+    pub mode: u32,
+    pub ino: u64,
+    pub size: u64,
+    /// 512-byte blocks allocated.
+    pub blocks: u64,
+    /// `STATX_ATTR_*` bits the file system knows about.
+    pub attributes_mask: u64,
+    pub atime: Timespec,
+    /// Creation time.
+    pub btime: Timespec,
+    pub ctime: Timespec,
+    pub mtime: Timespec,
+    pub rdev_major: u32,
+    pub rdev_minor: u32,
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub mnt_id: u64,
+}
+
 /// `struct flock` for `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_OFD_SETLK`, ...).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flock {

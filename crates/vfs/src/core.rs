@@ -17,7 +17,7 @@
 //! still referenced from outside (a leaked `FileRef`), the superblocks and the dcache are
 //! leaked rather than freed under it.
 
-use crate::abi::{DirEntry, Stat, Timespec};
+use crate::abi::{DirEntry, Stat, Statx, Timespec};
 use crate::dentry::{DPathError, Dcache, Dentry, DentryRef};
 use crate::file::{FileRef, OpenFile};
 use crate::fs::FileSystem;
@@ -474,6 +474,13 @@ impl VfsCore {
         if flags & libc::O_NOATIME != 0 && !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
+        // A device node: no driver stands behind any device number here, so its open is
+        // that of a device whose driver is missing (`chrdev_open`/`blkdev_open`: ENXIO).
+        // A socket's inode cannot be opened either (`no_open`).
+        let ty = inode.file_type();
+        if ty == libc::S_IFCHR || ty == libc::S_IFBLK || ty == libc::S_IFSOCK {
+            return Err(Errno::ENXIO);
+        }
         // do_dentry_open: only tmpfs regular files have FMODE_CAN_ODIRECT.
         if flags & libc::O_DIRECT != 0 && !inode.is_reg() {
             return Err(Errno::EINVAL);
@@ -559,6 +566,41 @@ impl VfsCore {
                 libc::S_IFDIR | (mode & 0o1777 & !umask),
             )
             .map(|_| ())
+        })
+    }
+
+    /// `mknodat` (the caller checked the type: regular, FIFO, socket, character or block
+    /// device): as `vfs_mknod`, `may_create` first, then CAP_MKNOD (root) for devices;
+    /// `umask` applies. `dev` is recorded only for devices.
+    pub fn mknod(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        mode: u32,
+        dev: u64,
+        umask: u32,
+    ) -> SysResult<()> {
+        let ty = match mode & libc::S_IFMT {
+            0 => libc::S_IFREG,
+            t => t,
+        };
+        self.with_create(ctx, start, path, false, true, |dirp, dir, d, name| {
+            let perm = mode & 0o7777 & !umask;
+            if ty != libc::S_IFCHR && ty != libc::S_IFBLK {
+                return self
+                    .make_node(ctx.cred, dirp, dir, d, name, ty | perm)
+                    .map(|_| ());
+            }
+            if !ctx.cred.is_root() {
+                return Err(Errno::EPERM);
+            }
+            let (gid, extra) = self.new_owner(dir, ctx.cred, false);
+            let inode =
+                dir.fs()
+                    .mknod_device(dir, name, ty | perm | extra, dev, ctx.cred.uid, gid)?;
+            self.dcache.instantiate(d, &dirp.dentry, inode);
+            Ok(())
         })
     }
 
@@ -855,6 +897,65 @@ impl VfsCore {
                 i.stat()
             })
             .unwrap_or_default()
+    }
+
+    /// `statx(2)` of `p` for the `STATX_*` fields in `want`, as Linux's tmpfs answers:
+    /// the basic fields always (but mtime and ctime only if one of them is asked for: a
+    /// file system with fine-grained timestamps, `fill_mg_cmtime`), the creation time if
+    /// asked for, the mount id always, `STATX_ATTR_MOUNT_ROOT` on a mount's root.
+    pub fn statx(&self, p: &Path, want: u32) -> Statx {
+        let Some(i) = p.dentry.inode() else {
+            return Statx::default();
+        };
+        i.fs().getattr(i);
+        let st = i.stat();
+        let mut mask = libc::STATX_BASIC_STATS | libc::STATX_MNT_ID;
+        if want & (libc::STATX_MTIME | libc::STATX_CTIME) == 0 {
+            mask &= !(libc::STATX_MTIME | libc::STATX_CTIME);
+        }
+        if want & libc::STATX_BTIME != 0 {
+            mask |= libc::STATX_BTIME;
+        }
+        let mount_root = p.mnt.is_root(&p.dentry);
+        let major = |d: u64| libc::major(d);
+        let minor = |d: u64| libc::minor(d);
+        Statx {
+            mask,
+            blksize: st.blksize as u32,
+            attributes: if mount_root {
+                libc::STATX_ATTR_MOUNT_ROOT as u64
+            } else {
+                0
+            },
+            nlink: st.nlink as u32,
+            uid: st.uid,
+            gid: st.gid,
+            mode: st.mode,
+            ino: st.ino,
+            size: st.size as u64,
+            blocks: st.blocks as u64,
+            // What Linux's tmpfs reports knowing: append, immutable, nodump (chattr),
+            // automount, mount root, DAX.
+            attributes_mask: (libc::STATX_ATTR_APPEND
+                | libc::STATX_ATTR_IMMUTABLE
+                | libc::STATX_ATTR_NODUMP
+                | libc::STATX_ATTR_AUTOMOUNT
+                | libc::STATX_ATTR_MOUNT_ROOT
+                | libc::STATX_ATTR_DAX) as u64,
+            atime: st.atime,
+            btime: if mask & libc::STATX_BTIME != 0 {
+                i.btime()
+            } else {
+                Timespec::default()
+            },
+            ctime: st.ctime,
+            mtime: st.mtime,
+            rdev_major: major(st.rdev),
+            rdev_minor: minor(st.rdev),
+            dev_major: major(st.dev),
+            dev_minor: minor(st.dev),
+            mnt_id: p.mnt.id,
+        }
     }
 
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {

@@ -1031,8 +1031,9 @@ mod tests {
             "{}",
             size_of::<super::Dentry>()
         );
+        // 168: the creation time (statx's btime, 8 bytes) made it grow from 160.
         let inode = size_of::<crate::erc::ErcInner<crate::Inode>>();
-        assert!(inode <= 160, "inode block: {inode}");
+        assert!(inode <= 168, "inode block: {inode}");
         // A name buffer is its length word plus the bytes: one allocation.
         let n = super::new_name(b"f0000000");
         assert_eq!(super::name_bytes(&n), b"f0000000");

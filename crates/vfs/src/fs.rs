@@ -58,6 +58,19 @@ pub trait FileSystem: Send + Sync + 'static {
             Errno::EPERM
         })
     }
+    /// Creates a character or block device node (`mode` includes the type) for device
+    /// `rdev`. The default is Linux's answer for a file system without `->mknod`.
+    fn mknod_device(
+        &self,
+        _dir: &Inode,
+        _name: &[u8],
+        _mode: u32,
+        _rdev: u64,
+        _uid: u32,
+        _gid: u32,
+    ) -> SysResult<InodeRef> {
+        Err(Errno::EPERM)
+    }
     fn symlink(
         &self,
         _dir: &Inode,
@@ -167,6 +180,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Removes `name` (`ENODATA` if missing). Called like [`FileSystem::setxattr`].
     fn removexattr(&self, _inode: &Inode, _name: &[u8]) -> SysResult<()> {
         Err(Errno::EOPNOTSUPP)
+    }
+    /// Where a FIFO inode keeps its pipe (`inode->i_pipe`), for named pipes: `None` (the
+    /// default) for a file system whose FIFOs cannot be opened (`ENXIO`).
+    fn fifo<'a>(&self, _inode: &'a Inode) -> Option<&'a crate::pipe::FifoSlot> {
+        None
     }
     /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
     /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).

@@ -112,6 +112,9 @@ pub struct Inode {
     pub atime: AtomicTime,
     pub mtime: AtomicTime,
     pub ctime: AtomicTime,
+    /// Creation time (statx's `btime`) in nanoseconds since the epoch: set once, so a
+    /// plain word (8 bytes, where a `Timespec` would take 16).
+    btime_ns: i64,
     /// Linux's `i_rwsem`: directories: exclusive for namespace changes, shared for lookup
     /// and readdir; regular files: exclusive for write/truncate/fallocate.
     pub rwsem: RwLock<()>,
@@ -242,6 +245,13 @@ impl Inode {
             ctime: self.ctime.get(),
         }
     }
+    /// Creation time.
+    pub fn btime(&self) -> crate::abi::Timespec {
+        crate::abi::Timespec {
+            sec: self.btime_ns.div_euclid(1_000_000_000),
+            nsec: self.btime_ns.rem_euclid(1_000_000_000),
+        }
+    }
     /// Downcasts the file system's private data.
     pub fn private<T: 'static>(&self) -> Option<&T> {
         self.private.downcast_ref::<T>()
@@ -309,6 +319,7 @@ impl SuperBlock {
             atime: AtomicTime::new(t),
             mtime: AtomicTime::new(t),
             ctime: AtomicTime::new(t),
+            btime_ns: t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec),
             rwsem: RwLock::new(()),
             private: n.private,
             lock_ctx: OnceLock::new(),

@@ -24,6 +24,16 @@
 //!   wakes both queues with key 0. These decide when edge-triggered epoll items fire and
 //!   the order of ready lists, so they follow Linux exactly.
 //!
+//! ## Named pipes (`FifoSlot`, Linux's `fifo_open`)
+//!
+//! A FIFO inode keeps a [`FifoSlot`]: the first open makes the pipe, the last close drops
+//! it with whatever it held. An open for reading waits until a writer has opened (its
+//! count `w_counter` moved), one for writing until a reader has; with `O_NONBLOCK` a
+//! reader does not wait (and reports no `EPOLLHUP` until a writer has come and gone: the
+//! end remembers `w_counter`, Linux's `f_pipe`) and a writer with no reader fails with
+//! `ENXIO`; `O_RDWR` is both ends in one file and never waits. An end open for both waits
+//! on `rd_wait` only, so the pipe then wakes `rd_wait` wherever it wakes writers.
+//!
 //! ## Sizes (`F_GETPIPE_SZ` / `F_SETPIPE_SZ`)
 //!
 //! [`PipeEnd::set_pipe_size`] rounds up to a power-of-two number of pages (0 becomes one
@@ -79,6 +89,10 @@ struct State {
     max_usage: usize,
     readers: usize,
     writers: usize,
+    /// Opens for reading and for writing so far (Linux's `r_counter`/`w_counter`): a
+    /// FIFO opener waiting for its partner waits for the other count to move.
+    r_counter: u64,
+    w_counter: u64,
 }
 
 impl State {
@@ -92,12 +106,51 @@ pub struct PipeInner {
     state: Mutex<State>,
     rd_wait: WaitQueue,
     wr_wait: WaitQueue,
+    /// A FIFO end open for both reading and writing exists (or existed): such an end
+    /// waits on `rd_wait` only (a `Pollable` has one queue), so what wakes the writers
+    /// wakes `rd_wait` too. Set before that end is handed out (Release) and read by the
+    /// wakers (Acquire).
+    has_rdwr: AtomicBool,
 }
+
+impl PipeInner {
+    fn new(readers: usize, writers: usize, counters: u64) -> Arc<PipeInner> {
+        Arc::new(PipeInner {
+            state: Mutex::new(State {
+                slots: VecDeque::new(),
+                max_usage: PIPE_DEF_BUFFERS,
+                readers,
+                writers,
+                r_counter: counters,
+                w_counter: counters,
+            }),
+            rd_wait: WaitQueue::new(),
+            wr_wait: WaitQueue::new(),
+            has_rdwr: AtomicBool::new(false),
+        })
+    }
+
+    /// Wakes the writers' queue (and `rd_wait` if a read-write end may sleep there).
+    fn wake_writers(&self, key: u32) {
+        self.wr_wait.wake(key);
+        // Acquire: pairs with the Release in `FifoSlot::open` for an `O_RDWR` end.
+        if self.has_rdwr.load(Ordering::Acquire) {
+            self.rd_wait.wake(key);
+        }
+    }
+}
+
+const READ: u8 = 1;
+const WRITE: u8 = 2;
 
 /// One end's pollable part: what epoll items keep alive.
 pub struct PipeEndInner {
     pipe: Arc<PipeInner>,
-    reader: bool,
+    /// `READ`, `WRITE` or both (a FIFO opened `O_RDWR`).
+    mode: u8,
+    /// Linux's `f_pipe`: a FIFO reader opened with no writer around reports no `EPOLLHUP`
+    /// until a writer has come (`w_counter` moved past this).
+    hup_after: u64,
     links: EpLinks,
 }
 
@@ -105,14 +158,15 @@ impl Pollable for PipeEndInner {
     fn poll(&self) -> u32 {
         let st = self.pipe.state.lock();
         let mut m = 0;
-        if self.reader {
+        if self.mode & READ != 0 {
             if !st.slots.is_empty() {
                 m |= EPOLLIN | EPOLLRDNORM;
             }
-            if st.writers == 0 {
+            if st.writers == 0 && st.w_counter != self.hup_after {
                 m |= EPOLLHUP;
             }
-        } else {
+        }
+        if self.mode & WRITE != 0 {
             if !st.full() {
                 m |= EPOLLOUT | EPOLLWRNORM;
             }
@@ -123,7 +177,7 @@ impl Pollable for PipeEndInner {
         m
     }
     fn wait_queue(&self) -> Option<&WaitQueue> {
-        Some(if self.reader {
+        Some(if self.mode & READ != 0 {
             &self.pipe.rd_wait
         } else {
             &self.pipe.wr_wait
@@ -155,26 +209,100 @@ pub fn pipe2(flags: i32) -> Result<(PipeEnd, PipeEnd), Errno> {
     if flags & libc::O_EXCL != 0 {
         return Err(Errno::ENOPKG);
     }
-    let pipe = Arc::new(PipeInner {
-        state: Mutex::new(State {
-            slots: VecDeque::new(),
-            max_usage: PIPE_DEF_BUFFERS,
-            readers: 1,
-            writers: 1,
-        }),
-        rd_wait: WaitQueue::new(),
-        wr_wait: WaitQueue::new(),
-    });
+    // get_pipe_inode: one reader, one writer, both counters at 1.
+    let pipe = PipeInner::new(1, 1, 1);
     let nb = flags & libc::O_NONBLOCK != 0;
-    let end = |reader| PipeEnd {
-        inner: Arc::new(PipeEndInner {
-            pipe: pipe.clone(),
-            reader,
-            links: EpLinks::new(),
-        }),
-        nonblock: AtomicBool::new(nb),
-    };
-    Ok((end(true), end(false)))
+    Ok((
+        PipeEnd::new(&pipe, READ, 0, nb),
+        PipeEnd::new(&pipe, WRITE, 0, nb),
+    ))
+}
+
+/// Where a FIFO inode keeps its pipe (Linux's `inode->i_pipe`): made by the first open,
+/// gone when the last end closes (its data with it), made anew by the next open.
+#[derive(Default)]
+pub struct FifoSlot {
+    pipe: parking_lot::Mutex<std::sync::Weak<PipeInner>>,
+}
+
+impl FifoSlot {
+    /// `fifo_open` with the open's access mode and `O_NONBLOCK`: a reader waits for a
+    /// writer and a writer for a reader unless `O_NONBLOCK` (then a writer with no reader
+    /// is `ENXIO`); `O_RDWR` never waits. A cancelled wait is `EINTR` (a signal).
+    pub fn open(&self, flags: i32, cancel: Option<&CancelToken>) -> Result<PipeEnd, Errno> {
+        let nb = flags & libc::O_NONBLOCK != 0;
+        let mode = match flags & libc::O_ACCMODE {
+            libc::O_RDONLY => READ,
+            libc::O_WRONLY => WRITE,
+            libc::O_RDWR => READ | WRITE,
+            _ => return Err(Errno::EINVAL),
+        };
+        let pipe = {
+            let mut slot = self.pipe.lock();
+            match slot.upgrade() {
+                Some(p) => p,
+                None => {
+                    let p = PipeInner::new(0, 0, 0);
+                    *slot = Arc::downgrade(&p);
+                    p
+                }
+            }
+        };
+        if mode == READ | WRITE {
+            // Release: pairs with the Acquire in `wake_writers`.
+            pipe.has_rdwr.store(true, Ordering::Release);
+        }
+        let mut st = pipe.state.lock();
+        if mode == WRITE && nb && st.readers == 0 {
+            return Err(Errno::ENXIO);
+        }
+        let mut hup_after = 0;
+        if mode & READ != 0 {
+            st.r_counter += 1;
+            st.readers += 1;
+        }
+        if mode & WRITE != 0 {
+            st.w_counter += 1;
+            st.writers += 1;
+        }
+        // wake_up_partner: the first reader or writer wakes whoever waits for it.
+        let wake = (mode & READ != 0 && st.readers == 1) || (mode & WRITE != 0 && st.writers == 1);
+        // Which count a lone reader or writer waits on, and its value now.
+        let wait_for = match mode {
+            READ if st.writers == 0 => {
+                if nb {
+                    // Suppress EPOLLHUP until a writer has been seen.
+                    hup_after = st.w_counter;
+                    None
+                } else {
+                    Some((false, st.w_counter))
+                }
+            }
+            WRITE if st.readers == 0 => Some((true, st.r_counter)),
+            _ => None,
+        };
+        drop(st);
+        if wake {
+            pipe.rd_wait.wake(0);
+        }
+        // The end exists from here on (its Drop undoes the counts if the wait fails).
+        let end = PipeEnd::new(&pipe, mode, hup_after, nb);
+        if let Some((want_reader, seen)) = wait_for {
+            let waited = wait_event(&[&pipe.rd_wait], 0, None, cancel, || {
+                let st = pipe.state.lock();
+                let now = if want_reader {
+                    st.r_counter
+                } else {
+                    st.w_counter
+                };
+                (now != seen).then_some(())
+            });
+            if waited.is_err() {
+                return Err(Errno::EINTR);
+            }
+        }
+        Ok(end)
+    }
 }
 
 fn cancelled(cancel: Option<&CancelToken>) -> bool {
@@ -182,13 +310,31 @@ fn cancelled(cancel: Option<&CancelToken>) -> bool {
 }
 
 impl PipeEnd {
+    fn new(pipe: &Arc<PipeInner>, mode: u8, hup_after: u64, nonblock: bool) -> PipeEnd {
+        PipeEnd {
+            inner: Arc::new(PipeEndInner {
+                pipe: pipe.clone(),
+                mode,
+                hup_after,
+                links: EpLinks::new(),
+            }),
+            nonblock: AtomicBool::new(nonblock),
+        }
+    }
+
     /// The object to pass to `epoll_ctl` and `poll`.
     pub fn pollable(&self) -> Arc<dyn Pollable> {
         self.inner.clone()
     }
 
+    /// Open for reading (a pipe's read end, or a FIFO opened for reading).
     pub fn is_read_end(&self) -> bool {
-        self.inner.reader
+        self.inner.mode & READ != 0
+    }
+
+    /// Open for writing.
+    pub fn is_write_end(&self) -> bool {
+        self.inner.mode & WRITE != 0
     }
 
     /// `F_SETFL(O_NONBLOCK)`.
@@ -234,13 +380,13 @@ impl PipeEnd {
         // pipe_resize_ring: "this might have made more room for writers" - an
         // unconditional wakeup with no key (edge-triggered watchers of the write end see
         // it, even when the size did not change).
-        self.pipe().wr_wait.wake(0);
+        self.pipe().wake_writers(0);
         Ok(size)
     }
 
     /// `read(2)` on the read end (`EBADF` on the write end).
     pub fn read(&self, buf: &mut [u8], cancel: Option<&CancelToken>) -> Result<usize, Errno> {
-        if !self.inner.reader {
+        if self.inner.mode & READ == 0 {
             return Err(Errno::EBADF);
         }
         if buf.is_empty() {
@@ -280,14 +426,14 @@ impl PipeEnd {
             .unwrap_or(Err(Errno::EINTR)),
         };
         if wake_writer {
-            pipe.wr_wait.wake(EPOLLOUT | EPOLLWRNORM);
+            pipe.wake_writers(EPOLLOUT | EPOLLWRNORM);
         }
         res
     }
 
     /// `write(2)` on the write end (`EBADF` on the read end).
     pub fn write(&self, buf: &[u8], cancel: Option<&CancelToken>) -> Result<usize, Errno> {
-        if self.inner.reader {
+        if self.inner.mode & WRITE == 0 {
             return Err(Errno::EBADF);
         }
         if buf.is_empty() {
@@ -383,9 +529,10 @@ impl Drop for PipeEnd {
         release_file_from_epoll(&*self.inner);
         let pipe = self.pipe();
         let mut st = pipe.state.lock();
-        if self.inner.reader {
+        if self.inner.mode & READ != 0 {
             st.readers -= 1;
-        } else {
+        }
+        if self.inner.mode & WRITE != 0 {
             st.writers -= 1;
         }
         let wake = (st.readers == 0) != (st.writers == 0);
