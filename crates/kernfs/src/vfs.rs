@@ -242,6 +242,11 @@ impl FileSystem for KernfsFs {
         "sysfs"
     }
 
+    /// sysfs's: `SYSFS_MAGIC`, no blocks and no inode counts.
+    fn statfs(&self, _sb: &SuperBlock) -> scalevfs_vfs::Statfs {
+        scalevfs_vfs::Statfs::empty(0x6265_6572)
+    }
+
     fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef> {
         Ok(Self::new_inode(sb, self.fs.root()))
     }

@@ -343,6 +343,29 @@ impl FdTable {
         Ok(())
     }
 
+    /// The open descriptors from `first` to `last` (inclusive), in order: one pass over
+    /// the allocation bitmaps, so a huge range over a small table costs nothing.
+    pub fn open_in(&self, first: u32, last: u32) -> Vec<i32> {
+        let mut v = Vec::new();
+        for k in 0..NCHUNKS {
+            let Some(c) = self.chunk(k) else { break };
+            for (w, word) in c.bits.iter().enumerate() {
+                let mut bits = word.load(Ordering::Acquire);
+                while bits != 0 {
+                    let fd = c.base as u64 + (w * 64) as u64 + bits.trailing_zeros() as u64;
+                    bits &= bits - 1;
+                    if fd > last as u64 {
+                        return v;
+                    }
+                    if fd >= first as u64 {
+                        v.push(fd as i32);
+                    }
+                }
+            }
+        }
+        v
+    }
+
     /// Every open descriptor with its close-on-exec flag (for `fork`).
     pub fn snapshot(&self) -> Vec<(i32, FileRef, bool)> {
         let mut v = Vec::new();

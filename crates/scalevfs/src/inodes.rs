@@ -34,43 +34,26 @@ pub struct StatFs {
     pub namelen: u32,
 }
 
-/// tmpfs's default size without `size=`: half of the RAM (Linux's `shmem_default_max_blocks`).
-fn half_of_ram() -> u64 {
-    // SAFETY: `sysinfo` fills the zeroed struct we pass.
-    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; a live, writable struct.
-    if unsafe { libc::sysinfo(&mut si) } != 0 {
-        return 1 << 30;
-    }
-    (si.totalram as u64).saturating_mul(si.mem_unit as u64) / 2
-}
-
 impl Vfs {
     /// The lock context of `node`'s inode, created on first use (see [`crate::locking`]).
     pub fn lock_context<'a>(&self, node: &'a Node) -> &'a FileLockContext {
         locking::context(self.locks(), node.inode())
     }
 
-    /// `statfs` of the root file system: size and inode limits (tmpfs defaults without
-    /// them: half the RAM; as many inodes as blocks), blocks and inodes in use.
+    /// `statfs` of the root file system (the file system's own `statfs`: for tmpfs, its
+    /// limits, or half the RAM and as many inodes as blocks without them).
     pub fn statfs(&self) -> StatFs {
-        const BSIZE: u64 = 4096;
         let root = self.core().root_node();
         let sb = root.inode().sb();
-        let mut used = 0u64;
-        sb.for_each_inode(|i| used += sb.fs.blocks(i));
-        let used = used.div_ceil(BSIZE / 512);
-        let blocks = self.options().size_limit.unwrap_or_else(half_of_ram) / BSIZE;
-        let files = self.options().inode_limit.unwrap_or(blocks);
-        let free = blocks.saturating_sub(used);
+        let s = sb.fs.statfs(sb);
         StatFs {
-            bsize: BSIZE as u32,
-            blocks,
-            bfree: free,
-            bavail: free,
-            files,
-            ffree: files.saturating_sub(sb.inode_count() as u64),
-            namelen: 255,
+            bsize: s.bsize as u32,
+            blocks: s.blocks,
+            bfree: s.bfree,
+            bavail: s.bavail,
+            files: s.files,
+            ffree: s.ffree,
+            namelen: s.namelen as u32,
         }
     }
 }

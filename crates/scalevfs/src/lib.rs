@@ -41,6 +41,8 @@
 //!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
 //!   (root only) device nodes, but no driver stands behind any device number: opening a
 //!   device node is `ENXIO`, as for a major number with no driver on Linux;
+//! * `close_range` with `CLOSE_RANGE_UNSHARE` closes in the table the process's threads
+//!   share (Linux would unshare it for the calling thread first);
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no
 //!   `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie;
 //!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
@@ -81,4 +83,6 @@ pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
-pub use scalevfs_vfs::{DirEntry, Errno, FcntlArg, Flock, Stat, Statx, SysResult, Timespec};
+pub use scalevfs_vfs::{
+    DirEntry, Errno, FcntlArg, Flock, Stat, Statfs, Statx, SysResult, Timespec,
+};

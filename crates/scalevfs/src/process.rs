@@ -21,8 +21,8 @@ use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::{Ctx, PATH_MAX};
 use scalevfs_vfs::{
-    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, Statx, SysResult, Timespec,
-    VfsCore,
+    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, Statfs, Statx, SysResult,
+    Timespec, VfsCore,
 };
 
 use crate::fdtable::FdTable;
@@ -407,6 +407,31 @@ impl Process {
     pub fn open(&self, path: impl AsRef<[u8]>, flags: i32, mode: u32) -> SysResult<i32> {
         self.openat(libc::AT_FDCWD, path, flags, mode)
     }
+    /// `close_range(2)`: closes (with `CLOSE_RANGE_CLOEXEC`: marks close-on-exec) every
+    /// open descriptor from `first` to `last`. `first > last` or an unknown flag is
+    /// `EINVAL`. `CLOSE_RANGE_UNSHARE` is accepted, but the range is closed in the table
+    /// the process's threads share (Linux would give the calling thread a copy first):
+    /// the same when, as usual, the caller is a single-threaded child after `fork`.
+    pub fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
+        if flags & !(libc::CLOSE_RANGE_UNSHARE | libc::CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return Err(Errno::EINVAL);
+        }
+        for fd in self.fds.open_in(first, last) {
+            // A descriptor another thread closed meanwhile is simply gone (EBADF).
+            if flags & libc::CLOSE_RANGE_CLOEXEC != 0 {
+                let _ = self.fds.set_cloexec(fd, true);
+            } else {
+                let _ = self.close(fd);
+            }
+        }
+        Ok(())
+    }
+    /// `sync(2)`: nothing to write back (everything is in memory).
+    pub fn sync(&self) {}
+    /// `syncfs(2)`: `EBADF` for a bad descriptor; nothing to write back.
+    pub fn syncfs(&self, fd: i32) -> SysResult<()> {
+        self.fds.get(fd).map(|_| ())
+    }
     pub fn close(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.close(fd)?;
         locking::on_close(&f, self.pid);
@@ -595,6 +620,16 @@ impl Process {
         }
         let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
         Ok(self.core().statx(&p, mask))
+    }
+    /// `statfs(2)` of the file system `path` is on.
+    pub fn statfs(&self, path: impl AsRef<[u8]>) -> SysResult<Statfs> {
+        let p = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+        Ok(self.core().statfs(&p))
+    }
+    /// `fstatfs(2)` (an `O_PATH` descriptor will do, as on Linux).
+    pub fn fstatfs(&self, fd: i32) -> SysResult<Statfs> {
+        let f = self.fds.get(fd)?;
+        Ok(self.core().statfs(f.path()))
     }
     pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
         let f = self.fds.get(fd)?;

@@ -34,7 +34,7 @@ use scalevfs_vfs::erc::Erc;
 use scalevfs_vfs::fs::DirEmit;
 use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::pipe::FifoSlot;
-use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, SuperBlock, SysResult};
+use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBlock, SysResult};
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -244,6 +244,20 @@ fn phys_pages() -> u64 {
     }
 }
 
+/// `statfs.f_type` of tmpfs.
+pub const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Half of the RAM: tmpfs's default size (Linux's `shmem_default_max_blocks`).
+fn half_of_ram() -> u64 {
+    // SAFETY: `sysinfo` fills the zeroed struct we pass.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; a live, writable struct.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return 1 << 30;
+    }
+    (si.totalram as u64).saturating_mul(si.mem_unit as u64) / 2
+}
+
 /// Where `name` is in `list` (sorted descending), or where it would go.
 fn find_xattr(list: &Xattrs, name: &[u8]) -> Result<usize, usize> {
     list.binary_search_by(|(n, _)| name.cmp(n))
@@ -420,6 +434,34 @@ impl FileSystem for Tmpfs {
             self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
         }
         self.unreserve_inode();
+    }
+
+    /// `shmem_statfs`, with this tmpfs's limits; without `size=` or `nr_inodes=` it
+    /// reports what Linux's default mount has: half the RAM, and as many inodes as blocks.
+    /// Blocks in use come from the page count kept under a size limit, or else from a
+    /// walk of the inode list (statfs is rare; no shared counter is kept on the write
+    /// path without a limit).
+    fn statfs(&self, sb: &SuperBlock) -> Statfs {
+        let blocks = self
+            .max_pages
+            .unwrap_or_else(|| half_of_ram() / PAGE as u64);
+        let used = if self.max_pages.is_some() {
+            self.used_pages()
+        } else {
+            let mut sectors = 0u64;
+            sb.for_each_inode(|i| sectors += self.blocks(i));
+            sectors.div_ceil(PAGE as u64 / 512)
+        };
+        let files = self.opts.inode_limit.unwrap_or(blocks);
+        let free = blocks.saturating_sub(used);
+        Statfs {
+            blocks,
+            bfree: free,
+            bavail: free,
+            files,
+            ffree: files.saturating_sub(sb.inode_count() as u64),
+            ..Statfs::empty(TMPFS_MAGIC)
+        }
     }
 
     fn fifo<'a>(&self, inode: &'a Inode) -> Option<&'a FifoSlot> {

@@ -62,6 +62,41 @@ pub struct Statx {
     pub mnt_id: u64,
 }
 
+/// `struct statfs` (`statfs(2)`, `fstatfs(2)`), less `f_fsid` and `f_spare`.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Statfs {
+    /// The file system's magic number (`TMPFS_MAGIC`, `SYSFS_MAGIC`).
+    pub f_type: i64,
+    pub bsize: i64,
+    pub blocks: u64,
+    pub bfree: u64,
+    pub bavail: u64,
+    pub files: u64,
+    pub ffree: u64,
+    pub namelen: i64,
+    pub frsize: i64,
+    /// `ST_*` mount flags, with `ST_VALID`.
+    pub flags: i64,
+}
+
+impl Statfs {
+    /// What a file system with no numbers of its own reports: 4 KiB blocks, 255-byte
+    /// names, `ST_VALID | ST_RELATIME` (atime follows the relatime rules everywhere).
+    pub fn empty(f_type: i64) -> Statfs {
+        Statfs {
+            f_type,
+            bsize: 4096,
+            namelen: 255,
+            frsize: 4096,
+            flags: ST_VALID | libc::ST_RELATIME as i64,
+            ..Statfs::default()
+        }
+    }
+}
+
+/// `ST_VALID`: `f_flags` is filled in (Linux's internal flag, not in libc).
+pub const ST_VALID: i64 = 0x20;
+
 /// `struct flock` for `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_OFD_SETLK`, ...).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flock {

@@ -958,6 +958,14 @@ impl VfsCore {
         }
     }
 
+    /// `statfs(2)` of the file system `p` is on.
+    pub fn statfs(&self, p: &Path) -> crate::abi::Statfs {
+        match p.dentry.inode() {
+            Some(i) => i.fs().statfs(i.sb()),
+            None => crate::abi::Statfs::default(),
+        }
+    }
+
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         if !ctx.cred.owns(inode) {

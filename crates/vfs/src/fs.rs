@@ -181,6 +181,11 @@ pub trait FileSystem: Send + Sync + 'static {
     fn removexattr(&self, _inode: &Inode, _name: &[u8]) -> SysResult<()> {
         Err(Errno::EOPNOTSUPP)
     }
+    /// `->statfs` of the superblock `sb`. The default: a file system without blocks or
+    /// inode counts (type 0).
+    fn statfs(&self, _sb: &SuperBlock) -> crate::abi::Statfs {
+        crate::abi::Statfs::empty(0)
+    }
     /// Where a FIFO inode keeps its pipe (`inode->i_pipe`), for named pipes: `None` (the
     /// default) for a file system whose FIFOs cannot be opened (`ENXIO`).
     fn fifo<'a>(&self, _inode: &'a Inode) -> Option<&'a crate::pipe::FifoSlot> {

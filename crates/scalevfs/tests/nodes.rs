@@ -1,6 +1,7 @@
-//! mknodat and named pipes. The non-blocking sequences run on the host too (real system
-//! calls on a fresh directory under /dev/shm) and every result is compared; the blocking
-//! rendezvous is checked with threads.
+//! mknodat and named pipes, statx, statfs, close_range. The non-blocking FIFO sequence,
+//! device and socket nodes, statx and statfs also run on the host (real system calls on a
+//! fresh directory under /dev/shm) and the results are compared; the blocking rendezvous
+//! of named pipes is checked with threads.
 
 use std::ffi::CString;
 use std::sync::Arc;
@@ -437,4 +438,79 @@ fn statx_matches_the_host() {
     // The mount root says so.
     let sx = p.statx(libc::AT_FDCWD, "/", 0, 0).unwrap();
     assert_ne!(sx.attributes & libc::STATX_ATTR_MOUNT_ROOT as u64, 0);
+}
+
+/// `statfs` of tmpfs and of a kernfs-free VFS's root: tmpfs's magic, block size, name
+/// length and flags as the host's tmpfs reports them; the limits of a limited tmpfs.
+#[test]
+fn statfs_is_tmpfs() {
+    /// The kernel's `struct statfs` on x86_64 (libc's lacks `f_flags`).
+    #[repr(C)]
+    #[derive(Default)]
+    struct KStatfs {
+        f_type: i64,
+        f_bsize: i64,
+        f_blocks: u64,
+        f_bfree: u64,
+        f_bavail: u64,
+        f_files: u64,
+        f_ffree: u64,
+        f_fsid: [i32; 2],
+        f_namelen: i64,
+        f_frsize: i64,
+        f_flags: i64,
+        f_spare: [i64; 4],
+    }
+    let c = CString::new("/dev/shm").unwrap();
+    let mut h = KStatfs::default();
+    // SAFETY: a path and a writable buffer of the kernel's layout.
+    if unsafe { libc::syscall(libc::SYS_statfs, c.as_ptr(), &mut h as *mut KStatfs) } != 0 {
+        eprintln!("no /dev/shm: skipping");
+        return;
+    }
+    let vfs = Vfs::new(VfsOptions {
+        size_limit: Some(1 << 20),
+        inode_limit: Some(100),
+        ..VfsOptions::default()
+    });
+    let p = Process::new(&vfs, Credentials::root());
+    p.write_file("/f", &[1u8; 8192]).unwrap();
+    let s = p.statfs("/f").unwrap();
+    assert_eq!(
+        (s.f_type, s.bsize, s.namelen, s.frsize, s.flags),
+        (h.f_type, h.f_bsize, h.f_namelen, h.f_frsize, h.f_flags)
+    );
+    assert_eq!((s.blocks, s.bfree, s.files, s.ffree), (256, 254, 100, 98));
+    let fd = p.open("/f", libc::O_PATH, 0).unwrap();
+    assert_eq!(p.fstatfs(fd), Ok(s), "fstatfs takes an O_PATH descriptor");
+    assert_eq!(p.fstatfs(99), Err(Errno::EBADF));
+}
+
+/// `close_range`: closes the open descriptors of the range (holes and numbers past the
+/// table are fine), or marks them close-on-exec; bad arguments are EINVAL.
+#[test]
+fn close_range_closes_or_marks() {
+    let (_vfs, p) = setup();
+    p.write_file("/f", b"").unwrap();
+    let fds: Vec<i32> = (0..10)
+        .map(|_| p.open("/f", O_RDONLY, 0).unwrap())
+        .collect();
+    assert_eq!(fds, (0..10).collect::<Vec<_>>());
+    p.close(4).unwrap();
+    assert_eq!(p.close_range(5, 3, 0), Err(Errno::EINVAL));
+    assert_eq!(p.close_range(0, 1, 0x80), Err(Errno::EINVAL));
+    p.close_range(3, 6, libc::CLOSE_RANGE_CLOEXEC).unwrap();
+    for fd in [3, 5, 6] {
+        assert_eq!(
+            p.fcntl(fd, libc::F_GETFD, scalevfs::FcntlArg::None),
+            Ok(libc::FD_CLOEXEC)
+        );
+    }
+    assert_eq!(p.fcntl(2, libc::F_GETFD, scalevfs::FcntlArg::None), Ok(0));
+    p.close_range(2, u32::MAX, 0).unwrap();
+    assert_eq!(p.close(2), Err(Errno::EBADF));
+    assert_eq!(p.close(9), Err(Errno::EBADF));
+    assert_eq!(p.open("/f", O_RDONLY, 0), Ok(2), "the lowest free again");
+    assert_eq!(p.syncfs(1), Ok(()));
+    assert_eq!(p.syncfs(7), Err(Errno::EBADF));
 }
