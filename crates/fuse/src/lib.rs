@@ -21,10 +21,12 @@
 //! gid and pid), and computes the set-id bit changes (we do not set
 //! `FUSE_HANDLE_KILLPRIV`, so they arrive as explicit mode changes) and the umask. The VFS
 //! then runs each operation without permission checks, and new files are owned by the
-//! request's uid and gid (or a setgid directory's group). The exception is a CREATE that
+//! request's uid and gid (or a setgid directory's group). The exceptions: a CREATE that
 //! finds its name already there (made behind the kernel's back after its LOOKUP): the
 //! kernel checked nothing on that file, so the server does, with the caller's
-//! credentials (`Fs::create`).
+//! credentials (`Fs::create`); and the extended attribute requests, which the VFS checks
+//! again with the caller's credentials because the kernel passes a LISTXATTR answer
+//! through as is (`trusted.*` must be hidden here from callers who are not root).
 //!
 //! ## Threads
 //!

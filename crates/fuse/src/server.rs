@@ -10,7 +10,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use polyfuse::op::{Operation, SetAttrTime};
 use polyfuse::reply::{
-    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut,
+    AttrOut, EntryOut, FileAttr, LkOut, OpenOut, PollOut, ReaddirOut, StatfsOut, WriteOut, XattrOut,
 };
 use polyfuse::{Request, Session};
 use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
@@ -22,7 +22,7 @@ use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{
     FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
 };
-use scalevfs_vfs::{Cred, Errno, FileRef, Stat, Timespec};
+use scalevfs_vfs::{xattr, Cred, Errno, FileRef, Stat, Timespec};
 
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 
@@ -395,6 +395,51 @@ fn caller_cred(req: &Request) -> Cred {
         .and_then(|s| status_groups(&s, uid, gid))
         .unwrap_or_default();
     Cred { uid, gid, groups }
+}
+
+/// The credentials an xattr request on `name` (`None`: a listing) is checked with. The
+/// kernel made the same checks before sending it (see `scalevfs_vfs::handle`); ours
+/// matter where it did not (it passes a listing through as is, so `trusted.*` must be
+/// hidden here from callers who are not root). Only `user.*` names are checked against
+/// the file's permission bits and so need the supplementary groups ([`caller_cred`], a
+/// read of `/proc`); every other rule depends on the uid alone. This keeps cheap the
+/// kernel's `getxattr("security.capability")`, which `file_remove_privs` sends before
+/// every write(2): FUSE inodes get `S_NOSEC` only with `FUSE_HANDLE_KILLPRIV_V2`
+/// (protocol 7.33), which polyfuse 0.5.1 (7.31) cannot negotiate.
+fn xattr_cred(req: &Request, name: Option<&[u8]>) -> Cred {
+    match name {
+        Some(n) if n.starts_with(b"user.") => caller_cred(req),
+        _ => Cred {
+            uid: req.uid(),
+            gid: req.gid(),
+            groups: Vec::new(),
+        },
+    }
+}
+
+/// The buffer for a GETXATTR or LISTXATTR of `size` bytes (0: a size query). The kernel
+/// never asks for more than `XATTR_SIZE_MAX` (= `XATTR_LIST_MAX`), and no more is
+/// allocated here whatever a request says.
+fn xattr_buf(size: u32) -> Vec<u8> {
+    vec![0; (size as usize).min(xattr::XATTR_SIZE_MAX.max(xattr::XATTR_LIST_MAX))]
+}
+
+/// Answers a GETXATTR or LISTXATTR: for a size query (an empty `buf`) the length in a
+/// `fuse_getxattr_out`, otherwise the first `len` bytes of `buf` (the VFS answered
+/// `ERANGE` if they did not fit).
+fn reply_xattr(req: &Request, r: Res<usize>, mut buf: Vec<u8>) -> io::Result<()> {
+    match r {
+        Ok(len) if buf.is_empty() => {
+            let mut out = XattrOut::default();
+            out.size(u32::try_from(len).unwrap_or(u32::MAX));
+            req.reply(out)
+        }
+        Ok(len) => {
+            buf.truncate(len);
+            req.reply(buf)
+        }
+        Err(err) => req.reply_error(err),
+    }
 }
 
 /// The `Groups:` of a `/proc/PID/status` text whose fsuid and fsgid (the fourth `Uid:`
@@ -812,8 +857,41 @@ impl Dispatcher {
                 }
                 Err(err) => req.reply_error(err),
             },
-            // Xattrs, bmap, copy_file_range, lseek: not in the VFS or not decoded by
-            // polyfuse (the kernel falls back or reports EOPNOTSUPP).
+            // Extended attributes, checked again with the caller's credentials (see
+            // `xattr_cred`). Never ENOSYS: the kernel would answer EOPNOTSUPP for the
+            // operation from then on without asking.
+            Operation::Setxattr(op) => {
+                let name = name_bytes(op.name());
+                self.unit(&req, op.ino(), |n| {
+                    let cred = xattr_cred(&req, Some(name));
+                    core.node_setxattr(n, &cred, name, op.value(), op.flags() as i32)
+                })
+            }
+            Operation::Getxattr(op) => {
+                let name = name_bytes(op.name());
+                let mut buf = xattr_buf(op.size());
+                let r = fs.node(op.ino()).and_then(|n| {
+                    let cred = xattr_cred(&req, Some(name));
+                    core.node_getxattr(&n, &cred, name, &mut buf).map_err(e)
+                });
+                reply_xattr(&req, r, buf)
+            }
+            Operation::Listxattr(op) => {
+                let mut buf = xattr_buf(op.size());
+                let r = fs.node(op.ino()).and_then(|n| {
+                    core.node_listxattr(&n, &xattr_cred(&req, None), &mut buf)
+                        .map_err(e)
+                });
+                reply_xattr(&req, r, buf)
+            }
+            Operation::Removexattr(op) => {
+                let name = name_bytes(op.name());
+                self.unit(&req, op.ino(), |n| {
+                    core.node_removexattr(n, &xattr_cred(&req, Some(name)), name)
+                })
+            }
+            // Bmap, copy_file_range, lseek: not in the VFS or not decoded by polyfuse (the
+            // kernel falls back or reports EOPNOTSUPP).
             _ => req.reply_error(libc::ENOSYS),
         };
         drop(r);
@@ -1074,6 +1152,70 @@ mod tests {
             fs.vfs.proc_locks()
         );
         assert_eq!((fs.stats().open_files, fs.stats().nodes), (0, 0));
+    }
+
+    /// The node-level xattr calls the four requests make, with a caller's credentials:
+    /// size queries and `ERANGE`, the set flags, `trusted.*` hidden from and refused to a
+    /// caller who is not root; and no buffer beyond `XATTR_SIZE_MAX` whatever a request
+    /// asks for.
+    #[test]
+    fn xattr_requests_run_with_the_callers_credentials() {
+        let fs = Fs::new(Vfs::new(scalevfs::VfsOptions::default()));
+        let core = fs.vfs.core();
+        let root = core.root_node();
+        let f = core
+            .node_mknod(&root, b"f", libc::S_IFREG | 0o644, Owner { uid: 0, gid: 0 })
+            .unwrap();
+        let (admin, user) = (
+            Cred::root(),
+            Cred {
+                uid: 1000,
+                gid: 1000,
+                groups: vec![],
+            },
+        );
+        core.node_setxattr(&f, &admin, b"user.a", b"abc", 0)
+            .unwrap();
+        core.node_setxattr(&f, &admin, b"trusted.t", b"t", 0)
+            .unwrap();
+        assert_eq!(
+            core.node_setxattr(&f, &admin, b"user.a", b"x", libc::XATTR_CREATE),
+            Err(Errno::EEXIST)
+        );
+        assert_eq!(
+            core.node_setxattr(&f, &admin, b"user.b", b"x", libc::XATTR_REPLACE),
+            Err(Errno::ENODATA)
+        );
+        assert_eq!(core.node_getxattr(&f, &user, b"user.a", &mut []), Ok(3));
+        assert_eq!(
+            core.node_getxattr(&f, &user, b"user.a", &mut [0; 2]),
+            Err(Errno::ERANGE)
+        );
+        let mut buf = xattr_buf(100);
+        assert_eq!(core.node_getxattr(&f, &user, b"user.a", &mut buf), Ok(3));
+        assert_eq!(&buf[..3], b"abc");
+        assert_eq!(
+            core.node_getxattr(&f, &user, b"trusted.t", &mut buf),
+            Err(Errno::ENODATA)
+        );
+        assert_eq!(core.node_listxattr(&f, &user, &mut []), Ok(7), "user.a\\0");
+        assert_eq!(core.node_listxattr(&f, &admin, &mut []), Ok(17));
+        assert_eq!(
+            core.node_setxattr(&f, &user, b"user.a", b"x", 0),
+            Err(Errno::EACCES),
+            "0644, not the owner"
+        );
+        assert_eq!(
+            core.node_removexattr(&f, &user, b"trusted.t"),
+            Err(Errno::EPERM)
+        );
+        core.node_removexattr(&f, &admin, b"trusted.t").unwrap();
+        assert_eq!(
+            core.node_removexattr(&f, &admin, b"trusted.t"),
+            Err(Errno::ENODATA)
+        );
+        assert_eq!(xattr_buf(0).len(), 0, "a size query");
+        assert_eq!(xattr_buf(u32::MAX).len(), xattr::XATTR_SIZE_MAX);
     }
 
     #[test]

@@ -13,16 +13,23 @@
 //! ...): the same locks (parent `rwsem` exclusively for namespace changes; the rename
 //! mutex and both parents across directories; the inode `rwsem` for attributes) and the
 //! same errno values, minus what the caller's kernel already did:
-//! * **No permission checks** (`Cred::root()` for the checks; `node_open_as` is the one
-//!   operation that checks, for an open the kernel did not see): the FUSE kernel mounted with
-//!   `default_permissions` checked with the caller's fsuid, fsgid, supplementary groups
-//!   and capabilities, which a FUSE request does not carry. It also computed the set-id
+//! * **No permission checks** (`Cred::root()` for the checks), except in `node_open_as`
+//!   (an open the kernel did not see) and the extended attribute operations (below): the
+//!   FUSE kernel mounted with `default_permissions` checked with the caller's fsuid,
+//!   fsgid, supplementary groups and capabilities, which a FUSE request does not carry
+//!   (it has the fsuid, fsgid and pid only). It also computed the set-id
 //!   bit changes of `chmod`/`chown`/`write`/`truncate` (the server does not set
 //!   `FUSE_HANDLE_KILLPRIV`, so the kernel sends them as explicit mode changes) and applied
 //!   the umask and `mode_strip_sgid` to new files' modes.
 //! * **Ownership of new files** is the creator's ([`Owner`]: the request's uid/gid), and a
 //!   setgid directory passes its group on (and its setgid bit to subdirectories), as
 //!   `inode_init_owner` does.
+//! * **Extended attributes** (`node_setxattr` and friends) run [`crate::xattr`]'s checks
+//!   with the caller's credentials. The kernel made them already (`xattr_permission` and
+//!   the capability checks run before a FUSE file system is asked), so they normally
+//!   pass; but the kernel passes a FUSE `listxattr` answer through as is, so hiding
+//!   `trusted.*` from a caller who is not root is ours to do, and running every check with
+//!   the same credentials keeps the four operations consistent.
 
 use crate::abi::{Stat, Timespec};
 use crate::file::{FileRef, OpenFile};
@@ -30,6 +37,7 @@ use crate::inode::Inode;
 use crate::mount::Path;
 use crate::namei::{Ctx, Last, LastKind, NAME_MAX};
 use crate::perm::Cred;
+use crate::xattr;
 use crate::{Errno, SysResult, VfsCore};
 
 /// The credentials the kernel-checked operations run with: every check passes.
@@ -413,6 +421,46 @@ impl VfsCore {
             root: &node.path,
         };
         self.open_existing(&ctx, node.path.clone(), flags)
+    }
+
+    /// `setxattr(node, name, value, flags)` as `cred`: the system call's argument checks
+    /// (flags `EINVAL`, name `ERANGE`, value `E2BIG`), then [`xattr::set`]
+    /// (`XATTR_CREATE`: `EEXIST`; `XATTR_REPLACE`: `ENODATA`).
+    pub fn node_setxattr(
+        &self,
+        node: &Node,
+        cred: &Cred,
+        name: &[u8],
+        value: &[u8],
+        flags: i32,
+    ) -> SysResult<()> {
+        xattr::check_set_args(name, value.len(), flags)?;
+        xattr::set(node.inode(), cred, name, value, flags)
+    }
+
+    /// `getxattr(node, name)` as `cred` into `buf`: the value's length; an empty `buf` asks
+    /// for the length only, a `buf` too small is `ERANGE` ([`xattr::get`]).
+    pub fn node_getxattr(
+        &self,
+        node: &Node,
+        cred: &Cred,
+        name: &[u8],
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        xattr::check_name(name)?;
+        xattr::get(node.inode(), cred, name, buf)
+    }
+
+    /// `listxattr(node)` as `cred` into `buf`: the names, each NUL-terminated, `trusted.*`
+    /// only if `cred` is root; an empty `buf` asks for the length ([`xattr::list`]).
+    pub fn node_listxattr(&self, node: &Node, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
+        xattr::list(node.inode(), cred, buf)
+    }
+
+    /// `removexattr(node, name)` as `cred` (`ENODATA` if it has no such attribute).
+    pub fn node_removexattr(&self, node: &Node, cred: &Cred, name: &[u8]) -> SysResult<()> {
+        xattr::check_name(name)?;
+        xattr::remove(node.inode(), cred, name)
     }
 
     /// `pread` on an open file description.
