@@ -78,6 +78,10 @@ pub struct MountArgs {
     /// Stay in the foreground (default: become a daemon once mounted).
     #[arg(long)]
     pub foreground: bool,
+    /// Do not serve extended attributes (they fail with EOPNOTSUPP), so that the kernel
+    /// stops asking for security.capability before every write: faster small writes.
+    #[arg(long)]
+    pub no_xattr: bool,
 }
 
 #[derive(Args, Debug)]
@@ -120,6 +124,7 @@ impl MountArgs {
             // the foreground the user sees the process (and the watchdog would complain
             // on stderr after our own clean unmount).
             auto_unmount: !self.foreground,
+            xattrs: !self.no_xattr,
         }
     }
 }
@@ -561,6 +566,7 @@ mod tests {
             sys: true,
             allow_other: false,
             foreground: true,
+            no_xattr: true,
         };
         let o = a.options();
         assert_eq!(
@@ -569,9 +575,10 @@ mod tests {
                 o.size_limit,
                 o.inode_limit,
                 o.sys,
-                o.auto_unmount
+                o.auto_unmount,
+                o.xattrs
             ),
-            (3, None, Some(7), true, false)
+            (3, None, Some(7), true, false, false)
         );
     }
 }

@@ -57,6 +57,8 @@ pub struct Stats {
 
 pub(crate) struct Fs {
     pub vfs: Arc<Vfs>,
+    /// Serve extended attributes (`MountOptions::xattrs`); off: `ENOSYS`.
+    xattrs: bool,
     pub nodes: NodeTable,
     pub files: FileTable,
     pub waits: Waits,
@@ -134,10 +136,16 @@ pub(crate) fn lock_request(
 type Res<T> = Result<T, i32>;
 
 impl Fs {
+    /// Serves extended attributes or not (see `MountOptions::xattrs`).
+    pub fn with_xattrs(mut self, on: bool) -> Fs {
+        self.xattrs = on;
+        self
+    }
     pub fn new(vfs: Arc<Vfs>) -> Fs {
         let root = vfs.core().root_node();
         Fs {
             vfs,
+            xattrs: true,
             nodes: NodeTable::new(root),
             files: FileTable::new(),
             waits: Waits::new(),
@@ -530,7 +538,13 @@ impl Dispatcher {
                 )
             }),
             Operation::Mknod(op) => self.entry(&req, op.parent(), |d| {
-                core.node_mknod(d, name_bytes(op.name()), op.mode(), owner_of(&req))
+                core.node_mknod(
+                    d,
+                    name_bytes(op.name()),
+                    op.mode(),
+                    op.rdev() as u64,
+                    owner_of(&req),
+                )
             }),
             Operation::Mkdir(op) => self.entry(&req, op.parent(), |d| {
                 core.node_mkdir(d, name_bytes(op.name()), op.mode(), owner_of(&req))
@@ -857,6 +871,16 @@ impl Dispatcher {
                 }
                 Err(err) => req.reply_error(err),
             },
+            // Extended attributes switched off: ENOSYS, so that the kernel answers
+            // EOPNOTSUPP itself from then on and stops asking (see `MountOptions::xattrs`).
+            Operation::Setxattr(_)
+            | Operation::Getxattr(_)
+            | Operation::Listxattr(_)
+            | Operation::Removexattr(_)
+                if !fs.xattrs =>
+            {
+                req.reply_error(libc::ENOSYS)
+            }
             // Extended attributes, checked again with the caller's credentials (see
             // `xattr_cred`). Never ENOSYS: the kernel would answer EOPNOTSUPP for the
             // operation from then on without asking.
@@ -1040,7 +1064,7 @@ mod tests {
             }
         };
         let f = core
-            .node_mknod(&root, b"secret", libc::S_IFREG | 0o600, user(1000))
+            .node_mknod(&root, b"secret", libc::S_IFREG | 0o600, 0, user(1000))
             .unwrap();
         core.file_write_at(&core.node_open(&f, libc::O_WRONLY).unwrap(), b"data", 0)
             .unwrap();
@@ -1084,7 +1108,7 @@ mod tests {
         fs.create_as(&root, b"secret", 0o644, libc::O_RDONLY, user(2000), member)
             .unwrap();
         // Not a regular file: the kernel must open it (a FIFO would block a worker here).
-        core.node_mknod(&root, b"fifo", libc::S_IFIFO | 0o666, user(0))
+        core.node_mknod(&root, b"fifo", libc::S_IFIFO | 0o666, 0, user(0))
             .unwrap();
         core.node_mkdir(&root, b"dir", 0o777, user(0)).unwrap();
         core.node_symlink(&root, b"link", b"secret", user(0))
@@ -1112,7 +1136,13 @@ mod tests {
         let core = fs.vfs.core();
         let root = core.root_node();
         let n = core
-            .node_mknod(&root, b"f", libc::S_IFREG | 0o644, Owner { uid: 0, gid: 0 })
+            .node_mknod(
+                &root,
+                b"f",
+                libc::S_IFREG | 0o644,
+                0,
+                Owner { uid: 0, gid: 0 },
+            )
             .unwrap();
         let open = || {
             let file = core.node_open(&n, libc::O_RDWR).unwrap();
@@ -1164,7 +1194,13 @@ mod tests {
         let core = fs.vfs.core();
         let root = core.root_node();
         let f = core
-            .node_mknod(&root, b"f", libc::S_IFREG | 0o644, Owner { uid: 0, gid: 0 })
+            .node_mknod(
+                &root,
+                b"f",
+                libc::S_IFREG | 0o644,
+                0,
+                Owner { uid: 0, gid: 0 },
+            )
             .unwrap();
         let (admin, user) = (
             Cred::root(),

@@ -356,7 +356,7 @@ mod tests {
         let mut inos = Vec::new();
         for i in 0..4 {
             let n = core
-                .node_mknod(&root, format!("f{i}").as_bytes(), 0o644, me)
+                .node_mknod(&root, format!("f{i}").as_bytes(), 0o644, 0, me)
                 .unwrap();
             core.node_link(&n, &root, format!("l{i}").as_bytes())
                 .unwrap();

@@ -624,7 +624,7 @@ fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
                 } else {
                     libc::S_IFIFO | 0o666
                 };
-                let _ = core.node_mknod(&top, format!("x{i}").as_bytes(), mode, owner);
+                let _ = core.node_mknod(&top, format!("x{i}").as_bytes(), mode, 0, owner);
                 shared[1].store(i + 1, SeqCst);
             }
         });
@@ -813,29 +813,33 @@ fn size_and_inode_limits_are_seen_through_the_mount() {
 }
 
 /// `mknod(2)` through the mount (FUSE_MKNOD): a regular file (type `S_IFREG` or 0, which
-/// the kernel sends as MKNOD too), a FIFO and a socket; device nodes are refused with
-/// `EOPNOTSUPP` (the VFS keeps no device numbers).
+/// the kernel sends as MKNOD too), a FIFO, a socket, and a device node that keeps its
+/// device number.
 #[test]
 fn mknod_makes_regular_files_fifos_and_sockets() {
     require_fuse!();
     let (dir, server) = mount(2);
     let root = dir.path().to_owned();
-    let mknod = |name: &str, mode: u32| {
+    let mknod_dev = |name: &str, mode: u32, dev: u64| {
         let c = cpath(&root.join(name));
-        // SAFETY: a NUL-terminated path; no device number.
-        if unsafe { libc::mknod(c.as_ptr(), mode, 0) } == 0 {
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::mknod(c.as_ptr(), mode, dev) } == 0 {
             Ok(())
         } else {
             Err(errno())
         }
     };
+    let mknod = |name: &str, mode: u32| mknod_dev(name, mode, 0);
     // SAFETY: umask has no preconditions; restored below.
     let old = unsafe { libc::umask(0o022) };
     mknod("reg", libc::S_IFREG | 0o664).unwrap();
     mknod("untyped", 0o600).unwrap();
     mknod("fifo", libc::S_IFIFO | 0o644).unwrap();
     mknod("sock", libc::S_IFSOCK | 0o644).unwrap();
-    assert_eq!(mknod("chr", libc::S_IFCHR | 0o644), Err(libc::EOPNOTSUPP));
+    let dev = libc::makedev(250, 9);
+    mknod_dev("chr", libc::S_IFCHR | 0o644, dev).unwrap();
+    let m = std::fs::symlink_metadata(root.join("chr")).unwrap();
+    assert_eq!((m.mode() & libc::S_IFMT, m.rdev()), (libc::S_IFCHR, dev));
     assert_eq!(mknod("reg", libc::S_IFREG | 0o644), Err(libc::EEXIST));
     // SAFETY: as above.
     unsafe { libc::umask(old) };

@@ -459,3 +459,26 @@ fn cp_and_tar_keep_user_attributes() {
     }
     server.unmount().unwrap();
 }
+
+/// Mounted with extended attributes off (`scalevfs mount --no-xattr`), every attribute
+/// call fails with EOPNOTSUPP from the kernel itself, and files still work.
+#[test]
+fn switched_off_they_are_eopnotsupp() {
+    require_fuse!();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = scalevfs_fuse::MountOptions {
+        threads: 2,
+        xattrs: false,
+        ..Default::default()
+    };
+    let server = scalevfs_fuse::Server::mount_with(dir.path(), &opts).unwrap();
+    let f = dir.path().join("f");
+    std::fs::write(&f, b"data").unwrap();
+    let p = cpath(&f);
+    let mut buf = [0u8; 64];
+    assert_eq!(set(&p, c"user.a", b"1", 0), Err(libc::EOPNOTSUPP));
+    assert_eq!(get(&p, c"user.a", &mut buf), Err(libc::EOPNOTSUPP));
+    assert_eq!(std::fs::read(&f).unwrap(), b"data");
+    std::fs::write(&f, b"more").unwrap();
+    drop(server);
+}

@@ -595,13 +595,28 @@ impl VfsCore {
             if !ctx.cred.is_root() {
                 return Err(Errno::EPERM);
             }
-            let (gid, extra) = self.new_owner(dir, ctx.cred, false);
-            let inode =
-                dir.fs()
-                    .mknod_device(dir, name, ty | perm | extra, dev, ctx.cred.uid, gid)?;
-            self.dcache.instantiate(d, &dirp.dentry, inode);
-            Ok(())
+            self.make_device(ctx.cred, dirp, dir, d, name, (ty | perm, dev))
+                .map(|_| ())
         })
+    }
+
+    /// Creates a device node (`mode` includes the type) for device `rdev`, owned by
+    /// `cred`, on the negative dentry `d` (the caller checked the privilege).
+    pub(crate) fn make_device(
+        &self,
+        cred: &Cred,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+        (mode, rdev): (u32, u64),
+    ) -> SysResult<crate::inode::InodeRef> {
+        let (gid, extra) = self.new_owner(dir, cred, false);
+        let inode = dir
+            .fs()
+            .mknod_device(dir, name, mode | extra, rdev, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
     }
 
     /// Creates the inode of a new file, directory or special file (`mode` includes the

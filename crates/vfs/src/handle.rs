@@ -226,19 +226,31 @@ impl VfsCore {
         })
     }
 
-    /// `mknod`: a regular file, FIFO or socket (`mode` includes the type; the kernel
-    /// applied the umask). Device nodes: `EOPNOTSUPP` (the VFS keeps no device numbers).
-    pub fn node_mknod(&self, dir: &Node, name: &[u8], mode: u32, owner: Owner) -> SysResult<Node> {
+    /// `mknod`: a regular file, FIFO, socket, or device node for `rdev` (`mode` includes
+    /// the type; the kernel applied the umask and checked `CAP_MKNOD` for devices).
+    pub fn node_mknod(
+        &self,
+        dir: &Node,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        owner: Owner,
+    ) -> SysResult<Node> {
         let ty = match mode & libc::S_IFMT {
             0 => libc::S_IFREG,
-            t @ (libc::S_IFREG | libc::S_IFIFO | libc::S_IFSOCK) => t,
-            libc::S_IFCHR | libc::S_IFBLK => return Err(Errno::EOPNOTSUPP),
+            t
+            @ (libc::S_IFREG | libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK) => t,
             _ => return Err(Errno::EINVAL),
         };
         let cred = owner.cred();
         self.make(dir, name, |dirp, inode, d, name| {
-            self.make_node(&cred, dirp, inode, d, name, ty | (mode & 0o7777))
-                .map(|_| ())
+            let mode = ty | (mode & 0o7777);
+            if ty == libc::S_IFCHR || ty == libc::S_IFBLK {
+                self.make_device(&cred, dirp, inode, d, name, (mode, rdev))
+            } else {
+                self.make_node(&cred, dirp, inode, d, name, mode)
+            }
+            .map(|_| ())
         })
     }
 
@@ -288,7 +300,7 @@ impl VfsCore {
         flags: i32,
         owner: Owner,
     ) -> SysResult<(Node, FileRef)> {
-        let node = self.node_mknod(dir, name, libc::S_IFREG | (mode & 0o7777), owner)?;
+        let node = self.node_mknod(dir, name, libc::S_IFREG | (mode & 0o7777), 0, owner)?;
         let f = self.node_open(&node, flags)?;
         Ok((node, f))
     }

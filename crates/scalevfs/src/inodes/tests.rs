@@ -63,7 +63,7 @@ fn new_files_belong_to_the_creator_and_setgid_dirs_pass_their_group_on() {
         "subdirectory inherits setgid"
     );
     let file = c
-        .node_mknod(&d, b"file", libc::S_IFREG | 0o640, ME)
+        .node_mknod(&d, b"file", libc::S_IFREG | 0o640, 0, ME)
         .unwrap();
     let st = file.stat();
     assert_eq!(
@@ -109,16 +109,24 @@ fn namespace_errnos_match_linux() {
     assert_eq!(c.node_unlink(&root, b"d").err(), Some(Errno::EISDIR));
     assert_eq!(c.node_rmdir(&root, b"f").err(), Some(Errno::ENOTDIR));
     assert_eq!(c.node_rmdir(&d, b".").err(), Some(Errno::EINVAL));
-    c.node_mknod(&d, b"fifo", libc::S_IFIFO | 0o600, ME)
+    c.node_mknod(&d, b"fifo", libc::S_IFIFO | 0o600, 0, ME)
         .unwrap();
     assert_eq!(
         c.node_lookup(&d, b"fifo").unwrap().stat().mode & libc::S_IFMT,
         libc::S_IFIFO
     );
     assert_eq!(c.node_rmdir(&root, b"d").err(), Some(Errno::ENOTEMPTY));
+    let dev = libc::makedev(250, 3);
+    let chr = c
+        .node_mknod(&d, b"chr", libc::S_IFCHR | 0o600, dev, ME)
+        .unwrap();
     assert_eq!(
-        c.node_mknod(&d, b"chr", libc::S_IFCHR | 0o600, ME).err(),
-        Some(Errno::EOPNOTSUPP)
+        (chr.stat().mode & libc::S_IFMT, chr.stat().rdev),
+        (libc::S_IFCHR, dev)
+    );
+    assert_eq!(
+        c.node_mknod(&d, b"bad", 0o170000 | 0o600, 0, ME).err(),
+        Some(Errno::EINVAL)
     );
     assert_eq!(c.node_link(&d, &root, b"dl").err(), Some(Errno::EPERM));
     let l = c.node_link(&f, &d, b"hard").unwrap();
@@ -139,6 +147,7 @@ fn namespace_errnos_match_linux() {
     assert_eq!(f.stat().nlink, 0);
     assert_eq!(c.node_link(&f, &root, b"again").err(), Some(Errno::ENOENT));
     c.node_unlink(&d, b"fifo").unwrap();
+    c.node_unlink(&d, b"chr").unwrap();
     c.node_rmdir(&root, b"d").unwrap();
     assert_eq!(c.node_mkdir(&d, b"x", 0o755, ME).err(), Some(Errno::ENOENT));
 }
@@ -148,7 +157,7 @@ fn rename_flags_follow_linux() {
     let vfs = vfs();
     let c = vfs.core();
     let root = c.root_node();
-    let a = c.node_mknod(&root, b"a", 0o644, ME).unwrap();
+    let a = c.node_mknod(&root, b"a", 0o644, 0, ME).unwrap();
     let b = c.node_mkdir(&root, b"b", 0o755, ME).unwrap();
     let sub = c.node_mkdir(&b, b"sub", 0o755, ME).unwrap();
     assert_eq!(
@@ -269,7 +278,7 @@ fn readdir_cookies_are_stable() {
     let root = c.root_node();
     let d = c.node_mkdir(&root, b"d", 0o755, ME).unwrap();
     for i in 0..20 {
-        c.node_mknod(&d, format!("f{i}").as_bytes(), 0o644, ME)
+        c.node_mknod(&d, format!("f{i}").as_bytes(), 0o644, 0, ME)
             .unwrap();
     }
     let all = names(&vfs, &d);
@@ -328,7 +337,7 @@ fn locks_through_node_contexts_use_any_owner() {
     let vfs = vfs();
     let c = vfs.core();
     let root = c.root_node();
-    let f = c.node_mknod(&root, b"f", 0o644, ME).unwrap();
+    let f = c.node_mknod(&root, b"f", 0o644, 0, ME).unwrap();
     let again = c.node_lookup(&root, b"f").unwrap();
     let req = |owner, ty| LockRequest {
         owner: LockOwner::Process(owner),
