@@ -74,6 +74,61 @@ fn from_stat(st: &libc::stat) -> Stat {
     }
 }
 
+/// The buffer argument of `getxattr`/`listxattr`: NULL for a size query, as callers pass.
+fn out_ptr(buf: &mut [u8]) -> *mut u8 {
+    if buf.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        buf.as_mut_ptr()
+    }
+}
+
+/// `setxattr` or `lsetxattr` (`nr`).
+fn path_setxattr(
+    nr: libc::c_long,
+    path: &[u8],
+    name: &[u8],
+    value: &[u8],
+    flags: i32,
+) -> SysResult<()> {
+    let (p, n) = (cpath(path)?, cpath(name)?);
+    // SAFETY: both strings are NUL-terminated; `value` is readable for its length.
+    unit(unsafe {
+        libc::syscall(
+            nr,
+            p.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr(),
+            value.len(),
+            flags,
+        )
+    })
+}
+
+/// `getxattr` or `lgetxattr` (`nr`).
+fn path_getxattr(nr: libc::c_long, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+    let (p, n) = (cpath(path)?, cpath(name)?);
+    // SAFETY: both strings are NUL-terminated; `out_ptr(buf)` is NULL (size 0) or
+    // writable for `buf.len()` bytes.
+    ok(unsafe { libc::syscall(nr, p.as_ptr(), n.as_ptr(), out_ptr(buf), buf.len()) })
+        .map(|v| v as usize)
+}
+
+/// `listxattr` or `llistxattr` (`nr`).
+fn path_listxattr(nr: libc::c_long, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+    let p = cpath(path)?;
+    // SAFETY: `p` is NUL-terminated; `out_ptr(buf)` is NULL (size 0) or writable for
+    // `buf.len()` bytes.
+    ok(unsafe { libc::syscall(nr, p.as_ptr(), out_ptr(buf), buf.len()) }).map(|v| v as usize)
+}
+
+/// `removexattr` or `lremovexattr` (`nr`).
+fn path_removexattr(nr: libc::c_long, path: &[u8], name: &[u8]) -> SysResult<()> {
+    let (p, n) = (cpath(path)?, cpath(name)?);
+    // SAFETY: both strings are NUL-terminated.
+    unit(unsafe { libc::syscall(nr, p.as_ptr(), n.as_ptr()) })
+}
+
 /// The calling process's view of the host kernel. Only meaningful inside the child that
 /// [`HostBackend`] forks (after `chroot`), but usable anywhere.
 #[derive(Default)]
@@ -323,6 +378,74 @@ impl Target for HostTarget {
     fn fsync(&mut self, fd: i32) -> SysResult<()> {
         // SAFETY: no pointers involved.
         unit(unsafe { libc::syscall(libc::SYS_fsync, fd) })
+    }
+    fn setxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        path_setxattr(libc::SYS_setxattr, path, name, value, flags)
+    }
+    fn lsetxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        path_setxattr(libc::SYS_lsetxattr, path, name, value, flags)
+    }
+    fn fsetxattr(&mut self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        let n = cpath(name)?;
+        // SAFETY: `n` is NUL-terminated; `value` is readable for its length.
+        unit(unsafe {
+            libc::syscall(
+                libc::SYS_fsetxattr,
+                fd,
+                n.as_ptr(),
+                value.as_ptr(),
+                value.len(),
+                flags,
+            )
+        })
+    }
+    fn getxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        path_getxattr(libc::SYS_getxattr, path, name, buf)
+    }
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        path_getxattr(libc::SYS_lgetxattr, path, name, buf)
+    }
+    fn fgetxattr(&mut self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        let n = cpath(name)?;
+        // SAFETY: `n` is NUL-terminated; `out_ptr(buf)` is NULL (size 0) or writable for
+        // `buf.len()` bytes.
+        ok(unsafe { libc::syscall(libc::SYS_fgetxattr, fd, n.as_ptr(), out_ptr(buf), buf.len()) })
+            .map(|v| v as usize)
+    }
+    fn listxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        path_listxattr(libc::SYS_listxattr, path, buf)
+    }
+    fn llistxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        path_listxattr(libc::SYS_llistxattr, path, buf)
+    }
+    fn flistxattr(&mut self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+        // SAFETY: `out_ptr(buf)` is NULL (size 0) or writable for `buf.len()` bytes.
+        ok(unsafe { libc::syscall(libc::SYS_flistxattr, fd, out_ptr(buf), buf.len()) })
+            .map(|v| v as usize)
+    }
+    fn removexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        path_removexattr(libc::SYS_removexattr, path, name)
+    }
+    fn lremovexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        path_removexattr(libc::SYS_lremovexattr, path, name)
+    }
+    fn fremovexattr(&mut self, fd: i32, name: &[u8]) -> SysResult<()> {
+        let n = cpath(name)?;
+        // SAFETY: `n` is NUL-terminated.
+        unit(unsafe { libc::syscall(libc::SYS_fremovexattr, fd, n.as_ptr()) })
+    }
+    fn mkfifo(&mut self, path: &[u8], mode: u32) -> SysResult<()> {
+        let p = cpath(path)?;
+        // SAFETY: `p` is NUL-terminated.
+        unit(unsafe {
+            libc::syscall(
+                libc::SYS_mknodat,
+                libc::AT_FDCWD,
+                p.as_ptr(),
+                libc::S_IFIFO | (mode & 0o7777),
+                0u64,
+            )
+        })
     }
     fn fdatasync(&mut self, fd: i32) -> SysResult<()> {
         // SAFETY: no pointers involved.

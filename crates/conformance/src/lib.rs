@@ -27,7 +27,7 @@ pub mod script;
 pub mod target;
 
 pub use host::{HostBackend, HostTarget};
-pub use op::{CompareOptions, Fd, Op, Outcome, Slot, StatView};
+pub use op::{CompareOptions, Fd, Op, Outcome, Slot, StatView, XattrOn};
 pub use runner::{run_case, run_script, Backend, CaseResult, Report};
 pub use scalevfs_target::{ScalevfsBackend, ScalevfsTarget};
 pub use script::Script;

@@ -27,6 +27,16 @@ pub enum Fd {
     Raw(i32),
 }
 
+/// What an extended-attribute call names: a path whose trailing symlink is followed
+/// (`setxattr`), a path whose trailing symlink is not (`lsetxattr`), or a descriptor
+/// (`fsetxattr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum XattrOn {
+    Path(Vec<u8>),
+    Link(Vec<u8>),
+    Fd(Fd),
+}
+
 impl From<Slot> for Fd {
     fn from(s: Slot) -> Fd {
         Fd::Slot(s)
@@ -209,7 +219,40 @@ pub enum Op {
         path: Vec<u8>,
         flags: i32,
     },
+    /// `setxattr`, `lsetxattr` or `fsetxattr`.
+    SetXattr {
+        on: XattrOn,
+        name: Vec<u8>,
+        value: Vec<u8>,
+        flags: i32,
+    },
+    /// `getxattr`, `lgetxattr` or `fgetxattr` with a `size`-byte buffer: with size 0 the
+    /// outcome is the value's length, otherwise the bytes returned.
+    GetXattr {
+        on: XattrOn,
+        name: Vec<u8>,
+        size: usize,
+    },
+    /// `listxattr`, `llistxattr` or `flistxattr` with a `size`-byte buffer: with size 0
+    /// the outcome is the list's length, otherwise its exact bytes (names and order).
+    ListXattr {
+        on: XattrOn,
+        size: usize,
+    },
+    /// `removexattr`, `lremovexattr` or `fremovexattr`.
+    RemoveXattr {
+        on: XattrOn,
+        name: Vec<u8>,
+    },
     // --- harness helpers ---
+    /// Make a FIFO (`mknodat(AT_FDCWD, path, S_IFIFO | mode, 0)`, the umask applies). Not a
+    /// call of the `Process` contract, which has no `mknod`: scalevfs makes it through its
+    /// inode-handle API, as its FUSE server does. Setup only: the path is taken from the
+    /// root, through directories, with no symlinks.
+    Mkfifo {
+        path: Vec<u8>,
+        mode: u32,
+    },
     /// Drop root: close every slot, `chdir("/")`, switch to these credentials, umask 022.
     SetCreds {
         uid: u32,
@@ -529,6 +572,28 @@ fn fcntl_cmd(c: i32) -> String {
     }
 }
 
+fn xattr_flags(flags: i32) -> String {
+    names(
+        flags as i64,
+        &[
+            (libc::XATTR_CREATE as i64, "XATTR_CREATE"),
+            (libc::XATTR_REPLACE as i64, "XATTR_REPLACE"),
+        ],
+        "0",
+    )
+}
+
+impl XattrOn {
+    /// The call's prefix (`""`, `"l"` or `"f"`) and its first argument.
+    fn parts(&self) -> (&'static str, String) {
+        match self {
+            XattrOn::Path(p) => ("", show_bytes(p)),
+            XattrOn::Link(p) => ("l", show_bytes(p)),
+            XattrOn::Fd(fd) => ("f", fd.to_string()),
+        }
+    }
+}
+
 impl fmt::Display for Fd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -714,6 +779,35 @@ impl fmt::Display for Op {
             Op::Fdatasync(fd) => write!(f, "fdatasync({fd})"),
             Op::MountTmpfs(path) => write!(f, "mount(tmpfs, {})", p(path)),
             Op::Umount2 { path, flags } => write!(f, "umount2({}, {flags:#x})", p(path)),
+            Op::SetXattr {
+                on,
+                name,
+                value,
+                flags,
+            } => {
+                let (l, on) = on.parts();
+                write!(
+                    f,
+                    "{l}setxattr({on}, {}, {}, {}, {})",
+                    p(name),
+                    p(value),
+                    value.len(),
+                    xattr_flags(*flags)
+                )
+            }
+            Op::GetXattr { on, name, size } => {
+                let (l, on) = on.parts();
+                write!(f, "{l}getxattr({on}, {}, {size})", p(name))
+            }
+            Op::ListXattr { on, size } => {
+                let (l, on) = on.parts();
+                write!(f, "{l}listxattr({on}, {size})")
+            }
+            Op::RemoveXattr { on, name } => {
+                let (l, on) = on.parts();
+                write!(f, "{l}removexattr({on}, {})", p(name))
+            }
+            Op::Mkfifo { path, mode } => write!(f, "-- mkfifo({}, {mode:#o})", p(path)),
             Op::SetCreds { uid, gid, groups } => {
                 write!(f, "-- become uid={uid} gid={gid} groups={groups:?}")
             }
@@ -770,6 +864,21 @@ mod tests {
         assert_eq!(Outcome::Err(libc::ELOOP).to_string(), "ELOOP");
         assert_eq!(show_bytes(b"a\"\xff"), "\"a\\\"\\xff\"");
         assert_eq!(at_flags(0), "0");
+        let set = Op::SetXattr {
+            on: XattrOn::Link(b"l".to_vec()),
+            name: b"user.a".to_vec(),
+            value: b"v".to_vec(),
+            flags: libc::XATTR_CREATE | 8,
+        };
+        assert_eq!(
+            set.to_string(),
+            "lsetxattr(\"l\", \"user.a\", \"v\", 1, XATTR_CREATE|0o10)"
+        );
+        let list = Op::ListXattr {
+            on: XattrOn::Fd(Fd::Slot(Slot(2))),
+            size: 0,
+        };
+        assert_eq!(list.to_string(), "flistxattr($2, 0)");
         assert_eq!(
             at_flags(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH),
             "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH"

@@ -4,8 +4,10 @@ use std::io::{IoSlice, IoSliceMut};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use scalevfs::inodes::Owner;
 use scalevfs::{
-    Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs, VfsOptions,
+    Credentials, Errno, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs,
+    VfsOptions,
 };
 
 use crate::op::Outcome;
@@ -168,6 +170,66 @@ impl Target for ScalevfsTarget {
     }
     fn fdatasync(&mut self, fd: i32) -> SysResult<()> {
         self.proc.fdatasync(fd)
+    }
+    fn setxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.proc.setxattr(path, name, value, flags)
+    }
+    fn lsetxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.proc.lsetxattr(path, name, value, flags)
+    }
+    fn fsetxattr(&mut self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+        self.proc.fsetxattr(fd, name, value, flags)
+    }
+    fn getxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.getxattr(path, name, buf)
+    }
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.lgetxattr(path, name, buf)
+    }
+    fn fgetxattr(&mut self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.fgetxattr(fd, name, buf)
+    }
+    fn listxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.listxattr(path, buf)
+    }
+    fn llistxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.llistxattr(path, buf)
+    }
+    fn flistxattr(&mut self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+        self.proc.flistxattr(fd, buf)
+    }
+    fn removexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.proc.removexattr(path, name)
+    }
+    fn lremovexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()> {
+        self.proc.lremovexattr(path, name)
+    }
+    fn fremovexattr(&mut self, fd: i32, name: &[u8]) -> SysResult<()> {
+        self.proc.fremovexattr(fd, name)
+    }
+    /// Through the inode-handle API (the contract has no `mknod`): look the directories up
+    /// from the root, then make the node with the process's umask and identity, as
+    /// scalevfs's FUSE server does for the kernel's MKNOD.
+    fn mkfifo(&mut self, path: &[u8], mode: u32) -> SysResult<()> {
+        let core = self.vfs.core();
+        let mut parts: Vec<&[u8]> = path
+            .split(|&c| c == b'/')
+            .filter(|c| !c.is_empty())
+            .collect();
+        let name = parts.pop().ok_or(Errno::EEXIST)?;
+        let mut dir = core.root_node();
+        for part in parts {
+            dir = core.node_lookup(&dir, part)?;
+        }
+        let umask = self.proc.umask(0);
+        self.proc.umask(umask);
+        let c = self.proc.credentials();
+        let owner = Owner {
+            uid: c.uid,
+            gid: c.gid,
+        };
+        let mode = libc::S_IFIFO | (mode & 0o7777 & !umask);
+        core.node_mknod(&dir, name, mode, owner).map(|_| ())
     }
     fn set_credentials(&mut self, creds: &Credentials) -> Result<(), String> {
         self.proc = Process::new(&self.vfs, creds.clone());

@@ -18,7 +18,7 @@ use std::fmt;
 
 use scalevfs::Timespec;
 
-use crate::op::{Fd, Op, Slot};
+use crate::op::{Fd, Op, Slot, XattrOn};
 
 /// A named sequence of steps. Names are `category/what` and unique across the suite.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -473,6 +473,108 @@ impl Script {
             flags,
         })
     }
+
+    // --- extended attributes: `x` (path, followed), `lx` (path, not followed), `fx` (fd) ---
+
+    pub fn setxattr(
+        &mut self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> &mut Self {
+        self.setxattr_on(XattrOn::Path(b(path)), name, value, flags)
+    }
+    pub fn lsetxattr(
+        &mut self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> &mut Self {
+        self.setxattr_on(XattrOn::Link(b(path)), name, value, flags)
+    }
+    pub fn fsetxattr(
+        &mut self,
+        fd: impl Into<Fd>,
+        name: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> &mut Self {
+        self.setxattr_on(XattrOn::Fd(fd.into()), name, value, flags)
+    }
+    pub fn setxattr_on(
+        &mut self,
+        on: XattrOn,
+        name: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> &mut Self {
+        self.push(Op::SetXattr {
+            on,
+            name: b(name),
+            value: b(value),
+            flags,
+        })
+    }
+    /// With `size` 0 the outcome is the value's length, otherwise the bytes returned.
+    pub fn getxattr(
+        &mut self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        size: usize,
+    ) -> &mut Self {
+        self.getxattr_on(XattrOn::Path(b(path)), name, size)
+    }
+    pub fn lgetxattr(
+        &mut self,
+        path: impl AsRef<[u8]>,
+        name: impl AsRef<[u8]>,
+        size: usize,
+    ) -> &mut Self {
+        self.getxattr_on(XattrOn::Link(b(path)), name, size)
+    }
+    pub fn fgetxattr(
+        &mut self,
+        fd: impl Into<Fd>,
+        name: impl AsRef<[u8]>,
+        size: usize,
+    ) -> &mut Self {
+        self.getxattr_on(XattrOn::Fd(fd.into()), name, size)
+    }
+    pub fn getxattr_on(&mut self, on: XattrOn, name: impl AsRef<[u8]>, size: usize) -> &mut Self {
+        self.push(Op::GetXattr {
+            on,
+            name: b(name),
+            size,
+        })
+    }
+    /// With `size` 0 the outcome is the list's length, otherwise its bytes.
+    pub fn listxattr(&mut self, path: impl AsRef<[u8]>, size: usize) -> &mut Self {
+        self.listxattr_on(XattrOn::Path(b(path)), size)
+    }
+    pub fn llistxattr(&mut self, path: impl AsRef<[u8]>, size: usize) -> &mut Self {
+        self.listxattr_on(XattrOn::Link(b(path)), size)
+    }
+    pub fn flistxattr(&mut self, fd: impl Into<Fd>, size: usize) -> &mut Self {
+        self.listxattr_on(XattrOn::Fd(fd.into()), size)
+    }
+    pub fn listxattr_on(&mut self, on: XattrOn, size: usize) -> &mut Self {
+        self.push(Op::ListXattr { on, size })
+    }
+    pub fn removexattr(&mut self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>) -> &mut Self {
+        self.removexattr_on(XattrOn::Path(b(path)), name)
+    }
+    pub fn lremovexattr(&mut self, path: impl AsRef<[u8]>, name: impl AsRef<[u8]>) -> &mut Self {
+        self.removexattr_on(XattrOn::Link(b(path)), name)
+    }
+    pub fn fremovexattr(&mut self, fd: impl Into<Fd>, name: impl AsRef<[u8]>) -> &mut Self {
+        self.removexattr_on(XattrOn::Fd(fd.into()), name)
+    }
+    pub fn removexattr_on(&mut self, on: XattrOn, name: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::RemoveXattr { on, name: b(name) })
+    }
+
     /// Does the script mount or unmount? (The host runs it in a mount namespace of its
     /// own then, so that nothing leaks out of the case.)
     pub fn mounts(&self) -> bool {
@@ -502,6 +604,14 @@ impl Script {
     }
     pub fn exact_times(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
         self.push(Op::ExactTimes(b(path)))
+    }
+    /// A FIFO at `path` (from the root, no symlinks; the umask applies). A setup helper:
+    /// the contract has no `mknod` (see [`Op::Mkfifo`]).
+    pub fn mkfifo(&mut self, path: impl AsRef<[u8]>, mode: u32) -> &mut Self {
+        self.push(Op::Mkfifo {
+            path: b(path),
+            mode,
+        })
     }
     pub fn contents(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
         self.push(Op::Contents(b(path)))

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use scalevfs::{Credentials, Stat, SysResult, Timespec};
 
-use crate::op::{Fd, Moved, Op, Outcome, Slot, StatView};
+use crate::op::{Fd, Moved, Op, Outcome, Slot, StatView, XattrOn};
 
 /// A system under test. Methods mirror `scalevfs::Process`; `fcntl` takes only integer
 /// arguments (the record-lock commands are out of scope here).
@@ -71,6 +71,22 @@ pub trait Target {
     /// Mounts a fresh, empty tmpfs on `path`.
     fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()>;
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()>;
+    fn setxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
+    fn lsetxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
+    fn fsetxattr(&mut self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
+    /// An empty `buf` asks for the value's length.
+    fn getxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    fn lgetxattr(&mut self, path: &[u8], name: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    fn fgetxattr(&mut self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    /// An empty `buf` asks for the list's length.
+    fn listxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    fn llistxattr(&mut self, path: &[u8], buf: &mut [u8]) -> SysResult<usize>;
+    fn flistxattr(&mut self, fd: i32, buf: &mut [u8]) -> SysResult<usize>;
+    fn removexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()>;
+    fn lremovexattr(&mut self, path: &[u8], name: &[u8]) -> SysResult<()>;
+    fn fremovexattr(&mut self, fd: i32, name: &[u8]) -> SysResult<()>;
+    /// A harness helper, not a call of the contract: a FIFO at `path` (the umask applies).
+    fn mkfifo(&mut self, path: &[u8], mode: u32) -> SysResult<()>;
     /// Switch to other credentials (the harness closes all slots and resets cwd and umask
     /// around this). A failure is a harness failure, not an outcome.
     fn set_credentials(&mut self, creds: &Credentials) -> Result<(), String>;
@@ -195,6 +211,13 @@ impl<'t> Executor<'t> {
         };
         let val = |r: SysResult<usize>| match r {
             Ok(n) => O::Val(n as i64),
+            Err(e) => O::from_errno(e),
+        };
+        // getxattr/listxattr: a size query (empty buffer) returns the length, a read the
+        // bytes (their exact contents, order included, are compared).
+        let sized = |r: SysResult<usize>, buf: Vec<u8>| match r {
+            Ok(n) if buf.is_empty() => O::Val(n as i64),
+            Ok(n) => O::Bytes(buf[..n.min(buf.len())].to_vec()),
             Err(e) => O::from_errno(e),
         };
         let stat = |r: SysResult<Stat>| match r {
@@ -412,6 +435,40 @@ impl<'t> Executor<'t> {
             Op::Fdatasync(fd) => unit(self.target.fdatasync(self.fd(*fd))),
             Op::MountTmpfs(path) => unit(self.target.mount_tmpfs(path)),
             Op::Umount2 { path, flags } => unit(self.target.umount2(path, *flags)),
+            Op::SetXattr {
+                on,
+                name,
+                value,
+                flags,
+            } => unit(match on {
+                XattrOn::Path(p) => self.target.setxattr(p, name, value, *flags),
+                XattrOn::Link(p) => self.target.lsetxattr(p, name, value, *flags),
+                XattrOn::Fd(fd) => self.target.fsetxattr(self.fd(*fd), name, value, *flags),
+            }),
+            Op::GetXattr { on, name, size } => {
+                let mut buf = vec![0u8; *size];
+                let r = match on {
+                    XattrOn::Path(p) => self.target.getxattr(p, name, &mut buf),
+                    XattrOn::Link(p) => self.target.lgetxattr(p, name, &mut buf),
+                    XattrOn::Fd(fd) => self.target.fgetxattr(self.fd(*fd), name, &mut buf),
+                };
+                sized(r, buf)
+            }
+            Op::ListXattr { on, size } => {
+                let mut buf = vec![0u8; *size];
+                let r = match on {
+                    XattrOn::Path(p) => self.target.listxattr(p, &mut buf),
+                    XattrOn::Link(p) => self.target.llistxattr(p, &mut buf),
+                    XattrOn::Fd(fd) => self.target.flistxattr(self.fd(*fd), &mut buf),
+                };
+                sized(r, buf)
+            }
+            Op::RemoveXattr { on, name } => unit(match on {
+                XattrOn::Path(p) => self.target.removexattr(p, name),
+                XattrOn::Link(p) => self.target.lremovexattr(p, name),
+                XattrOn::Fd(fd) => self.target.fremovexattr(self.fd(*fd), name),
+            }),
+            Op::Mkfifo { path, mode } => unit(self.target.mkfifo(path, *mode)),
             Op::SetCreds { uid, gid, groups } => {
                 self.close_all();
                 let _ = self.target.chdir(b"/");

@@ -674,6 +674,21 @@ impl Process {
         }
         Ok(f)
     }
+    /// Runs `op` on the inode of `fd` for `fsetxattr`/`fgetxattr`, whose `AT_FDCWD` is the
+    /// cwd: since Linux 6.15 they are `setxattrat`/`getxattrat` with an empty path and
+    /// `AT_EMPTY_PATH`, which walk the empty path from a negative `dfd` instead of
+    /// looking a descriptor up (`flistxattr` and `fremovexattr` do not: `EBADF`).
+    fn with_xattr_fd<T>(
+        &self,
+        fd: i32,
+        op: impl FnOnce(&scalevfs_vfs::Inode) -> SysResult<T>,
+    ) -> SysResult<T> {
+        if fd == libc::AT_FDCWD {
+            let p = self.resolve_at(fd, b"", libc::AT_EMPTY_PATH, true)?;
+            return op(p.dentry.inode().ok_or(Errno::ENOENT)?);
+        }
+        op(self.xattr_fd(fd)?.inode())
+    }
     /// `setxattr(2)`: `flags` 0, `XATTR_CREATE` or `XATTR_REPLACE`.
     pub fn setxattr(
         &self,
@@ -710,10 +725,13 @@ impl Process {
             flags,
         )
     }
+    /// `fsetxattr(2)`. The arguments are checked before the descriptor, as Linux (6.13+)
+    /// copies them in before it looks `fd` up.
     pub fn fsetxattr(&self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
-        let f = self.xattr_fd(fd)?;
         xattr::check_set_args(name, value.len(), flags)?;
-        xattr::set(f.inode(), &self.cred, name, value, flags)
+        self.with_xattr_fd(fd, |inode| {
+            xattr::set(inode, &self.cred, name, value, flags)
+        })
     }
     /// `getxattr(2)` into `buf` (an empty `buf` asks for the value's size).
     pub fn getxattr(
@@ -746,10 +764,10 @@ impl Process {
             buf,
         )
     }
+    /// `fgetxattr(2)`: the name is checked before the descriptor (see `fsetxattr`).
     pub fn fgetxattr(&self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
-        let f = self.xattr_fd(fd)?;
         xattr::check_name(name)?;
-        xattr::get(f.inode(), &self.cred, name, buf)
+        self.with_xattr_fd(fd, |inode| xattr::get(inode, &self.cred, name, buf))
     }
     /// `listxattr(2)`: the names, each NUL-terminated, into `buf` (an empty `buf` asks for
     /// the size).
@@ -775,9 +793,11 @@ impl Process {
         let p = self.xattr_target(path.as_ref(), false)?;
         xattr::remove(p.dentry.inode().ok_or(Errno::ENOENT)?, &self.cred, name)
     }
+    /// `fremovexattr(2)`: the name is checked before the descriptor (see `fsetxattr`), but
+    /// `AT_FDCWD` is `EBADF`.
     pub fn fremovexattr(&self, fd: i32, name: &[u8]) -> SysResult<()> {
-        let f = self.xattr_fd(fd)?;
         xattr::check_name(name)?;
+        let f = self.xattr_fd(fd)?;
         xattr::remove(f.inode(), &self.cred, name)
     }
 

@@ -170,3 +170,74 @@ fn setting_changes_ctime_only_and_eviction_drops_them() {
         assert_eq!(vfs.inode_count(), base);
     });
 }
+
+/// The f-variants check their arguments before the descriptor, as Linux (6.13+) does; a
+/// name's namespace is checked after it.
+#[test]
+fn fd_calls_check_arguments_before_the_descriptor() {
+    both(|p, _| {
+        p.write_file("/f", b"").unwrap();
+        let closed = p.open("/f", O_RDONLY, 0).unwrap();
+        p.close(closed).unwrap();
+        let opath = p.open("/f", libc::O_PATH, 0).unwrap();
+        for fd in [closed, opath] {
+            assert_eq!(p.fsetxattr(fd, b"user.a", b"1", 4), Err(Errno::EINVAL));
+            assert_eq!(p.fsetxattr(fd, b"", b"1", 0), Err(Errno::ERANGE));
+            assert_eq!(
+                p.fsetxattr(fd, b"user.a", &vec![0; 65537], 0),
+                Err(Errno::E2BIG)
+            );
+            assert_eq!(p.fsetxattr(fd, b"foo.a", b"1", 0), Err(Errno::EBADF));
+            assert_eq!(p.fgetxattr(fd, &[b'u'; 256], &mut []), Err(Errno::ERANGE));
+            assert_eq!(p.fgetxattr(fd, b"user.", &mut []), Err(Errno::EBADF));
+            assert_eq!(p.fremovexattr(fd, b""), Err(Errno::ERANGE));
+            assert_eq!(p.fremovexattr(fd, b"foo.a"), Err(Errno::EBADF));
+            assert_eq!(p.flistxattr(fd, &mut []), Err(Errno::EBADF));
+        }
+    });
+}
+
+/// `fsetxattr` and `fgetxattr` are `setxattrat`/`getxattrat` with an empty path on Linux
+/// 6.15+, so `AT_FDCWD` names the cwd; `flistxattr` and `fremovexattr` say `EBADF`.
+#[test]
+fn at_fdcwd_is_the_cwd_for_fsetxattr_and_fgetxattr() {
+    both(|p, _| {
+        p.mkdir("/d", 0o755).unwrap();
+        p.chdir("/d").unwrap();
+        let cwd = libc::AT_FDCWD;
+        p.fsetxattr(cwd, b"user.a", b"cwd", 0).unwrap();
+        let mut b = [0u8; 8];
+        assert_eq!(p.fgetxattr(cwd, b"user.a", &mut b), Ok(3));
+        assert_eq!(&b[..3], b"cwd");
+        assert_eq!(get(p, "/d", "user.a").unwrap(), b"cwd");
+        assert_eq!(list(p, "/"), Vec::<String>::new());
+        assert_eq!(p.flistxattr(cwd, &mut []), Err(Errno::EBADF));
+        assert_eq!(p.fremovexattr(cwd, b"user.a"), Err(Errno::EBADF));
+        assert_eq!(p.fsetxattr(-1, b"user.a", b"1", 0), Err(Errno::EBADF));
+        assert_eq!(p.fgetxattr(-1, b"user.a", &mut b), Err(Errno::EBADF));
+    });
+}
+
+/// `listxattr` takes at most `XATTR_LIST_MAX` bytes of buffer: a longer list is `E2BIG`
+/// however large the caller's buffer, while a size query still gets its length.
+#[test]
+fn a_list_longer_than_list_max_is_e2big() {
+    both(|p, _| {
+        p.write_file("/f", b"").unwrap();
+        // 257 names of 255 bytes: 65,792 bytes with their NULs.
+        for i in 0..257 {
+            let mut n = format!("user.{i:03}").into_bytes();
+            n.resize(255, b'x');
+            p.setxattr("/f", &n, b"", 0).unwrap();
+        }
+        assert_eq!(p.listxattr("/f", &mut []), Ok(65792));
+        assert_eq!(p.listxattr("/f", &mut vec![0; 65535]), Err(Errno::ERANGE));
+        for size in [65536, 65792, 70000] {
+            assert_eq!(
+                p.listxattr("/f", &mut vec![0; size]),
+                Err(Errno::E2BIG),
+                "{size}"
+            );
+        }
+    });
+}

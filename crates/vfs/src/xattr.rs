@@ -4,8 +4,9 @@
 //!
 //! ## Names and namespaces
 //! A name is at most [`XATTR_NAME_MAX`] bytes and not empty (`ERANGE`), and a value at most
-//! [`XATTR_SIZE_MAX`] (`E2BIG`); these are checked before the path is looked up, as the
-//! system calls copy their arguments first. The namespaces are `user.`, `trusted.` and
+//! [`XATTR_SIZE_MAX`] (`E2BIG`); these are checked before the path is looked up, and for
+//! the `f*` calls before the descriptor is (Linux 6.13+ copies the arguments first in
+//! every variant). The namespaces are `user.`, `trusted.` and
 //! `security.`, stored by the file system; `system.` is for POSIX ACLs, which scalevfs does
 //! not have (`EOPNOTSUPP`, as a file system without ACL support answers), and any other
 //! prefix is `EOPNOTSUPP`. A name that is only a prefix (`user.`) is `EINVAL`.
@@ -146,9 +147,13 @@ pub fn get(inode: &Inode, cred: &Cred, name: &[u8], buf: &mut [u8]) -> SysResult
     copy_out(&value, buf)
 }
 
-/// `vfs_listxattr` into `buf`: the names, each NUL-terminated, `trusted.*` only for root;
-/// with an empty `buf`, just the length (`ERANGE` if `buf` is too small).
+/// `listxattr` into `buf`: the names, each NUL-terminated, `trusted.*` only for root;
+/// with an empty `buf`, just the length (`ERANGE` if `buf` is too small). As the system
+/// call does, a buffer larger than [`XATTR_LIST_MAX`] counts as that large, so a list
+/// longer than that is `E2BIG` for every buffer (a size query still gets its length).
 pub fn list(inode: &Inode, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
+    let max = buf.len().min(XATTR_LIST_MAX);
+    let buf = &mut buf[..max];
     let mut out = Vec::new();
     for n in fs_of(inode).listxattr(inode)? {
         if n.starts_with(TRUSTED) && !cred.is_root() {

@@ -14,6 +14,7 @@ mod namespace;
 mod open;
 mod paths;
 mod perms;
+mod xattr;
 
 use crate::script::Script;
 
@@ -28,6 +29,7 @@ pub fn all() -> Vec<Script> {
     fds::cases(&mut v);
     perms::cases(&mut v);
     mounts::cases(&mut v);
+    xattr::cases(&mut v);
     v
 }
 
