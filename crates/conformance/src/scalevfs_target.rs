@@ -4,10 +4,8 @@ use std::io::{IoSlice, IoSliceMut};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use scalevfs::inodes::Owner;
 use scalevfs::{
-    Credentials, Errno, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs,
-    VfsOptions,
+    Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs, VfsOptions,
 };
 
 use crate::op::Outcome;
@@ -207,29 +205,9 @@ impl Target for ScalevfsTarget {
     fn fremovexattr(&mut self, fd: i32, name: &[u8]) -> SysResult<()> {
         self.proc.fremovexattr(fd, name)
     }
-    /// Through the inode-handle API (the contract has no `mknod`): look the directories up
-    /// from the root, then make the node with the process's umask and identity, as
-    /// scalevfs's FUSE server does for the kernel's MKNOD.
     fn mkfifo(&mut self, path: &[u8], mode: u32) -> SysResult<()> {
-        let core = self.vfs.core();
-        let mut parts: Vec<&[u8]> = path
-            .split(|&c| c == b'/')
-            .filter(|c| !c.is_empty())
-            .collect();
-        let name = parts.pop().ok_or(Errno::EEXIST)?;
-        let mut dir = core.root_node();
-        for part in parts {
-            dir = core.node_lookup(&dir, part)?;
-        }
-        let umask = self.proc.umask(0);
-        self.proc.umask(umask);
-        let c = self.proc.credentials();
-        let owner = Owner {
-            uid: c.uid,
-            gid: c.gid,
-        };
-        let mode = libc::S_IFIFO | (mode & 0o7777 & !umask);
-        core.node_mknod(&dir, name, mode, owner).map(|_| ())
+        self.proc
+            .mknodat(libc::AT_FDCWD, path, libc::S_IFIFO | (mode & 0o7777), 0)
     }
     fn set_credentials(&mut self, creds: &Credentials) -> Result<(), String> {
         self.proc = Process::new(&self.vfs, creds.clone());
