@@ -15,11 +15,17 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("io/seek-data-hole/trailing-hole-from-truncate", LSEEK),
     ("io/seek-data-hole/all-hole", LSEEK),
     ("io/fallocate-then-seek-data", LSEEK),
+    ("xattr/list-larger-than-64k", LIST_MAX),
 ];
 
 /// Why SEEK_DATA/SEEK_HOLE differ.
 const LSEEK: &str = "polyfuse 0.5.1 does not decode FUSE_LSEEK (it answers ENOSYS), so the \
     kernel falls back to the generic llseek: the whole file is data, SEEK_HOLE is the size";
+
+/// Why a size query of a list longer than 64 KiB differs.
+const LIST_MAX: &str = "the kernel's fuse_listxattr caps the size a server reports for a \
+    size-0 query at XATTR_LIST_MAX (65536); tmpfs reports the whole length (65792). Reading \
+    the list agrees (E2BIG in both)";
 
 #[test]
 fn fuse_mount_agrees_with_host_tmpfs() {
