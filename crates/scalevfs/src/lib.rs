@@ -41,6 +41,9 @@
 //!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
 //!   (root only) device nodes, but no driver stands behind any device number: opening a
 //!   device node is `ENXIO`, as for a major number with no driver on Linux;
+//! * `openat2` takes every `RESOLVE_*` flag; a scoped (`BENEATH`/`IN_ROOT`) walk through
+//!   `..` that raced a rename answers `EAGAIN`, as Linux's does (Linux also retries on a
+//!   racing mount; scalevfs mounts take no part in that check).
 //! * `close_range` with `CLOSE_RANGE_UNSHARE` closes in the table the process's threads
 //!   share (Linux would unshare it for the calling thread first);
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no
@@ -84,5 +87,5 @@ pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::{
-    DirEntry, Errno, FcntlArg, Flock, Stat, Statfs, Statx, SysResult, Timespec,
+    DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
 };

@@ -19,10 +19,10 @@ use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::core::CoreOptions;
 use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::locks::LockManager;
-use scalevfs_vfs::namei::{Ctx, PATH_MAX};
+use scalevfs_vfs::namei::{Ctx, Resolve, PATH_MAX};
 use scalevfs_vfs::{
-    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, Path, Stat, Statfs, Statx, SysResult,
-    Timespec, VfsCore,
+    Cred, DirEntry, Errno, FcntlArg, FileRef, FileSystem, OpenHow, Path, Stat, Statfs, Statx,
+    SysResult, Timespec, VfsCore,
 };
 
 use crate::fdtable::FdTable;
@@ -101,10 +101,7 @@ impl Vfs {
     pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
         let root = self.core.root();
         let cred = Cred::root();
-        let ctx = Ctx {
-            cred: &cred,
-            root: &root,
-        };
+        let ctx = Ctx::new(&cred, &root);
         let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
         self.core.mount(&at, fs).map(|_| ())
     }
@@ -114,10 +111,7 @@ impl Vfs {
     pub fn umount(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
         let root = self.core.root();
         let cred = Cred::root();
-        let ctx = Ctx {
-            cred: &cred,
-            root: &root,
-        };
+        let ctx = Ctx::new(&cred, &root);
         let target = self.core.lookup(&ctx, &root, path.as_ref(), true, false)?;
         self.core.umount(target, 0)
     }
@@ -309,10 +303,7 @@ impl Process {
         &self.vfs.core
     }
     fn ctx(&self) -> Ctx<'_> {
-        Ctx {
-            cred: &self.cred,
-            root: &self.root,
-        }
+        Ctx::new(&self.cred, &self.root)
     }
     /// The starting point for `path` relative to `dirfd` (absolute paths ignore `dirfd`).
     ///
@@ -401,6 +392,85 @@ impl Process {
             .core()
             .open(&self.ctx(), start.path(), path, flags, mode, umask)?;
         let f = pollfiles::open_fifo(f, cancel)?;
+        self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
+    }
+    /// `openat2(2)`: `openat` with strict flag checking and the `RESOLVE_*` restrictions
+    /// on the walk (see `scalevfs_vfs::namei::Resolve`): `RESOLVE_BENEATH` and
+    /// `RESOLVE_IN_ROOT` confine it to `dirfd` (the cwd for `AT_FDCWD`), which is what a
+    /// sandbox or a WASI runtime needs to keep a guest's paths inside its directory.
+    ///
+    /// `EINVAL` for unknown flag, mode or resolve bits, a mode without `O_CREAT` or
+    /// `O_TMPFILE`, `O_PATH` with flags it does not take, or both `RESOLVE_BENEATH` and
+    /// `RESOLVE_IN_ROOT`; `EAGAIN` for `RESOLVE_CACHED` with `O_CREAT`, `O_TRUNC` or
+    /// `O_TMPFILE`, or when the answer is not in the caches.
+    pub fn openat2(&self, dirfd: i32, path: impl AsRef<[u8]>, how: &OpenHow) -> SysResult<i32> {
+        const VALID_FLAGS: u64 = (libc::O_ACCMODE
+            | libc::O_CREAT
+            | libc::O_EXCL
+            | libc::O_NOCTTY
+            | libc::O_TRUNC
+            | libc::O_APPEND
+            | libc::O_NONBLOCK
+            | libc::O_DSYNC
+            | libc::O_SYNC
+            | libc::O_ASYNC
+            | libc::O_DIRECT
+            | libc::O_LARGEFILE
+            | libc::O_DIRECTORY
+            | libc::O_NOFOLLOW
+            | libc::O_NOATIME
+            | libc::O_CLOEXEC
+            | libc::O_PATH
+            | libc::O_TMPFILE) as u64;
+        const O_PATH_FLAGS: u64 =
+            (libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_PATH | libc::O_CLOEXEC) as u64;
+        // build_open_how / build_open_flags, in their order.
+        if how.flags & !VALID_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let creates = how.flags & (libc::O_CREAT | libc::O_TMPFILE) as u64 != 0;
+        if creates && how.mode & !0o7777 != 0 || !creates && how.mode != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if how.resolve & !Resolve::ALL != 0 || how.resolve & Resolve::SCOPED == Resolve::SCOPED {
+            return Err(Errno::EINVAL);
+        }
+        if how.flags & libc::O_PATH as u64 != 0 && how.flags & !O_PATH_FLAGS != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if how.resolve & Resolve::CACHED != 0
+            && how.flags & (libc::O_TRUNC | libc::O_CREAT | libc::O_TMPFILE) as u64 != 0
+        {
+            return Err(Errno::EAGAIN);
+        }
+        let path = path.as_ref();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let flags = how.flags as i32;
+        let scoped = how.resolve & Resolve::SCOPED != 0;
+        // A scoped walk starts at dirfd even for an absolute path, and dirfd is its root.
+        let start = if scoped && path.first() == Some(&b'/') {
+            self.start(dirfd, b".")?
+        } else {
+            self.start(dirfd, path)?
+        };
+        let root = if scoped {
+            start.path().clone()
+        } else {
+            self.root.clone()
+        };
+        let ctx = Ctx {
+            cred: &self.cred,
+            root: &root,
+            resolve: how.resolve,
+        };
+        let umask = self.umask.load(Ordering::Relaxed);
+        let f = self.core().scoped(&ctx, path, || {
+            self.core()
+                .open(&ctx, start.path(), path, flags, how.mode as u32, umask)
+        })?;
+        let f = pollfiles::open_fifo(f, None)?;
         self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
     }
     /// `open(path, flags, mode)` relative to the cwd.

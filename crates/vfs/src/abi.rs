@@ -97,6 +97,14 @@ impl Statfs {
 /// `ST_VALID`: `f_flags` is filled in (Linux's internal flag, not in libc).
 pub const ST_VALID: i64 = 0x20;
 
+/// `struct open_how` (`openat2(2)`): open flags, creation mode, `RESOLVE_*` bits.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpenHow {
+    pub flags: u64,
+    pub mode: u64,
+    pub resolve: u64,
+}
+
 /// `struct flock` for `fcntl` record locks (`F_GETLK`, `F_SETLK`, `F_OFD_SETLK`, ...).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flock {

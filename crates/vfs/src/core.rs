@@ -402,15 +402,18 @@ impl VfsCore {
             if flags & libc::O_EXCL != 0 {
                 return Err(Errno::EEXIST);
             }
-            let p = self.cross_mounts(Path {
-                mnt: dirp.mnt,
-                dentry: d,
-            });
+            let p = self.cross_mounts_checked(
+                ctx,
+                Path {
+                    mnt: dirp.mnt,
+                    dentry: d,
+                },
+            )?;
             if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
                 if !follow {
                     return Err(Errno::ELOOP);
                 }
-                let target = self.link_target(&p, &mut links)?;
+                let target = self.link_target(ctx, &p, &mut links)?;
                 let (np, nl) = self.link_path_walk(ctx, dirp, &target, &mut links)?;
                 dirp = np;
                 last = nl;

@@ -1052,10 +1052,7 @@ mod tests {
 
     fn look(c: &VfsCore, path: &str) -> Result<Path, Errno> {
         let (root, cred) = (c.root(), Cred::root());
-        let ctx = Ctx {
-            cred: &cred,
-            root: &root,
-        };
+        let ctx = Ctx::new(&cred, &root);
         c.lookup(&ctx, &root, path.as_bytes(), true, false)
     }
 
@@ -1071,10 +1068,7 @@ mod tests {
                 .expect("negative cached");
             assert!(neg.is_negative());
             let (cred, r2) = (Cred::root(), c.root());
-            let ctx = Ctx {
-                cred: &cred,
-                root: &r2,
-            };
+            let ctx = Ctx::new(&cred, &r2);
             c.mkdir(&ctx, &root, b"/x", 0o755, 0).unwrap();
             assert!(!neg.is_negative(), "the same dentry became positive");
             assert!(look(&c, "/x").unwrap().dentry == neg);
@@ -1093,10 +1087,7 @@ mod tests {
             let c = core(locking);
             let root = c.root();
             let (cred, r2) = (Cred::root(), c.root());
-            let ctx = Ctx {
-                cred: &cred,
-                root: &r2,
-            };
+            let ctx = Ctx::new(&cred, &r2);
             c.mkdir(&ctx, &root, b"/d", 0o755, 0).unwrap();
             let base = c.dcache.nr_unused();
             for _ in 0..100 {
@@ -1127,10 +1118,7 @@ mod tests {
         let c = VfsCore::new(CoreOptions::default(), fs.clone()).unwrap();
         let root = c.root();
         let (cred, r2) = (Cred::root(), c.root());
-        let ctx = Ctx {
-            cred: &cred,
-            root: &r2,
-        };
+        let ctx = Ctx::new(&cred, &r2);
         c.mkdir(&ctx, &root, b"/n", 0o755, 0).unwrap();
         assert!(look(&c, "/n").is_ok());
         fs.remove_behind(root.dentry.inode().unwrap(), b"n");
@@ -1156,10 +1144,7 @@ mod tests {
             let c = core(locking);
             let root = c.root();
             let (cred, r2) = (Cred::root(), c.root());
-            let ctx = Ctx {
-                cred: &cred,
-                root: &r2,
-            };
+            let ctx = Ctx::new(&cred, &r2);
             for p in ["/a", "/a/b", "/c"] {
                 c.mkdir(&ctx, &root, p.as_bytes(), 0o755, 0).unwrap();
             }

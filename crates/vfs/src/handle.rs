@@ -160,10 +160,7 @@ fn entry_name(name: &[u8], dot: Errno) -> SysResult<()> {
 
 impl VfsCore {
     fn checked_ctx<'a>(&self, at: &'a Node) -> Ctx<'a> {
-        Ctx {
-            cred: &CHECKED,
-            root: &at.path,
-        }
+        Ctx::new(&CHECKED, &at.path)
     }
 
     /// The root directory's node.
@@ -428,10 +425,7 @@ impl VfsCore {
     /// unless it may block in its open.
     pub fn node_open_as(&self, node: &Node, flags: i32, cred: &Cred) -> SysResult<FileRef> {
         let flags = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY);
-        let ctx = Ctx {
-            cred,
-            root: &node.path,
-        };
+        let ctx = Ctx::new(cred, &node.path);
         self.open_existing(&ctx, node.path.clone(), flags)
     }
 
@@ -483,10 +477,7 @@ impl VfsCore {
     /// `pwrite` on an open file description (appends if it was opened `O_APPEND`, as
     /// Linux's `pwrite`).
     pub fn file_write_at(&self, f: &OpenFile, buf: &[u8], off: i64) -> SysResult<usize> {
-        let ctx = Ctx {
-            cred: &CHECKED,
-            root: f.path(),
-        };
+        let ctx = Ctx::new(&CHECKED, f.path());
         self.pwrite(&ctx, f, buf, off)
     }
 }

@@ -50,7 +50,7 @@ pub mod retire;
 mod testfs;
 pub mod xattr;
 
-pub use abi::{DirEntry, FcntlArg, Flock, Stat, Statfs, Statx, Timespec};
+pub use abi::{DirEntry, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, Timespec};
 pub use core::{CoreOptions, VfsCore};
 pub use errno::{Errno, SysResult};
 pub use file::{FileRef, OpenFile};

@@ -36,7 +36,54 @@ pub const MAX_LINKS: u32 = 40;
 /// Who resolves, and from which root.
 pub struct Ctx<'a> {
     pub cred: &'a Cred,
+    /// The process root, or (`RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`) the directory the walk
+    /// is confined to.
     pub root: &'a Path,
+    /// `openat2`'s `RESOLVE_*` bits (0 for every other call). See [`Resolve`].
+    pub resolve: u64,
+}
+
+impl<'a> Ctx<'a> {
+    /// An ordinary walk (no `RESOLVE_*` restriction).
+    pub fn new(cred: &'a Cred, root: &'a Path) -> Ctx<'a> {
+        Ctx {
+            cred,
+            root,
+            resolve: 0,
+        }
+    }
+    fn has(&self, bit: u64) -> bool {
+        self.resolve & bit != 0
+    }
+}
+
+/// `openat2`'s resolution flags, as `Ctx::resolve` carries them (Linux's values):
+///
+/// * `NO_XDEV`: crossing a mount, either way, or jumping to a root on another mount, is
+///   `EXDEV`;
+/// * `NO_MAGICLINKS`: no effect (there are no `/proc` magic links);
+/// * `NO_SYMLINKS`: following any symlink is `ELOOP`;
+/// * `BENEATH`: `root` is the starting directory; an absolute path or symlink, or `..`
+///   out of it, is `EXDEV`;
+/// * `IN_ROOT`: `root` is the starting directory, as if the process had `chroot`ed there
+///   (absolute paths and symlinks start at it, `..` stays in it);
+/// * `CACHED`: only what rcu-walk can answer from the caches; anything else is `EAGAIN`.
+///
+/// A scoped walk (`BENEATH`, `IN_ROOT`) that took `..` while a rename ran is `EAGAIN`,
+/// as on Linux: the rename may have moved the walk out of its root.
+pub struct Resolve;
+
+impl Resolve {
+    pub const NO_XDEV: u64 = 0x01;
+    pub const NO_MAGICLINKS: u64 = 0x02;
+    pub const NO_SYMLINKS: u64 = 0x04;
+    pub const BENEATH: u64 = 0x08;
+    pub const IN_ROOT: u64 = 0x10;
+    pub const CACHED: u64 = 0x20;
+    /// Every known bit.
+    pub const ALL: u64 = 0x3f;
+    /// The scoped walks.
+    pub const SCOPED: u64 = Self::BENEATH | Self::IN_ROOT;
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -94,9 +141,34 @@ impl VfsCore {
         if let Some(r) = self.rcu_lookup(ctx, start, path, follow, must_dir) {
             return r;
         }
-        let mut links = 0;
-        let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
-        self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
+        if ctx.has(Resolve::CACHED) {
+            return Err(Errno::EAGAIN);
+        }
+        self.scoped(ctx, path, || {
+            let mut links = 0;
+            let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
+            self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
+        })
+    }
+
+    /// Runs a ref-walk of `path`; for a scoped walk (`RESOLVE_BENEATH`/`IN_ROOT`) that may
+    /// take `..`, `EAGAIN` if a rename ran meanwhile (it could have moved a directory of
+    /// the walk out from under its root; Linux checks `rename_lock` the same way).
+    pub fn scoped<R>(
+        &self,
+        ctx: &Ctx<'_>,
+        path: &[u8],
+        walk: impl FnOnce() -> SysResult<R>,
+    ) -> SysResult<R> {
+        if ctx.resolve & Resolve::SCOPED == 0 || !path.windows(2).any(|w| w == b"..") {
+            return walk();
+        }
+        let seq = self.dcache.rename_lock.read_begin();
+        let r = walk();
+        if self.dcache.rename_lock.read_retry(seq) {
+            return Err(Errno::EAGAIN);
+        }
+        r
     }
 
     /// Resolves all but the last component (`filename_parentat`).
@@ -144,6 +216,11 @@ impl VfsCore {
         }
         let g = crossbeam_epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
+        if path[0] == b'/' {
+            if let Err(e) = self.jump_root(ctx, start.mnt) {
+                return Some(Err(e));
+            }
+        }
         let (mut mnt, mut d) = if path[0] == b'/' {
             (ctx.root.mnt, ctx.root.dentry.as_ptr())
         } else {
@@ -213,6 +290,9 @@ impl VfsCore {
         }
         // SAFETY: found in the dcache while pinned.
         while unsafe { (*child).is_mounted() } {
+            if ctx.has(Resolve::NO_XDEV) {
+                return None; // ref-walk says EXDEV
+            }
             let m = self.mounts.lookup(mnt, child, g)?;
             mnt = m;
             child = m.root().as_ptr();
@@ -236,6 +316,11 @@ impl VfsCore {
     ) -> Option<SysResult<Path>> {
         let g = crossbeam_epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
+        if path[0] == b'/' {
+            if let Err(e) = self.jump_root(ctx, start.mnt) {
+                return Some(Err(e));
+            }
+        }
         let (mut mnt, mut d) = if path[0] == b'/' {
             (ctx.root.mnt, ctx.root.dentry.as_ptr())
         } else {
@@ -268,6 +353,9 @@ impl VfsCore {
             }
             // SAFETY: found in the dcache while pinned.
             while unsafe { (*child).is_mounted() } {
+                if ctx.has(Resolve::NO_XDEV) {
+                    return None; // ref-walk says EXDEV
+                }
                 let m = self.mounts.lookup(mnt, child, &g)?;
                 mnt = m;
                 child = m.root().as_ptr();
@@ -297,6 +385,16 @@ impl VfsCore {
         Some(Ok(Path { mnt, dentry: r }))
     }
 
+    /// The checks of `nd_jump_root` before a walk starts over at `ctx.root` (an absolute
+    /// path or symlink) from a place on mount `from`: `EXDEV` under `RESOLVE_BENEATH`,
+    /// and under `RESOLVE_NO_XDEV` if the root is on another mount.
+    fn jump_root(&self, ctx: &Ctx<'_>, from: MntRef) -> SysResult<()> {
+        if ctx.has(Resolve::BENEATH) || ctx.has(Resolve::NO_XDEV) && ctx.root.mnt != from {
+            return Err(Errno::EXDEV);
+        }
+        Ok(())
+    }
+
     /// Walks every component but the last (`link_path_walk`): checks search permission on
     /// each directory, including the one holding the last component.
     pub(crate) fn link_path_walk(
@@ -307,6 +405,9 @@ impl VfsCore {
         links: &mut u32,
     ) -> SysResult<(Path, Last)> {
         let abs = path.first() == Some(&b'/');
+        if abs {
+            self.jump_root(ctx, start.mnt)?;
+        }
         let mut cur = if abs { ctx.root.clone() } else { start };
         let slash = path.ends_with(b"/");
         let parts: Vec<&[u8]> = comps(path).collect();
@@ -345,16 +446,19 @@ impl VfsCore {
     fn step(&self, ctx: &Ctx<'_>, cur: Path, c: &[u8], links: &mut u32) -> SysResult<Path> {
         match kind_of(c) {
             LastKind::Dot | LastKind::Root => Ok(cur),
-            LastKind::DotDot => Ok(self.follow_dotdot(ctx, cur)),
+            LastKind::DotDot => self.follow_dotdot(ctx, cur),
             LastKind::Norm => {
                 let d = self.lookup_one(&cur, c, false)?;
                 if d.is_negative() {
                     return Err(Errno::ENOENT);
                 }
-                let p = self.cross_mounts(Path {
-                    mnt: cur.mnt,
-                    dentry: d,
-                });
+                let p = self.cross_mounts_checked(
+                    ctx,
+                    Path {
+                        mnt: cur.mnt,
+                        dentry: d,
+                    },
+                )?;
                 if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
                     self.follow_link(ctx, cur, &p, links)
                 } else {
@@ -380,16 +484,19 @@ impl VfsCore {
         let must_dir = must_dir || last.slash;
         let p = match last.kind {
             LastKind::Root | LastKind::Dot => parent,
-            LastKind::DotDot => self.follow_dotdot(ctx, parent),
+            LastKind::DotDot => self.follow_dotdot(ctx, parent)?,
             LastKind::Norm => {
                 let d = self.lookup_one(&parent, &last.name, false)?;
                 if d.is_negative() {
                     return Err(Errno::ENOENT);
                 }
-                let p = self.cross_mounts(Path {
-                    mnt: parent.mnt,
-                    dentry: d,
-                });
+                let p = self.cross_mounts_checked(
+                    ctx,
+                    Path {
+                        mnt: parent.mnt,
+                        dentry: d,
+                    },
+                )?;
                 if p.dentry.inode().is_some_and(|i| i.is_symlink()) && follow {
                     self.follow_link(ctx, parent, &p, links)?
                 } else {
@@ -411,13 +518,22 @@ impl VfsCore {
         link: &Path,
         links: &mut u32,
     ) -> SysResult<Path> {
-        let target = self.link_target(link, links)?;
+        let target = self.link_target(ctx, link, links)?;
         let (p, last) = self.link_path_walk(ctx, dir, &target, links)?;
         self.lookup_last(ctx, p, &last, true, false, links)
     }
 
-    /// Counts one link followed and reads its target (`ELOOP` past 40, `ENOENT` if empty).
-    pub(crate) fn link_target(&self, link: &Path, links: &mut u32) -> SysResult<Vec<u8>> {
+    /// Counts one link followed and reads its target (`ELOOP` past 40, `ENOENT` if empty;
+    /// `ELOOP` at once under `RESOLVE_NO_SYMLINKS`).
+    pub(crate) fn link_target(
+        &self,
+        ctx: &Ctx<'_>,
+        link: &Path,
+        links: &mut u32,
+    ) -> SysResult<Vec<u8>> {
+        if ctx.has(Resolve::NO_SYMLINKS) {
+            return Err(Errno::ELOOP);
+        }
         *links += 1;
         if *links > MAX_LINKS {
             return Err(Errno::ELOOP);
@@ -430,15 +546,23 @@ impl VfsCore {
         Ok(t)
     }
 
-    /// `..` (`follow_dotdot`): stays at the process root, climbs out of mounts.
-    pub(crate) fn follow_dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> Path {
+    /// `..` (`follow_dotdot`): stays at the process root (under `RESOLVE_BENEATH`, leaving
+    /// the starting directory is `EXDEV`), climbs out of mounts (`EXDEV` under
+    /// `RESOLVE_NO_XDEV`).
+    pub(crate) fn follow_dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> SysResult<Path> {
         loop {
             if cur == *ctx.root {
-                return cur;
+                if ctx.has(Resolve::BENEATH) {
+                    return Err(Errno::EXDEV);
+                }
+                return Ok(cur);
             }
             if cur.mnt.is_root(&cur.dentry) {
                 match cur.mnt.parent() {
                     Some((pm, mp)) => {
+                        if ctx.has(Resolve::NO_XDEV) {
+                            return Err(Errno::EXDEV);
+                        }
                         cur = Path {
                             mnt: pm,
                             // We hold a count in `cur.mnt`, so it is not released.
@@ -446,15 +570,30 @@ impl VfsCore {
                         };
                         continue;
                     }
-                    None => return cur,
+                    None => return Ok(cur),
                 }
             }
             let parent = cur.dentry.parent().unwrap_or_else(|| cur.dentry.clone());
-            return self.cross_mounts(Path {
-                mnt: cur.mnt,
-                dentry: parent,
-            });
+            return self.cross_mounts_checked(
+                ctx,
+                Path {
+                    mnt: cur.mnt,
+                    dentry: parent,
+                },
+            );
         }
+    }
+
+    /// [`cross_mounts`](Self::cross_mounts), or `EXDEV` under `RESOLVE_NO_XDEV` if
+    /// something is mounted on `p`.
+    pub(crate) fn cross_mounts_checked(&self, ctx: &Ctx<'_>, p: Path) -> SysResult<Path> {
+        if ctx.has(Resolve::NO_XDEV) && p.dentry.is_mounted() {
+            let g = crossbeam_epoch::pin();
+            if self.mounts.lookup(p.mnt, p.dentry.as_ptr(), &g).is_some() {
+                return Err(Errno::EXDEV);
+            }
+        }
+        Ok(self.cross_mounts(p))
     }
 
     /// Steps onto whatever is mounted on `p` (repeatedly).
