@@ -3,8 +3,8 @@
 //!
 //! ## The open node (Linux's `kernfs_open_node`)
 //!
-//! A file node with at least one open file has an `OpenNode`: the list of its open files,
-//! the event counter `notify` bumps, and the poll wait queue. `node.open` points to it.
+//! A file node that has been opened has an `OpenNode`: the list of its open files, the
+//! event counter `notify` bumps, and the poll wait queue. `node.open` points to it.
 //!
 //! * The list and the pointer's *changes* are protected by the node's **open-file mutex**:
 //!   lock `hash(node address)` of a table of `2^table_bits(ncpus)` cache-padded mutexes
@@ -12,13 +12,24 @@
 //!   [`OPEN_FILE_MUTEX_CLASS`]). Opens and closes of unrelated nodes mostly take different
 //!   mutexes; a collision costs false contention, never correctness. (Seed 000; Linux
 //!   5.19+.) The legacy design has one mutex (a table of one).
-//! * The pointer is *read* without a lock: it is published with a `Release` store of an
-//!   `Arc::into_raw` reference owned by the node and read under an epoch guard (`notify`);
-//!   when the list empties, the pointer is cleared and the node's reference is dropped
-//!   after a grace period (`scalevfs_vfs::retire`, on the closing thread), so a reader that loaded it keeps a valid object until it
-//!   unpins (merged Linux: `rcu_assign_pointer` + `kfree_rcu`). The legacy design reads and
-//!   writes the pointer under one global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed
-//!   `kernfs_open_node_lock`).
+//! * The pointer is *read* without a lock: the first open publishes it with a `Release`
+//!   store of an `Arc::into_raw` reference owned by the node, and `notify` reads it with an
+//!   `Acquire` load (merged Linux: `rcu_assign_pointer` / `rcu_dereference`).
+//! * **The scalable design keeps the open node for the node's lifetime** (the node's drop
+//!   frees it); Linux frees it when the last file closes (`kfree_rcu`). Sysfs readers
+//!   usually have a file open alone (open, read, close), so freeing made every open
+//!   allocate an open node and publish it, and every close unpublish it and retire it:
+//!   two more writes of the node's shared cache line and an allocation that the next
+//!   opener, often on the other CPU, could not reuse. kernfs-showgids scaled 1.43x from 1
+//!   to 2 threads that way, bimodal between 1.35x and 1.85x run to run, and 1.82x with the
+//!   open node kept (`scripts/scaling.sh --rounds 5`, medians); one thread is 10% faster.
+//!   The price is one open node (about 128 bytes) per attribute file ever opened, until
+//!   the file is removed. A file's waiters are dropped when it closes, so a kept open node
+//!   holds no wakers of closed files.
+//! * The legacy design is the pre-seed one: it reads and writes the pointer under one
+//!   global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed `kernfs_open_node_lock`) and
+//!   frees the open node with the last close, after a grace period
+//!   (`scalevfs_vfs::retire`, on the closing thread).
 //! * Each open file holds its own `Arc` of its open node, so its poll/wait paths need
 //!   neither lock nor guard.
 //!
@@ -79,9 +90,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_epoch as epoch;
 use scalevfs_primitives::lockstat::{LockClass, Mutex};
-use scalevfs_vfs::{retire, Errno, SysResult};
+use scalevfs_vfs::{Errno, SysResult};
 
 use crate::node::{KernfsNode, NodeKind, ATTR_SIZE};
 use crate::perm::{Creds, MAY_READ, MAY_WRITE};
@@ -152,7 +162,8 @@ impl OpenList {
 #[derive(Default)]
 struct WaitList {
     next_key: u64,
-    waiters: Vec<(u64, Waker)>,
+    /// (key, id of the open file that registered it, callback).
+    waiters: Vec<(u64, u64, Waker)>,
 }
 
 /// See the module docs.
@@ -190,7 +201,7 @@ impl OpenNode {
 
     pub(crate) fn wake(&self, mask: u32) {
         let q = self.waitq.lock();
-        for (_, w) in &q.waiters {
+        for (_, _, w) in &q.waiters {
             w(mask);
         }
     }
@@ -368,29 +379,39 @@ impl Kernfs {
         (on, id)
     }
 
-    /// Removes open file `id` from `node`'s open node; frees the open node with the last.
+    /// Removes open file `id` from `node`'s open node, with the waiters it registered;
+    /// the legacy design frees the open node with the last file (see the module docs).
     fn put_open_node(core: &Core, node: &KernfsNode, on: &OpenNode, id: u64) {
+        // Relaxed: this file's own registrations happened-before its release (same thread,
+        // or handed over with the file), so a file with waiters sees a count above 0.
+        if on.nwaiters.load(Ordering::Relaxed) != 0 {
+            let mut q = on.waitq.lock();
+            let before = q.waiters.len();
+            q.waiters.retain(|&(_, owner, _)| owner != id);
+            on.nwaiters
+                .fetch_sub(before - q.waiters.len(), Ordering::Relaxed);
+        }
         let f = node.file().expect("open files are attribute files");
         let retired = {
             let _m = core.open_file_locks.lock_ptr(node as *const KernfsNode);
-            let _s = core.open_node_lock.as_ref().map(|l| l.lock());
+            let legacy_lock = core.open_node_lock.as_ref().map(|l| l.lock());
             // SAFETY: the list is protected by this node's open-file mutex, which we hold.
             let list = unsafe { &mut *on.list.get() };
             list.remove(id);
-            (list.len() == 0).then(|| {
-                // Relaxed: unpublishing orders nothing; readers that loaded the old value
-                // are protected by their epoch guards (legacy: by the spinlock we hold).
+            // Only the legacy design (it has the open-node lock) frees the open node.
+            (list.len() == 0 && legacy_lock.is_some()).then(|| {
+                // Relaxed: unpublishing orders nothing; legacy readers hold the spinlock.
                 let p = f.open.swap(std::ptr::null_mut(), Ordering::Relaxed);
                 debug_assert!(std::ptr::eq(p, on));
                 p as usize
             })
         };
         if let Some(p) = retired {
-            // SAFETY: `p` is the node's strong reference, unpublished above; lockless
-            // readers that loaded it hold epoch guards pinned before this call, so
-            // dropping it after they unpin is safe; dropping an `OpenNode` takes no lock.
-            // Per-thread retirement rather than `defer`: see `scalevfs_vfs::retire`.
-            unsafe { retire::retire_arc(p as *const OpenNode) };
+            // SAFETY: `p` is the node's strong reference, unpublished above under the
+            // open-node lock, which legacy readers hold while they clone it: nobody can
+            // load it any more, so the node's reference can be dropped now (outside the
+            // locks).
+            drop(unsafe { Arc::from_raw(p as *const OpenNode) });
         }
     }
 
@@ -419,11 +440,10 @@ impl Kernfs {
             f(&on);
             return;
         }
-        let _guard = epoch::pin();
         // Acquire pairs with the Release publication in `get_open_node`.
         let p = fd.open.load(Ordering::Acquire);
-        // SAFETY: a non-null pointer loaded under the guard stays valid until the guard is
-        // dropped (its reference is retired after a grace period; see put_open_node).
+        // SAFETY: in the scalable design a published open node is freed only when the node
+        // is dropped (`FileData`'s drop), and the caller borrows the node.
         if let Some(on) = unsafe { p.as_ref() } {
             f(on);
         }
@@ -753,7 +773,7 @@ impl KernfsOpenFile {
         let mut q = on.waitq.lock();
         let key = q.next_key;
         q.next_key += 1;
-        q.waiters.push((key, w));
+        q.waiters.push((key, self.id, w));
         // SeqCst pairs with the SeqCst load in `notify` (`wake_if_waiters`): see the
         // module docs. Under the mutex, so a notify that sees it finds the waiter listed.
         on.nwaiters.fetch_add(1, Ordering::SeqCst);
@@ -766,7 +786,7 @@ impl KernfsOpenFile {
             return false;
         };
         let mut q = on.waitq.lock();
-        match q.waiters.iter().position(|(k, _)| *k == key.0) {
+        match q.waiters.iter().position(|(k, _, _)| *k == key.0) {
             Some(i) => {
                 q.waiters.swap_remove(i);
                 // Relaxed: a notify that still sees the old count only takes the mutex.
@@ -837,6 +857,40 @@ impl std::fmt::Debug for KernfsOpenFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scalable design keeps a node's open node after the last close (opening it again
+    /// reuses it) and frees it with the node; the legacy design frees it with the last
+    /// close, as pre-seed kernfs did.
+    #[test]
+    fn open_node_lives_as_long_as_the_node_in_the_scalable_design() {
+        use crate::{FnAttr, Locking};
+        for locking in [Locking::Scalable, Locking::Legacy] {
+            let fs = Kernfs::new(locking);
+            let node = fs
+                .create_file(fs.root(), "a", 0o444, 0, 0, FnAttr::constant("x"))
+                .unwrap();
+            let of = fs.open(&node, libc::O_RDONLY, &Creds::ROOT).unwrap();
+            let kept = Arc::downgrade(of.open.as_ref().unwrap());
+            drop(of);
+            let published = !node.file().unwrap().open.load(Ordering::Relaxed).is_null();
+            assert_eq!(published, locking == Locking::Scalable, "{locking:?}");
+            let again = fs.open(&node, libc::O_RDONLY, &Creds::ROOT).unwrap();
+            let same = std::ptr::eq(Arc::as_ptr(again.open.as_ref().unwrap()), kept.as_ptr());
+            assert_eq!(same, locking == Locking::Scalable, "{locking:?}");
+            drop(again);
+            fs.remove(&node).unwrap();
+            drop(node);
+            drop(fs);
+            // The last references (table entries) go after a grace period.
+            for _ in 0..10_000 {
+                if kept.strong_count() == 0 {
+                    break;
+                }
+                crossbeam_epoch::pin().flush();
+            }
+            assert_eq!(kept.strong_count(), 0, "{locking:?}: the open node leaked");
+        }
+    }
 
     #[test]
     fn open_list_keeps_every_id_once() {

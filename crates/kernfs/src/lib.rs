@@ -41,7 +41,10 @@
 //!
 //! Open and close of a file take the node's open-file mutex from a hashed table sized from
 //! the CPU count (kernfs's `NR_KERNFS_LOCKS`), never a global one; the node's open-node
-//! pointer is published for lockless readers (RCU in merged Linux, an epoch here). Seed 000
+//! pointer is published for lockless readers (RCU in merged Linux), and the open node is
+//! kept for the node's lifetime once created, so opening a file that was opened before
+//! allocates nothing and writes no pointer (Linux frees it with the last close; see
+//! [`file`](mod@file)). Seed 000
 //! proposed hashed rwsems for the tree and Linux kept one rwsem; here lookups take no lock
 //! at all (epoch-protected hash lists per directory) and namespace changes take only the
 //! directories they change, so lookups and opens of different nodes share no lock and

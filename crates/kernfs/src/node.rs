@@ -176,9 +176,23 @@ pub(crate) struct Linkage {
 pub(crate) struct FileData {
     pub(crate) ops: Arc<dyn AttributeOps>,
     /// Linux's `kn->attr.open`: null, or an `Arc::into_raw` strong reference owned by the
-    /// node. Written under the node's open-file mutex (see `file.rs`), read locklessly
-    /// under an epoch guard by `notify`.
+    /// node. Written under the node's open-file mutex (see `file.rs`): set by the first
+    /// open, cleared again only by the legacy design's last close; read locklessly by
+    /// `notify` (legacy: under the open-node spinlock).
     pub(crate) open: AtomicPtr<OpenNode>,
+}
+
+impl Drop for FileData {
+    /// Frees the open node the scalable design keeps for the node's lifetime.
+    fn drop(&mut self) {
+        let p = *self.open.get_mut();
+        if !p.is_null() {
+            // SAFETY: `p` is the node's own strong reference (`Arc::into_raw` in
+            // `get_open_node`); `&mut self` means no open file (each holds the node) and
+            // no reader (each borrows the node) is left.
+            drop(unsafe { Arc::from_raw(p.cast_const()) });
+        }
+    }
 }
 
 pub(crate) enum NodeData {
@@ -190,8 +204,8 @@ pub(crate) enum NodeData {
 /// A kernfs node. See the module docs.
 ///
 /// `repr(C)` to fix the layout: every open, read and close of an attribute writes the
-/// `Arc` count (in the allocation's header, just before the node), `active` and the
-/// open-node pointer (in `data`), and reads the mode and owner. They come first, so they
+/// `Arc` count (in the allocation's header, just before the node) and `active`, and reads
+/// the mode, the owner and the open-node pointer (in `data`). They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
 /// a sysfs file use the same node), an open moves those lines, not the more that the
 /// compiler's field order spread them over.

@@ -424,6 +424,21 @@ fn poll_reports_changes_like_kernfs() {
         assert!(!of.remove_waiter(key));
         fs.notify(&t.knob);
         assert_eq!(hits.load(SeqCst), 1);
+        // A file that closes without removing its waiters loses them: a kept open node
+        // (scalable design) must not call, or keep, the callbacks of closed files.
+        let other = fs.open(&t.knob, libc::O_RDONLY, &USER).unwrap();
+        let h = hits.clone();
+        other.add_waiter(Arc::new(move |_| {
+            h.fetch_add(1, SeqCst);
+        }));
+        drop(other);
+        assert_eq!(
+            Arc::strong_count(&hits),
+            1,
+            "the closed file's waker is kept"
+        );
+        fs.notify(&t.knob);
+        assert_eq!(hits.load(SeqCst), 1);
         // A second open file sees the same events independently.
         let of2 = fs.open(&t.knob, libc::O_RDONLY, &USER).unwrap();
         of2.read(&mut b).unwrap();
