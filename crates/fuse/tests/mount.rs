@@ -756,6 +756,24 @@ fn times_before_1970_read_back_as_on_host_tmpfs() {
 }
 
 /// `statfs(2)` on the mount.
+/// Waits (10 s at most) until `statfs` of `p` satisfies `cond`.
+fn wait_for_statfs(p: &Path, what: &str, cond: impl Fn(&libc::statfs) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let s = statfs_of(p);
+        if cond(&s) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}: f_bfree {} f_ffree {}",
+            s.f_bfree,
+            s.f_ffree
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn statfs_of(p: &Path) -> libc::statfs {
     let c = cpath(p);
     // SAFETY: zeroed statfs is valid; the path is NUL-terminated.
@@ -791,8 +809,13 @@ fn size_and_inode_limits_are_seen_through_the_mount() {
     let len = std::fs::metadata(root.join("big")).unwrap().len();
     assert!(len > 0 && len <= 1 << 20, "{len}");
     assert_eq!(statfs_of(&root).f_bfree, 256 - len.div_ceil(4096));
+    // The unlinked file's pages go when its last reference does: the kernel's FORGET
+    // (and RELEASE, after close) arrive in the background, as an open unlinked file keeps
+    // its pages on tmpfs.
     std::fs::remove_file(root.join("big")).unwrap();
-    assert_eq!(statfs_of(&root).f_bfree, 256);
+    wait_for_statfs(&root, "the unlinked file's pages freed", |s| {
+        s.f_bfree == 256
+    });
     // Inodes: 15 more, then ENOSPC for files and directories alike.
     for i in 0..15 {
         std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
@@ -806,7 +829,9 @@ fn size_and_inode_limits_are_seen_through_the_mount() {
         errno_of(std::fs::create_dir(root.join("dir"))),
         libc::ENOSPC
     );
+    // As above: f0's inode is freed once the kernel has released and forgotten it.
     std::fs::remove_file(root.join("f0")).unwrap();
+    wait_for_statfs(&root, "f0's inode freed", |s| s.f_ffree == 1);
     std::fs::create_dir(root.join("dir")).unwrap();
     wait_for(&server, "every file released", |s| s.open_files == 0);
     server.unmount().unwrap();
