@@ -15,9 +15,9 @@ use polyfuse::reply::{
 use polyfuse::{Request, Session};
 use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
 use scalevfs::Vfs;
-use scalevfs_kernfs::demo::ShardedCounter;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
+use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{
     FileLockContext, LockManager, LockOwner, LockRequest, LockType, OFFSET_MAX,
@@ -64,10 +64,10 @@ pub(crate) struct Fs {
     pub waits: Waits,
     // Statistics, sharded by CPU so that lock requests on different files do not all
     // write one cache line.
-    posix_requests: ShardedCounter,
-    flock_requests: ShardedCounter,
-    interrupts: ShardedCounter,
-    create_races: ShardedCounter,
+    posix_requests: PerCpuCounter,
+    flock_requests: PerCpuCounter,
+    interrupts: PerCpuCounter,
+    create_races: PerCpuCounter,
 }
 
 fn e(err: Errno) -> i32 {
@@ -149,10 +149,10 @@ impl Fs {
             nodes: NodeTable::new(root),
             files: FileTable::new(),
             waits: Waits::new(),
-            posix_requests: ShardedCounter::new(),
-            flock_requests: ShardedCounter::new(),
-            interrupts: ShardedCounter::new(),
-            create_races: ShardedCounter::new(),
+            posix_requests: PerCpuCounter::new(true),
+            flock_requests: PerCpuCounter::new(true),
+            interrupts: PerCpuCounter::new(true),
+            create_races: PerCpuCounter::new(true),
         }
     }
 
@@ -161,12 +161,12 @@ impl Fs {
         Stats {
             nodes,
             lookups,
-            posix_requests: self.posix_requests.sum(),
-            flock_requests: self.flock_requests.sum(),
+            posix_requests: self.posix_requests.sum() as u64,
+            flock_requests: self.flock_requests.sum() as u64,
             waiting: self.waits.len() as u64,
-            interrupts: self.interrupts.sum(),
+            interrupts: self.interrupts.sum() as u64,
             open_files: self.files.len() as u64,
-            create_races: self.create_races.sum(),
+            create_races: self.create_races.sum() as u64,
         }
     }
 
@@ -361,7 +361,7 @@ impl Fs {
                 Err(Errno::EEXIST) if flags & libc::O_EXCL == 0 => {}
                 r => return r.map_err(e),
             }
-            self.create_races.inc();
+            self.create_races.add(1);
             let node = match core.node_lookup(dir, name) {
                 Err(Errno::ENOENT) => continue,
                 r => r.map_err(e)?,
@@ -746,7 +746,7 @@ impl Dispatcher {
                 Err(err) => req.reply_error(err),
             },
             Operation::Getlk(op) => {
-                fs.posix_requests.inc();
+                fs.posix_requests.add(1);
                 let r = fs.node(op.ino()).and_then(|n| {
                     let lr = lock_request(
                         LockOwner::Process(op.owner().into_raw()),
@@ -776,7 +776,7 @@ impl Dispatcher {
                 }
             }
             Operation::Setlk(op) => {
-                fs.posix_requests.inc();
+                fs.posix_requests.add(1);
                 let owner = op.owner().into_raw();
                 let prepared = fs.handle(op.fh()).and_then(|h| {
                     let lr = lock_request(
@@ -806,7 +806,7 @@ impl Dispatcher {
                 }
             }
             Operation::Flock(op) => {
-                fs.flock_requests.inc();
+                fs.flock_requests.add(1);
                 let lop = op.op().unwrap_or(0) as i32;
                 let pid = req.pid() as i32;
                 match fs.handle(op.fh()) {
@@ -829,7 +829,7 @@ impl Dispatcher {
             }
             Operation::Interrupt(op) => match fs.waits.get(op.unique()) {
                 Some(token) => {
-                    fs.interrupts.inc();
+                    fs.interrupts.add(1);
                     token.cancel();
                     Ok(()) // an interrupt is not answered unless it must be requeued
                 }

@@ -20,8 +20,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
-use crossbeam_utils::CachePadded;
-use scalevfs_primitives::{cpu, lockstat};
+use scalevfs_primitives::lockstat;
+use scalevfs_primitives::percpu::PerCpuCounter;
 
 use scalevfs_vfs::{Errno, SysResult};
 
@@ -48,40 +48,6 @@ pub struct DemoTree {
     pub lock_stat: Arc<KernfsNode>,
     /// The knob's value, as the embedder sees it.
     pub knob_value: Arc<AtomicI64>,
-}
-
-/// A statistic counter sharded by CPU, so that counting GID reads does not make every
-/// reader write one shared cache line (which would serialize the benchmark on it).
-pub struct ShardedCounter {
-    shards: Box<[CachePadded<AtomicU64>]>,
-}
-
-impl ShardedCounter {
-    /// One shard per CPU.
-    pub fn new() -> Self {
-        ShardedCounter {
-            shards: (0..cpu::num_cpus())
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
-        }
-    }
-
-    /// Adds one on the calling CPU's shard (the CPU is a hint; any shard is correct).
-    pub fn inc(&self) {
-        // Relaxed: a statistic; it orders nothing.
-        self.shards[cpu::current_shard(self.shards.len())].fetch_add(1, Relaxed);
-    }
-
-    /// The sum of the shards (exact once the counting threads are quiet).
-    pub fn sum(&self) -> u64 {
-        self.shards.iter().map(|s| s.load(Relaxed)).sum()
-    }
-}
-
-impl Default for ShardedCounter {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 /// The path of GID `i` of the demo tree, relative to the root.
@@ -120,7 +86,9 @@ fn mkdirs(fs: &Kernfs, path: &str) -> SysResult<Arc<KernfsNode>> {
 
 /// Builds the demo tree in `fs` (see the module docs).
 pub fn demo_tree(fs: &Kernfs) -> SysResult<DemoTree> {
-    let reads = Arc::new(ShardedCounter::new());
+    // Per CPU, so that counting GID reads does not make every reader write one shared
+    // cache line (which would serialize the benchmark on it).
+    let reads = Arc::new(PerCpuCounter::new(true));
     let writes = Arc::new(AtomicU64::new(0));
     let knob_value = Arc::new(AtomicI64::new(0));
 
@@ -141,7 +109,7 @@ pub fn demo_tree(fs: &Kernfs) -> SysResult<DemoTree> {
                 0,
                 0,
                 FnAttr::ro(move |_, buf| {
-                    reads.inc();
+                    reads.add(1);
                     buf.extend_from_slice(gid.as_bytes());
                     Ok(())
                 }),
@@ -204,7 +172,7 @@ pub fn demo_tree(fs: &Kernfs) -> SysResult<DemoTree> {
         0o444,
         0,
         0,
-        counter(Arc::new(move || reads.sum())),
+        counter(Arc::new(move || reads.sum() as u64)),
     )?;
     let writes = fs.create_file(
         &k,
