@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test scalevfs has, on a fresh machine (installs what it needs).
-#   fmt --check, clippy -D warnings, unit/integration/stress tests, loom models.
+#   fmt --check, clippy -D warnings, rustdoc -D warnings, unit/integration/stress tests,
+#   loom models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +27,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+
+step "cargo doc -D warnings (the module docs are the design documentation: no broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
 step "tests (release mode: the stress tests are many-threaded)"
 cargo test --workspace --release

@@ -1,7 +1,7 @@
 //! The one place the primitives get their atomics, spin hints and thread yields from.
 //!
 //! Normal builds use `std`; `RUSTFLAGS="--cfg loom"` builds use loom's instrumented
-//! versions (https://docs.rs/loom) so that the loom models in each module's tests explore every interleaving and
+//! versions (<https://docs.rs/loom>) so that the loom models in each module's tests explore every interleaving and
 //! every weak-memory outcome the C11 model allows. Code in this crate must import atomics
 //! from here, never from `std::sync::atomic` directly, or loom cannot see them.
 

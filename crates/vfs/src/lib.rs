@@ -11,7 +11,7 @@
 //! | [`dentry`]  | the dentry cache: LockRef counts (seed 004), per-CPU lazy LRU, d_move  |
 //! | [`namei`]   | path resolution: lock-free rcu-walk, ref-walk fallback                 |
 //! | [`mount`]   | mounts and the lock-free mount table                                   |
-//! | [`file`]    | open file descriptions                                                 |
+//! | [`file`](mod@file) | open file descriptions                                                 |
 //! | [`handle`]  | inode handles: operations by inode for a FUSE server                   |
 //! | [`core`]    | `VfsCore`: every operation with Linux semantics and errno              |
 //! | [`perm`]    | credentials and permission checks                                      |

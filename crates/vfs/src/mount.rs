@@ -4,7 +4,7 @@
 //! A mount stays allocated while anybody can name it: a [`Path`] holds a count on a
 //! dentry in it, which keeps it busy (so never unmounted), and a pinned walker that read it
 //! from the table keeps its memory, which an unmounted mount gives back only after a grace
-//! period ([`MountTable::free`]). So a path names its mount with a plain pointer: no shared
+//! period (`MountTable::free`). So a path names its mount with a plain pointer: no shared
 //! counter is touched when a path is copied.
 //!
 //! The table maps `(parent mount, mountpoint dentry)` to the child mount. It is an immutable
@@ -46,7 +46,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
-/// A dentry a mount holds one count of until [`MountDentry::release`]. The pointer stays
+/// A dentry a mount holds one count of until `MountDentry::release`. The pointer stays
 /// valid for readers that hold a reference into the mount, or that are pinned (as for any
 /// dentry: its memory outlives the grace period after it dies).
 pub struct MountDentry {

@@ -1,10 +1,10 @@
 //! Seed 004's rename-lock workloads: many `d_path()`-like readers, rare `rename()`-like writers.
 //!
-//! The protected data is a "path" of [`DEPTH`] components, each four `u64` words on its own
+//! The protected data is a "path" of `DEPTH` components, each four `u64` words on its own
 //! cache line (a dentry), in [`SeqCell`]s; a writer bumps one component's words together, so
 //! a consistent component has four equal words (the invariant readers check). A read walks
 //! every component, as `d_path()` walks the parent chain. Thread 0 also writes once every
-//! [`WRITE_EVERY`] operations, like an occasional `rename()` among many `d_path()`s.
+//! `WRITE_EVERY` operations, like an occasional `rename()` among many `d_path()`s.
 //!
 //! * `seqlock-read`: each read is `SeqRwLock::read_or_lock` (optimistic pass, shared-lock
 //!   fallback) under `scalable`, and the whole rename lock taken exclusively

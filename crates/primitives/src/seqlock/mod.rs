@@ -98,7 +98,7 @@
 //!
 //! # Waiting
 //!
-//! Waits spin, then yield ([`Backoff`]): a few dozen `spin_loop` hints, then
+//! Waits spin, then yield (`Backoff`): a few dozen `spin_loop` hints, then
 //! [`crate::sync::yield_now`] on every round, so 64 threads on 2 CPUs make progress instead
 //! of spinning through a preempted lock holder's time slice. `SeqRwLock`'s writers and its
 //! readers waiting for a writer also sleep (mutex, condition variable); see its docs.
