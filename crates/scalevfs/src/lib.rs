@@ -35,8 +35,9 @@
 //! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
 //!   types or flags: no bind mounts, no read-only or remount, no propagation). `umount2`
 //!   follows Linux (see the conformance suite's `mount/*` cases) except that the root
-//!   mount is `EBUSY` (Linux would remount it read-only), and an `MNT_EXPIRE` mark is not
-//!   cleared by later use of the mount (Linux clears it in `mntput`).
+//!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
+//!   when a path walk ends in the mount or the last close of a file opened in it (Linux
+//!   clears it in every `mntput`, which also covers a ref-walk passing through it).
 //! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` is not provided; `mknodat` makes
 //!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
 //!   (root only) device nodes, but no driver stands behind any device number: opening a

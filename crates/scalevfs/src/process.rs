@@ -1237,7 +1237,16 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let follow = flags & libc::UMOUNT_NOFOLLOW == 0;
-        let target = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, follow)?;
+        let path = path.as_ref();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(libc::AT_FDCWD, path)?;
+        let mut ctx = self.ctx();
+        ctx.resolve |= Resolve::KEEP_EXPIRY_MARK;
+        let target = self
+            .core()
+            .lookup(&ctx, start.path(), path, follow, false)?;
         if self.cred.uid != 0 {
             return Err(Errno::EPERM);
         }

@@ -131,6 +131,8 @@ impl Release for OpenFile {
             let inode = self.inode();
             inode.fs().release(inode, p);
         }
+        // Linux's `__fput` ends with `mntput`, which clears an `MNT_EXPIRE` mark.
+        self.path().mnt.note_use();
         // SAFETY: as above.
         unsafe { ManuallyDrop::drop(&mut *self.path.get()) };
     }

@@ -114,7 +114,8 @@ pub struct Mount {
     /// `ATTACHED`, `UMOUNTING` (umount is deciding) or `DETACHED` (see the module docs:
     /// SeqCst, with `enter`).
     state: AtomicU8,
-    /// `MNT_EXPIRE`: set by the first expiry request, unmounted by the second.
+    /// `MNT_EXPIRE`: set by the first expiry request, unmounted by the second unless the
+    /// mount was used in between ([`note_use`](Mount::note_use)).
     pub(crate) expiry_mark: AtomicBool,
 }
 
@@ -138,6 +139,17 @@ impl Mount {
             parent: parent.map(|(m, d)| (m, MountDentry::new(d))),
             state: AtomicU8::new(ATTACHED),
             expiry_mark: AtomicBool::new(false),
+        }
+    }
+    /// The mount was used (a path walk ended in it, or a file opened in it was closed):
+    /// clears a pending `MNT_EXPIRE` mark, as Linux's `mntput` does. The mark is read
+    /// first and written only when set, so the hot path only reads the line.
+    #[inline]
+    pub fn note_use(&self) {
+        // Relaxed: the mark is advisory (Linux: READ_ONCE/WRITE_ONCE); an expiry request
+        // racing a use may see either, as in Linux.
+        if self.expiry_mark.load(Ordering::Relaxed) {
+            self.expiry_mark.store(false, Ordering::Relaxed);
         }
     }
     /// The root dentry, uncounted (see [`MountDentry`]).

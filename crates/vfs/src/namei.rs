@@ -84,6 +84,10 @@ impl Resolve {
     pub const ALL: u64 = 0x3f;
     /// The scoped walks.
     pub const SCOPED: u64 = Self::BENEATH | Self::IN_ROOT;
+    /// Internal, not a `RESOLVE_*` flag (`openat2` rejects it): the walk does not count as
+    /// a use of the mount it ends in (umount's own lookup of its target: Linux puts that
+    /// path with `mntput_no_expire`, which keeps an `MNT_EXPIRE` mark).
+    pub const KEEP_EXPIRY_MARK: u64 = 1 << 32;
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -138,17 +142,21 @@ impl VfsCore {
         must_dir: bool,
     ) -> SysResult<Path> {
         check_path(path)?;
-        if let Some(r) = self.rcu_lookup(ctx, start, path, follow, must_dir) {
-            return r;
+        let r = match self.rcu_lookup(ctx, start, path, follow, must_dir) {
+            Some(r) => r,
+            None if ctx.has(Resolve::CACHED) => Err(Errno::EAGAIN),
+            None => self.scoped(ctx, path, || {
+                let mut links = 0;
+                let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
+                self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
+            }),
+        };
+        if let Ok(p) = &r {
+            if !ctx.has(Resolve::KEEP_EXPIRY_MARK) {
+                p.mnt.note_use();
+            }
         }
-        if ctx.has(Resolve::CACHED) {
-            return Err(Errno::EAGAIN);
-        }
-        self.scoped(ctx, path, || {
-            let mut links = 0;
-            let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
-            self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
-        })
+        r
     }
 
     /// Runs a ref-walk of `path`; for a scoped walk (`RESOLVE_BENEATH`/`IN_ROOT`) that may
@@ -195,10 +203,14 @@ impl VfsCore {
         links: &mut u32,
     ) -> SysResult<(Path, Last)> {
         check_path(path)?;
-        if let Some(r) = self.rcu_lookup_parent(ctx, start, path) {
-            return r;
+        let r = match self.rcu_lookup_parent(ctx, start, path) {
+            Some(r) => r,
+            None => self.link_path_walk(ctx, start.clone(), path, links),
+        };
+        if let Ok((p, _)) = &r {
+            p.mnt.note_use();
         }
-        self.link_path_walk(ctx, start.clone(), path, links)
+        r
     }
 
     /// rcu-walk for `lookup_parent`: the same walk stopping at the directory that holds the

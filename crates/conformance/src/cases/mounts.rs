@@ -135,6 +135,19 @@ fn flags(v: &mut Vec<Script>) {
         .contents("m/under");
     v.push(s);
 
+    // Using the mount between two expiry requests clears the mark (Linux's mntput), so
+    // the second request only marks it again.
+    let mut s = mounted("expire-mark-cleared-by-use");
+    s.file("m/f", 0o644, "x");
+    s.umount2("m", MNT_EXPIRE)
+        .stat("m/f")
+        .umount2("m", MNT_EXPIRE)
+        .ls("m")
+        .umount2("m", MNT_EXPIRE)
+        .umount2("m", MNT_EXPIRE)
+        .contents("m/under");
+    v.push(s);
+
     let mut s = mounted("expire-busy");
     let f = s.open("m", O_RDONLY | O_DIRECTORY, 0);
     s.umount2("m", MNT_EXPIRE).close(f);
