@@ -23,13 +23,12 @@
 //!   opener, often on the other CPU, could not reuse. kernfs-showgids scaled 1.43x from 1
 //!   to 2 threads that way, bimodal between 1.35x and 1.85x run to run, and 1.82x with the
 //!   open node kept (`scripts/scaling.sh --rounds 5`, medians); one thread is 10% faster.
-//!   The price is one open node (about 128 bytes) per attribute file ever opened, until
-//!   the file is removed. A file's waiters are dropped when it closes, so a kept open node
-//!   holds no wakers of closed files.
+//!   The price is one open node (136 bytes with its `Arc` counts) per attribute file ever
+//!   opened, until the node is freed (after its removal). A file's waiters are dropped
+//!   when it closes, so a kept open node holds no wakers of closed files.
 //! * The legacy design is the pre-seed one: it reads and writes the pointer under one
 //!   global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed `kernfs_open_node_lock`) and
-//!   frees the open node with the last close, after a grace period
-//!   (`scalevfs_vfs::retire`, on the closing thread).
+//!   frees the open node with the last close (at once: its readers hold that spinlock).
 //! * Each open file holds its own `Arc` of its open node, so its poll/wait paths need
 //!   neither lock nor guard.
 //!
