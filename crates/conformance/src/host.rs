@@ -176,6 +176,22 @@ impl Target for HostTarget {
         ok(unsafe { libc::writev(fd, bufs.as_ptr().cast(), bufs.len() as i32) } as libc::c_long)
             .map(|v| v as usize)
     }
+    fn preadv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>], off: i64) -> SysResult<usize> {
+        // SAFETY: as in `readv`.
+        ok(
+            unsafe { libc::preadv64(fd, bufs.as_mut_ptr().cast(), bufs.len() as i32, off) }
+                as libc::c_long,
+        )
+        .map(|v| v as usize)
+    }
+    fn pwritev(&mut self, fd: i32, bufs: &[IoSlice<'_>], off: i64) -> SysResult<usize> {
+        // SAFETY: as in `writev`.
+        ok(
+            unsafe { libc::pwritev64(fd, bufs.as_ptr().cast(), bufs.len() as i32, off) }
+                as libc::c_long,
+        )
+        .map(|v| v as usize)
+    }
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64> {
         // SAFETY: no pointers involved.
         ok(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) })

@@ -80,6 +80,16 @@ pub enum Op {
         fd: Fd,
         bufs: Vec<Vec<u8>>,
     },
+    Preadv {
+        fd: Fd,
+        lens: Vec<usize>,
+        off: i64,
+    },
+    Pwritev {
+        fd: Fd,
+        bufs: Vec<Vec<u8>>,
+        off: i64,
+    },
     Lseek {
         fd: Fd,
         off: i64,
@@ -644,6 +654,11 @@ impl fmt::Display for Op {
             Op::Writev { fd, bufs } => {
                 let b: Vec<String> = bufs.iter().map(|b| show_bytes(b)).collect();
                 write!(f, "writev({fd}, [{}])", b.join(", "))
+            }
+            Op::Preadv { fd, lens, off } => write!(f, "preadv({fd}, {lens:?}, {off})"),
+            Op::Pwritev { fd, bufs, off } => {
+                let b: Vec<String> = bufs.iter().map(|b| show_bytes(b)).collect();
+                write!(f, "pwritev({fd}, [{}], {off})", b.join(", "))
             }
             Op::Lseek { fd, off, whence: w } => write!(f, "lseek({fd}, {off}, {})", whence(*w)),
             Op::Stat { dir, path, flags } => {

@@ -56,6 +56,12 @@ impl Target for ScalevfsTarget {
     fn writev(&mut self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
         self.proc.writev(fd, bufs)
     }
+    fn preadv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>], off: i64) -> SysResult<usize> {
+        self.proc.preadv(fd, bufs, off)
+    }
+    fn pwritev(&mut self, fd: i32, bufs: &[IoSlice<'_>], off: i64) -> SysResult<usize> {
+        self.proc.pwritev(fd, bufs, off)
+    }
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64> {
         self.proc.lseek(fd, off, whence)
     }

@@ -134,6 +134,20 @@ impl Script {
             bufs: bufs.iter().map(|s| s.as_bytes().to_vec()).collect(),
         })
     }
+    pub fn preadv(&mut self, fd: impl Into<Fd>, lens: &[usize], off: i64) -> &mut Self {
+        self.push(Op::Preadv {
+            fd: fd.into(),
+            lens: lens.to_vec(),
+            off,
+        })
+    }
+    pub fn pwritev(&mut self, fd: impl Into<Fd>, bufs: &[&str], off: i64) -> &mut Self {
+        self.push(Op::Pwritev {
+            fd: fd.into(),
+            bufs: bufs.iter().map(|s| s.as_bytes().to_vec()).collect(),
+            off,
+        })
+    }
     pub fn lseek(&mut self, fd: impl Into<Fd>, off: i64, whence: i32) -> &mut Self {
         self.push(Op::Lseek {
             fd: fd.into(),

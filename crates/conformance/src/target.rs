@@ -23,6 +23,8 @@ pub trait Target {
     fn pwrite64(&mut self, fd: i32, buf: &[u8], off: i64) -> SysResult<usize>;
     fn readv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize>;
     fn writev(&mut self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize>;
+    fn preadv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>], off: i64) -> SysResult<usize>;
+    fn pwritev(&mut self, fd: i32, bufs: &[IoSlice<'_>], off: i64) -> SysResult<usize>;
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64>;
     fn newfstatat(&mut self, dirfd: i32, path: &[u8], flags: i32) -> SysResult<Stat>;
     fn fstat(&mut self, fd: i32) -> SysResult<Stat>;
@@ -279,6 +281,23 @@ impl<'t> Executor<'t> {
             Op::Writev { fd, bufs } => {
                 let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
                 val(self.target.writev(self.fd(*fd), &slices))
+            }
+            Op::Preadv { fd, lens, off } => {
+                let mut bufs: Vec<Vec<u8>> = lens.iter().map(|&l| vec![0u8; l]).collect();
+                let mut slices: Vec<IoSliceMut<'_>> =
+                    bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
+                let fd = self.fd(*fd);
+                match self.target.preadv(fd, &mut slices, *off) {
+                    Ok(n) => {
+                        let all: Vec<u8> = bufs.concat();
+                        O::Bytes(all[..n.min(all.len())].to_vec())
+                    }
+                    Err(e) => O::from_errno(e),
+                }
+            }
+            Op::Pwritev { fd, bufs, off } => {
+                let slices: Vec<IoSlice<'_>> = bufs.iter().map(|b| IoSlice::new(b)).collect();
+                val(self.target.pwritev(self.fd(*fd), &slices, *off))
             }
             Op::Lseek { fd, off, whence } => match self.target.lseek(self.fd(*fd), *off, *whence) {
                 Ok(v) => O::Val(v),

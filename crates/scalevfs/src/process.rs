@@ -550,6 +550,10 @@ impl Process {
         self.core().write(&self.ctx(), &f, buf)
     }
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
+        // ksys_pread64: a negative offset is EINVAL before the descriptor is looked at.
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
             // No FMODE_PREAD: ESPIPE whatever the access mode (ksys_pread64).
@@ -558,6 +562,10 @@ impl Process {
         self.core().pread(&f, buf, offset)
     }
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
+        // ksys_pwrite64: as pread64.
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
         let f = self.fds.get(fd)?;
         if special(&f).is_some() {
             // No FMODE_PWRITE: ESPIPE whatever the access mode (ksys_pwrite64).
@@ -637,6 +645,67 @@ impl Process {
             return pollfiles::write(s, &f, &all, None);
         }
         self.core().write(&self.ctx(), &f, &all)
+    }
+    /// `preadv(2)`: `readv` at `offset`, leaving the file position alone. The segments
+    /// are filled in order; a short read stops the transfer.
+    pub fn preadv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>], offset: i64) -> SysResult<usize> {
+        // do_preadv: the offset, the descriptor, FMODE_PREAD (ESPIPE), then vfs_readv's
+        // checks as in `readv`.
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fds.get(fd)?;
+        if special(&f).is_some() {
+            return Err(Errno::ESPIPE);
+        }
+        if !f.readable() {
+            return Err(Errno::EBADF);
+        }
+        if bufs.len() > IOV_MAX {
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        let mut total = 0;
+        for b in bufs.iter_mut().filter(|b| !b.is_empty()) {
+            let at = offset.saturating_add(total as i64);
+            match self.core().pread(&f, b, at) {
+                Ok(n) => {
+                    total += n;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                Err(e) if total == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(total)
+    }
+    /// `pwritev(2)`: `writev` at `offset`, leaving the file position alone (with
+    /// `O_APPEND` the data goes to the end, as Linux's `pwritev` does). One write of the
+    /// gathered bytes, so readers see all or nothing of it.
+    pub fn pwritev(&self, fd: i32, bufs: &[IoSlice<'_>], offset: i64) -> SysResult<usize> {
+        // do_pwritev: as preadv.
+        if offset < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fds.get(fd)?;
+        if special(&f).is_some() {
+            return Err(Errno::ESPIPE);
+        }
+        if !f.writable() {
+            return Err(Errno::EBADF);
+        }
+        if bufs.len() > IOV_MAX {
+            return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            return Ok(0);
+        }
+        let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        self.core().pwrite(&self.ctx(), &f, &all, offset)
     }
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
         let f = self.fds.get(fd)?;

@@ -34,6 +34,22 @@ fn badf(v: &mut Vec<Script>) {
         ("readv", |s, f| {
             s.readv(f, &[1]);
         }),
+        ("preadv", |s, f| {
+            s.preadv(f, &[1], 0);
+        }),
+        ("pwritev", |s, f| {
+            s.pwritev(f, &["x"], 0);
+        }),
+        // The offset is checked before the descriptor (ksys_pread64, do_preadv).
+        ("pread-negative-offset", |s, f| {
+            s.pread(f, 1, -1);
+        }),
+        ("pwrite-negative-offset", |s, f| {
+            s.pwrite(f, "x", -1);
+        }),
+        ("preadv-negative-offset", |s, f| {
+            s.preadv(f, &[1], -1);
+        }),
         ("writev", |s, f| {
             s.writev(f, &["x"]);
         }),

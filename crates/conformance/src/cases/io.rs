@@ -1,4 +1,5 @@
-//! read, write, pread64, pwrite64, readv, writev, lseek (incl. SEEK_DATA/SEEK_HOLE),
+//! read, write, pread64, pwrite64, readv, writev, preadv, pwritev, lseek (incl.
+//! SEEK_DATA/SEEK_HOLE),
 //! truncate, ftruncate, fallocate, fsync, fdatasync.
 
 use crate::script::Script;
@@ -50,6 +51,45 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .fstat(f)
         .pread(f, 8, (1 << 20) - 5)
         .pread(f, 4, 4096);
+    v.push(s);
+    let (mut s, f) = rw("preadv-pwritev-keep-offset");
+    s.write(f, "abc")
+        .pwritev(f, &["XY", "", "Z"], 5)
+        .preadv(f, &[2, 0, 3, 10], 0)
+        .preadv(f, &[4, 4], 6)
+        .preadv(f, &[1], 100)
+        .preadv(f, &[], 0)
+        .pwritev(f, &[], 0)
+        .pwritev(f, &["", ""], 1 << 20)
+        .lseek(f, 0, SEEK_CUR)
+        .fstat(f);
+    v.push(s);
+    let (mut s, f) = rw("preadv-pwritev-negative-offset");
+    s.preadv(f, &[1], -1).pwritev(f, &["x"], -1).fstat(f);
+    v.push(s);
+    // Linux's pwritev on an O_APPEND file appends, whatever the offset.
+    let mut s = Script::new("io/pwritev-append");
+    let f = s.open("f", O_CREAT | O_RDWR | O_APPEND, 0o644);
+    s.write(f, "abc")
+        .pwritev(f, &["d", "e"], 0)
+        .pwrite(f, "f", 1)
+        .pread(f, 10, 0)
+        .lseek(f, 0, SEEK_CUR);
+    v.push(s);
+    let mut s = Script::new("io/preadv-pwritev-wrong-mode-and-dir");
+    s.file("f", 0o644, "abc").mkdir("d", 0o755);
+    let r = s.open("f", O_RDONLY, 0);
+    let w = s.open("f", O_WRONLY, 0);
+    let d = s.open("d", O_RDONLY | O_DIRECTORY, 0);
+    s.pwritev(r, &["x"], 0)
+        .preadv(w, &[1], 0)
+        .preadv(d, &[1], 0)
+        .preadv(d, &[1], -1)
+        .pread(d, 1, 0)
+        .pread(d, 1, -1)
+        .pwritev(d, &["x"], 0)
+        .preadv(w, &[], 0)
+        .pwritev(r, &[], 0);
     v.push(s);
     let (mut s, f) = rw("readv-writev");
     s.writev(f, &["ab", "", "cde", "f"])
