@@ -600,7 +600,17 @@ fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
     let names: Vec<std::ffi::CString> = (0..ROUNDS)
         .map(|i| cpath(&root.join(format!("x{i}"))))
         .collect();
+    // Set when this thread leaves the scope, also by a panic (the child failed): the helper
+    // then stops waiting for a child that will never ask, and the scope can join it.
+    let child_done = std::sync::atomic::AtomicBool::new(false);
+    struct SetOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+    impl Drop for SetOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, SeqCst);
+        }
+    }
     std::thread::scope(|s| {
+        let _child_done = SetOnDrop(&child_done);
         // Behind the kernel's back: x<i> appears (uid 1000's 0600 file, or a FIFO) at a
         // varying moment after the child starts to open it.
         s.spawn(|| {
@@ -612,6 +622,9 @@ fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
             };
             for i in 0..ROUNDS {
                 while shared[0].load(SeqCst) <= i {
+                    if child_done.load(SeqCst) {
+                        return;
+                    }
                     std::hint::spin_loop();
                 }
                 let t = std::time::Instant::now();

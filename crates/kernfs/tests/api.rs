@@ -665,6 +665,15 @@ fn demo_tree_contents() {
 fn setattr_checked_is_atomic_with_concurrent_setattr() {
     use std::sync::atomic::AtomicU64;
     const ROUNDS: u64 = 100_000;
+    // Each side waits for the other's rounds: the side that fails a check (or panics) lets
+    // the other go for good on its way out, so the scope can join it and the failure is
+    // reported instead of the test waiting forever.
+    struct ReleaseOnDrop<'a>(&'a AtomicU64);
+    impl Drop for ReleaseOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(u64::MAX, Release);
+        }
+    }
     for fs in designs() {
         let f = fs
             .create_file(fs.root(), "f", 0o600, 1000, 1000, FnAttr::constant("f"))
@@ -693,7 +702,9 @@ fn setattr_checked_is_atomic_with_concurrent_setattr() {
         };
         let mut bad = 0;
         std::thread::scope(|s| {
+            let _release = ReleaseOnDrop(&start);
             s.spawn(|| {
+                let _release = ReleaseOnDrop(&done);
                 for r in 1..=ROUNDS {
                     wait(&start, r);
                     let _ = fs.setattr_checked(&f, &chmod, &USER);

@@ -16,6 +16,18 @@ const USER: Creds<'static> = Creds {
 
 type Registry = Mutex<Vec<(Arc<KernfsNode>, Arc<AtomicBool>)>>;
 
+/// Sets the flag when dropped, also while a panic unwinds: a thread waiting for it (a helper
+/// looping until `stop`, or the test waiting for a helper to be ready) goes on when the
+/// thread that should have set it failed a check first, so the scope can join everyone and
+/// the failure is reported instead of the test hanging.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
 /// Creates `dir/a{i}` whose `show` asserts it never runs after its removal returned.
 fn create_guarded(fs: &Kernfs, reg: &Registry, dir: &Arc<KernfsNode>, i: usize) {
     let retired = Arc::new(AtomicBool::new(false));
@@ -61,6 +73,7 @@ fn stress_remove_while_reading() {
         let stop = AtomicBool::new(false);
         let (reads, enodev) = (AtomicU64::new(0), AtomicU64::new(0));
         std::thread::scope(|s| {
+            let _stop = SetOnDrop(&stop);
             for t in 0..16 {
                 let (fs, stop, reads, enodev) = (&fs, &stop, &reads, &enodev);
                 s.spawn(move || {
@@ -242,6 +255,8 @@ fn removal_from_inside_callbacks() {
             .unwrap();
         std::thread::scope(|s| {
             let h = s.spawn(|| {
+                // Set by the show; also if this thread fails before it gets there.
+                let _entered = SetOnDrop(&entered);
                 let of = fs.open(&slow, libc::O_RDONLY, &USER).unwrap();
                 of.read(&mut [0u8; 4]).unwrap()
             });
@@ -354,6 +369,7 @@ fn stress_open_close_notify() {
         let t = demo_tree(&fs).unwrap();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let _stop = SetOnDrop(&stop);
             let workers: Vec<_> = (0..16usize)
                 .map(|th| {
                     let (fs, t) = (&fs, &t);
@@ -463,7 +479,21 @@ fn notify_wakes_blocked_poller() {
         let t = demo_tree(&fs).unwrap();
         let (ready, ready2) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|s| {
+            // The poller waits without a timeout (the other for 20 s): if a check below
+            // fails before the store and the removal that wake them, notify both on the way
+            // out, or the scope would wait for them.
+            struct NotifyOnPanic<'a>(&'a Kernfs, [&'a Arc<KernfsNode>; 2]);
+            impl Drop for NotifyOnPanic<'_> {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        self.1.iter().for_each(|n| self.0.notify(n));
+                    }
+                }
+            }
+            let _notify = NotifyOnPanic(&fs, [&t.knob, &t.gid_reads]);
             let poller = s.spawn(|| {
+                // Also ready if it fails before, so that the test does not wait for it.
+                let _ready = SetOnDrop(&ready);
                 let of = fs.open(&t.knob, libc::O_RDONLY, &USER).unwrap();
                 let mut b = [0u8; 16];
                 of.read(&mut b).unwrap();
@@ -474,6 +504,7 @@ fn notify_wakes_blocked_poller() {
                 (m, b[..n].to_vec())
             });
             let remove_waiter = s.spawn(|| {
+                let _ready = SetOnDrop(&ready2);
                 let of = fs.open(&t.gid_reads, libc::O_RDONLY, &USER).unwrap();
                 of.read(&mut [0u8; 8]).unwrap();
                 ready2.store(true, SeqCst);

@@ -550,6 +550,16 @@ fn poll_and_epoll_syscalls_on_an_attribute_fd() {
 /// the removed path again; once the dcache drops the stale dentries, the inodes go too.
 #[test]
 fn removed_nodes_leave_the_inode_map() {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    /// Sets the flag if dropped while a panic unwinds (a failed check).
+    struct SetOnPanic<'a>(&'a AtomicBool);
+    impl Drop for SetOnPanic<'_> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.store(true, Relaxed);
+            }
+        }
+    }
     for locking in [Locking::Scalable, Locking::Legacy] {
         let vfs = Vfs::new(VfsOptions {
             locking,
@@ -602,14 +612,18 @@ fn removed_nodes_leave_the_inode_map() {
                 k.create_file(&d, format!("a{i}"), 0o444, 0, 0, FnAttr::constant("y"))
                     .unwrap();
             }
+            // Set only if this thread fails before the removal: the lookups then stop
+            // instead of waiting forever for the directory to go.
+            let failed = AtomicBool::new(false);
             std::thread::scope(|s| {
+                let _failed = SetOnPanic(&failed);
                 for t in 0..2 {
-                    let vfs = vfs.clone();
+                    let (vfs, failed) = (vfs.clone(), &failed);
                     s.spawn(move || {
                         let q = Process::new(&vfs, Credentials::root());
                         // Until the directory is gone: look the files up again and again.
                         let mut gone = false;
-                        while !gone {
+                        while !gone && !failed.load(Relaxed) {
                             gone = true;
                             for i in 0..8 {
                                 let path = format!("/sys/dev{round}/a{}", (i + t * 3) % 8);

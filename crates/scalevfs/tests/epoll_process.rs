@@ -697,12 +697,24 @@ fn blocking_read_is_woken_by_writer_thread() {
         .unwrap();
     std::thread::scope(|sc| {
         sc.spawn(|| {
+            // If a check here fails, close the write end on the way out: the blocking read
+            // below then ends (EOF, and fails its check) instead of waiting forever.
+            struct CloseOnPanic<'a>(&'a Process, i32);
+            impl Drop for CloseOnPanic<'_> {
+                fn drop(&mut self) {
+                    if std::thread::panicking() {
+                        let _ = self.0.close(self.1);
+                    }
+                }
+            }
+            let _close = CloseOnPanic(p, fds[1]);
             std::thread::sleep(Duration::from_millis(10));
             assert_eq!(p.write(fds[1], b"wake"), Ok(4));
             assert_eq!(p.write(efd, &3u64.to_ne_bytes()), Ok(8));
         });
         let mut b = [0u8; 16];
-        // Bounded by the writer: it runs unconditionally after 10 ms.
+        // Bounded by the writer: it runs unconditionally after 10 ms (and closes its end if
+        // it fails).
         assert_eq!(p.read(fds[0], &mut b), Ok(4));
         assert_eq!(&b[..4], b"wake");
         let mut evs = [EpollEvent::default(); 2];

@@ -114,6 +114,15 @@ fn proc_locks_lists_held_and_waiting_locks() {
     let c = p.fork();
     let token = CancelToken::new();
     std::thread::scope(|s| {
+        // Interrupt the waiter even when a check below fails before `token.cancel()`: the
+        // scope joins it first, and it would wait forever.
+        struct CancelOnDrop<'a>(&'a CancelToken);
+        impl Drop for CancelOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.cancel();
+            }
+        }
+        let _cancel = CancelOnDrop(&token);
         let t = s.spawn(|| {
             c.fcntl_interruptible(
                 fd,

@@ -263,39 +263,43 @@ fn setup() -> (Arc<Vfs>, Process) {
     (vfs, p)
 }
 
-/// A reader waits for a writer and a writer for a reader; they meet and talk.
+/// A reader waits for a writer and a writer for a reader; they meet and talk. The waiting
+/// side runs on a thread of its own, not a scoped one: when a check here fails first, the
+/// test fails at once instead of joining a thread that waits for its partner forever.
 #[test]
 fn blocking_opens_meet() {
     let (vfs, p) = setup();
-    std::thread::scope(|s| {
-        let reader = s.spawn(|| {
+    let reader = {
+        let vfs = vfs.clone();
+        std::thread::spawn(move || {
             let q = Process::new(&vfs, Credentials::root());
             let fd = q.open("/p", O_RDONLY, 0).unwrap();
             let mut b = [0u8; 5];
             let n = q.read(fd, &mut b).unwrap();
             (b, n)
-        });
-        std::thread::sleep(Duration::from_millis(20));
-        let fd = p.open("/p", O_WRONLY, 0).unwrap();
-        assert_eq!(p.write(fd, b"hello"), Ok(5));
-        let (b, n) = reader.join().unwrap();
-        assert_eq!(&b[..n], b"hello");
-        p.close(fd).unwrap();
-    });
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let fd = p.open("/p", O_WRONLY, 0).unwrap();
+    assert_eq!(p.write(fd, b"hello"), Ok(5));
+    let (b, n) = reader.join().unwrap();
+    assert_eq!(&b[..n], b"hello");
+    p.close(fd).unwrap();
     // And the other way round: a writer waits for a reader.
-    std::thread::scope(|s| {
-        let writer = s.spawn(|| {
+    let writer = {
+        let vfs = vfs.clone();
+        std::thread::spawn(move || {
             let q = Process::new(&vfs, Credentials::root());
             let fd = q.open("/p", O_WRONLY, 0).unwrap();
             q.write(fd, b"back").unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(20));
-        let fd = p.open("/p", O_RDONLY, 0).unwrap();
-        assert_eq!(writer.join().unwrap(), 4);
-        let mut b = [0u8; 8];
-        assert_eq!(p.read(fd, &mut b), Ok(4));
-        p.close(fd).unwrap();
-    });
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let fd = p.open("/p", O_RDONLY, 0).unwrap();
+    assert_eq!(writer.join().unwrap(), 4);
+    let mut b = [0u8; 8];
+    assert_eq!(p.read(fd, &mut b), Ok(4));
+    p.close(fd).unwrap();
 }
 
 /// A waiting open is interrupted by its cancel token (a signal) with EINTR, and leaves no

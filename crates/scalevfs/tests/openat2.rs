@@ -3,8 +3,11 @@
 //! host's /dev/shm and in a scalevfs `Vfs`, the same calls with a descriptor on `sandbox`,
 //! and every result compared (an errno, or the type of what was opened).
 
+mod common;
+
 use std::ffi::CString;
 
+use common::StopOnDrop;
 use libc::{O_CREAT, O_DIRECTORY, O_NOFOLLOW, O_PATH, O_RDONLY, O_RDWR, O_WRONLY};
 use scalevfs::{Credentials, Locking, OpenHow, Process, Vfs, VfsOptions};
 use scalevfs_vfs::namei::Resolve;
@@ -233,12 +236,6 @@ fn renames_do_not_let_a_beneath_walk_escape() {
             }
         });
         // Stop the renamer even when an assertion below panics: the scope joins it first.
-        struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
-        impl Drop for StopOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
         let _stop_renamer = StopOnDrop(&stop);
         let q = Process::new(&vfs, Credentials::root());
         let dfd = q.open("/sandbox", O_RDONLY | O_DIRECTORY, 0).unwrap();

@@ -2,6 +2,9 @@
 //! private directories; then the invariants are checked (no lost or duplicated entries,
 //! link counts right, no leaked inodes). Bounded iterations; both designs.
 
+mod common;
+
+use common::StopOnDrop;
 use libc::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use scalevfs::{Credentials, Errno, Locking, Process, Vfs, VfsOptions};
@@ -291,6 +294,7 @@ fn rename_of_the_cwd_against_getcwd() {
         let readers = processes_in(&v, "/d/c", 3);
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
             for q in &readers {
                 let stop = &stop;
                 s.spawn(move || {
@@ -325,6 +329,7 @@ fn rename_against_lookup_and_getcwd() {
         let stop = AtomicBool::new(false);
         let readers = processes_in(&v, "/a/b/c", 4);
         std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
             for (r, q) in readers.iter().enumerate() {
                 let stop = &stop;
                 s.spawn(move || {
@@ -372,6 +377,7 @@ fn chdir_against_getcwd_in_one_process() {
         let base = v.inode_count();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
             for t in 0..6 {
                 let (p, stop) = (&p, &stop);
                 s.spawn(move || {
@@ -425,13 +431,6 @@ fn getdents_consistent_under_churn() {
         p.write_file(format!("/d/stable{k}"), b"").unwrap();
     }
     let stop = AtomicBool::new(false);
-    /// Stops the churn thread even if the checks below panic.
-    struct StopOnDrop<'a>(&'a AtomicBool);
-    impl Drop for StopOnDrop<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
     std::thread::scope(|s| {
         let _stop = StopOnDrop(&stop);
         let (p2, stop2) = (&p, &stop);

@@ -2,9 +2,12 @@
 //! superblock shutdown that walks the inode list (see `scalevfs_vfs::mount`). The same
 //! calls are compared with the host kernel in the conformance suite (`mount/*` cases).
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use common::StopOnDrop;
 use libc::{MNT_DETACH, MNT_EXPIRE, MNT_FORCE, O_CREAT, O_RDONLY, O_RDWR, UMOUNT_NOFOLLOW};
 use scalevfs::{Credentials, Errno, Locking, Process, Tmpfs, TmpfsOptions, Vfs, VfsOptions};
 use scalevfs_vfs::core::leaked_superblocks;
@@ -258,6 +261,7 @@ fn umount_races_with_walkers() {
         let leaked = leaked_superblocks();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
             for t in 0..3 {
                 let (vfs, stop) = (&vfs, &stop);
                 s.spawn(move || {

@@ -640,6 +640,9 @@ mod tests {
                 });
             }
             drop(w);
+            // Owned here, so that a failed check below drops the read end on its way out:
+            // the writers still blocked then get EPIPE instead of waiting forever.
+            let r = r;
             let mut rec = Vec::new();
             let mut b = vec![0u8; 3000];
             loop {

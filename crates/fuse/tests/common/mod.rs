@@ -127,7 +127,17 @@ impl Pipe {
         let n = unsafe { libc::write(self.w, (&b as *const u8).cast(), 1) };
         assert_eq!(n, 1);
     }
+    /// Waits at most 20 s for a byte: the parent keeps the write end open too, so a child
+    /// that exits (or fails) before it sends would otherwise leave this read waiting forever.
     pub fn recv(&self) -> u8 {
+        let mut pfd = libc::pollfd {
+            fd: self.r,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 20_000) };
+        assert_eq!(ready, 1, "nothing came through the pipe within 20 s");
         let mut b = 0u8;
         // SAFETY: reads one byte into a live u8.
         let n = unsafe { libc::read(self.r, (&mut b as *mut u8).cast(), 1) };

@@ -1,13 +1,26 @@
 //! A small differential harness: the same operations on the host kernel (a fresh directory
 //! on /dev/shm, through libc) and on scalevfs, with results compared call by call. Paths are
 //! relative to each side's base directory. Descriptors are named by index in the order the
-//! script opened them, so fd numbers themselves never need to agree.
+//! script opened them, so fd numbers themselves never need to agree. Also the small helpers
+//! the other test files share ([`StopOnDrop`]).
 #![allow(dead_code)]
 
 use scalevfs::{Credentials, Errno, Process, Stat, Timespec, Vfs, VfsOptions};
 use std::ffi::CString;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
+
+/// Sets the flag when dropped, also while a panic unwinds. Held by a test's own thread inside
+/// `std::thread::scope` while helpers loop until the flag is set: if a check fails before the
+/// test's own `store`, the helpers still stop, the scope joins them and the failure is
+/// reported, instead of the scope waiting for them forever and hanging the test run.
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// A normalized result: what must agree between the host and scalevfs.
 #[derive(Debug, Clone, PartialEq, Eq)]

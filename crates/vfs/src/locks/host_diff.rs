@@ -9,6 +9,7 @@
 //! `fcntl`, `flock`, `open`, `close`, `_exit`), so forking from the threaded test harness
 //! is sound.
 
+use super::tests::UnblockOnPanic;
 use super::*;
 use rand::{Rng, SeedableRng};
 use std::ffi::CString;
@@ -442,6 +443,11 @@ fn host_diff_deadlock_cycles() {
         }
         let tokens: Vec<_> = (0..n).map(|_| CancelToken::new()).collect();
         std::thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &pair.m,
+                ctxs: vec![&pair.ctx],
+                tokens: tokens.iter().collect(),
+            };
             let mut model_waits = Vec::new();
             for (k, t) in tokens.iter().enumerate().take(n - 1) {
                 let want = fl(libc::F_WRLCK, libc::SEEK_SET, k as i64 + 1, 1, 0);
@@ -512,6 +518,11 @@ fn host_diff_blocking_flock_and_downgrade() {
     .unwrap();
     let want = fl(libc::F_RDLCK, libc::SEEK_SET, 5, 1, 0);
     std::thread::scope(|s| {
+        let _unblock = UnblockOnPanic {
+            m: &pair.m,
+            ctxs: vec![&pair.ctx],
+            tokens: vec![],
+        };
         pair.actors[1].send(Cmd {
             op: OP_FLOCK,
             arg: libc::LOCK_EX,
@@ -568,6 +579,11 @@ fn host_diff_retarget_deadlock() {
         .unwrap();
     pair.fcntl(0, libc::F_SETLK, w(5)).unwrap();
     std::thread::scope(|s| {
+        let _unblock = UnblockOnPanic {
+            m: &pair.m,
+            ctxs: vec![&pair.ctx],
+            tokens: vec![],
+        };
         let p = &pair;
         let mut model = Vec::new();
         for (k, start) in [(0usize, 0i64), (2, 5)] {

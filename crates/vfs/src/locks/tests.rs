@@ -71,6 +71,40 @@ fn eventually(mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Lets the threads a test left blocked go when a check in the test's own thread fails:
+/// made inside `thread::scope`, so it drops before the scope joins them. While a panic
+/// unwinds it cancels `tokens` and frees every held lock of `ctxs` until no request waits
+/// (10 s at most): the waiters return, the scope joins them and the failure is reported,
+/// instead of the scope waiting for them forever. Does nothing when not panicking.
+pub(super) struct UnblockOnPanic<'a> {
+    pub(super) m: &'a LockManager,
+    pub(super) ctxs: Vec<&'a FileLockContext>,
+    pub(super) tokens: Vec<&'a CancelToken>,
+}
+
+impl Drop for UnblockOnPanic<'_> {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            return;
+        }
+        for t in &self.tokens {
+            t.cancel();
+        }
+        let t0 = Instant::now();
+        while self.m.list().iter().any(|l| l.waiting) && t0.elapsed() < Duration::from_secs(10) {
+            for l in self.m.list().into_iter().filter(|l| !l.waiting) {
+                for c in &self.ctxs {
+                    match l.info.owner {
+                        LockOwner::Process(n) => self.m.release_posix(c, n),
+                        LockOwner::File(n) => self.m.release_file(c, n),
+                    }
+                }
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 fn set(m: &LockManager, c: &FileLockContext, r: LockRequest) -> Result<(), Errno> {
     m.setlk(c, &r, None)
 }
@@ -147,6 +181,11 @@ fn downgrade_wakes_readers_only() {
         let (m, c) = setup(mode);
         set(&m, &c, rq(p(1), W, 0, 99)).unwrap();
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![],
+            };
             let reader = s.spawn(|| m.setlk(&c, &rq(p(2), R, 50, 60), Some(&CancelToken::new())));
             let writer = s.spawn(|| m.setlk(&c, &rq(p(3), W, 70, 70), Some(&CancelToken::new())));
             eventually(|| waiting(&m) == 2);
@@ -219,6 +258,11 @@ fn flock_shared_exclusive_and_conversion() {
         // Blocking upgrade: drops f(2)'s SH, waits for f(1)'s SH to go.
         m.flock(&c, 1, 10, libc::LOCK_SH, None).unwrap();
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![],
+            };
             let h = s.spawn(|| m.flock(&c, 2, 20, libc::LOCK_EX, None));
             eventually(|| waiting(&m) == 1);
             assert_eq!(flocks(&m), vec![(f(1), R)]);
@@ -245,6 +289,11 @@ fn flock_waiter_granted_on_unlock() {
         let (m, c) = setup(mode);
         m.flock(&c, 1, 10, libc::LOCK_EX, None).unwrap();
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![],
+            };
             let h = s.spawn(|| m.flock(&c, 2, 20, libc::LOCK_SH, None));
             eventually(|| waiting(&m) == 1);
             let l = m.proc_locks();
@@ -465,6 +514,11 @@ fn deadlock_cycle(mode: Locking, n: u64) {
     }
     let tokens: Vec<CancelToken> = (0..n).map(|_| CancelToken::new()).collect();
     thread::scope(|s| {
+        let _unblock = UnblockOnPanic {
+            m: &m,
+            ctxs: vec![&c],
+            tokens: tokens.iter().collect(),
+        };
         let hs: Vec<_> = (0..n - 1)
             .map(|i| {
                 block(
@@ -521,6 +575,11 @@ fn edeadlk_across_inodes() {
     set(&m, &b, rq(p(2), W, 0, 0)).unwrap();
     let t = CancelToken::new();
     thread::scope(|s| {
+        let _unblock = UnblockOnPanic {
+            m: &m,
+            ctxs: vec![&a, &b],
+            tokens: vec![&t],
+        };
         let h = block(s, &m, &b, rq(p(1), W, 0, 0), &t);
         assert_eq!(
             m.setlk(&a, &rq(p(2), R, 0, 0), Some(&t)),
@@ -539,6 +598,11 @@ fn ofd_waits_are_not_deadlock_checked() {
         set(&m, &c, rq(f(2), W, 1, 1)).unwrap();
         let (t1, t2) = (CancelToken::new(), CancelToken::new());
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![&t1, &t2],
+            };
             let h1 = block(s, &m, &c, rq(f(1), W, 1, 1), &t1);
             let h2 = block(s, &m, &c, rq(f(2), W, 0, 0), &t2);
             // Both sleep, as on Linux; interrupting them is the only way out.
@@ -558,6 +622,11 @@ fn eintr_by_cancel_and_deadline() {
         set(&m, &c, rq(p(1), W, 0, 9)).unwrap();
         let t = CancelToken::new();
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![&t],
+            };
             let h = block(s, &m, &c, rq(p(2), R, 5, 5), &t);
             t.cancel();
             assert_eq!(h.join().unwrap(), Err(Errno::EINTR));
@@ -595,6 +664,11 @@ fn release_rules() {
         // Last close of file 5 with a waiter on its OFD lock: the waiter is granted.
         let t = CancelToken::new();
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![&t],
+            };
             let h = block(s, &m, &c, rq(p(3), W, 45, 45), &t);
             m.release_ofd(&c, 5);
             assert_eq!(h.join().unwrap(), Ok(()));
@@ -614,6 +688,11 @@ fn unlock_wakes_only_one_of_many_writers() {
         let granted = AtomicUsize::new(0);
         let n = 10;
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![],
+            };
             for i in 1..=n {
                 let (m, c, granted) = (&m, &c, &granted);
                 s.spawn(move || {
@@ -659,6 +738,11 @@ fn retarget_closes_cycle() {
         set(&m, &c, rq(p(1), W, 5, 5)).unwrap();
         let (ta, tc) = (CancelToken::new(), CancelToken::new());
         thread::scope(|s| {
+            let _unblock = UnblockOnPanic {
+                m: &m,
+                ctxs: vec![&c],
+                tokens: vec![&ta, &tc],
+            };
             // p1 waits on p2's read lock (the first conflict).
             let a = block(s, &m, &c, rq(p(1), W, 0, 0), &ta);
             // p3 waits on p1's lock: p3 -> p1 -> p2, no cycle.
