@@ -192,6 +192,30 @@ impl Target for HostTarget {
         )
         .map(|v| v as usize)
     }
+    fn copy_file_range(
+        &mut self,
+        fd_in: i32,
+        off_in: Option<&mut i64>,
+        fd_out: i32,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        let p = |o: Option<&mut i64>| o.map_or(std::ptr::null_mut(), |v| v as *mut i64);
+        // SAFETY: the offsets are null or point to live i64s for the call.
+        ok(unsafe {
+            libc::syscall(
+                libc::SYS_copy_file_range,
+                fd_in,
+                p(off_in),
+                fd_out,
+                p(off_out),
+                len,
+                flags,
+            )
+        })
+        .map(|v| v as usize)
+    }
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64> {
         // SAFETY: no pointers involved.
         ok(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) })

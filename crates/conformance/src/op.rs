@@ -85,6 +85,14 @@ pub enum Op {
         lens: Vec<usize>,
         off: i64,
     },
+    CopyFileRange {
+        fd_in: Fd,
+        off_in: Option<i64>,
+        fd_out: Fd,
+        off_out: Option<i64>,
+        len: usize,
+        flags: u32,
+    },
     Pwritev {
         fd: Fd,
         bufs: Vec<Vec<u8>>,
@@ -343,6 +351,12 @@ pub enum Outcome {
     },
     /// Seconds and nanoseconds of atime and mtime.
     Exact([(i64, i64); 2]),
+    /// `copy_file_range`'s count and the offsets it wrote back (`None`: none passed).
+    Copied {
+        n: i64,
+        off_in: Option<i64>,
+        off_out: Option<i64>,
+    },
     /// The errno (positive).
     Err(i32),
     /// The harness itself failed on this target (a panic, a dead child, a failed setuid).
@@ -461,6 +475,9 @@ impl fmt::Display for Outcome {
             } => write!(f, "atime {atime:?}, mtime {mtime:?}, ctime {ctime:?}"),
             Outcome::Exact([a, m]) => {
                 write!(f, "atime {}.{:09}, mtime {}.{:09}", a.0, a.1, m.0, m.1)
+            }
+            Outcome::Copied { n, off_in, off_out } => {
+                write!(f, "{n}, off_in {off_in:?}, off_out {off_out:?}")
             }
             Outcome::Err(e) => f.write_str(&errno_name(*e)),
             Outcome::Harness(m) => write!(f, "HARNESS: {m}"),
@@ -656,6 +673,22 @@ impl fmt::Display for Op {
                 write!(f, "writev({fd}, [{}])", b.join(", "))
             }
             Op::Preadv { fd, lens, off } => write!(f, "preadv({fd}, {lens:?}, {off})"),
+            Op::CopyFileRange {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => {
+                let off = |o: &Option<i64>| o.map_or("NULL".to_string(), |v| format!("[{v}]"));
+                write!(
+                    f,
+                    "copy_file_range({fd_in}, {}, {fd_out}, {}, {len}, {flags:#x})",
+                    off(off_in),
+                    off(off_out)
+                )
+            }
             Op::Pwritev { fd, bufs, off } => {
                 let b: Vec<String> = bufs.iter().map(|b| show_bytes(b)).collect();
                 write!(f, "pwritev({fd}, [{}], {off})", b.join(", "))

@@ -62,6 +62,18 @@ impl Target for ScalevfsTarget {
     fn pwritev(&mut self, fd: i32, bufs: &[IoSlice<'_>], off: i64) -> SysResult<usize> {
         self.proc.pwritev(fd, bufs, off)
     }
+    fn copy_file_range(
+        &mut self,
+        fd_in: i32,
+        off_in: Option<&mut i64>,
+        fd_out: i32,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        self.proc
+            .copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)
+    }
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64> {
         self.proc.lseek(fd, off, whence)
     }

@@ -148,6 +148,24 @@ impl Script {
             off,
         })
     }
+    pub fn copy_file_range(
+        &mut self,
+        fd_in: impl Into<Fd>,
+        off_in: Option<i64>,
+        fd_out: impl Into<Fd>,
+        off_out: Option<i64>,
+        len: usize,
+        flags: u32,
+    ) -> &mut Self {
+        self.push(Op::CopyFileRange {
+            fd_in: fd_in.into(),
+            off_in,
+            fd_out: fd_out.into(),
+            off_out,
+            len,
+            flags,
+        })
+    }
     pub fn lseek(&mut self, fd: impl Into<Fd>, off: i64, whence: i32) -> &mut Self {
         self.push(Op::Lseek {
             fd: fd.into(),

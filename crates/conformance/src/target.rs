@@ -25,6 +25,15 @@ pub trait Target {
     fn writev(&mut self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize>;
     fn preadv(&mut self, fd: i32, bufs: &mut [IoSliceMut<'_>], off: i64) -> SysResult<usize>;
     fn pwritev(&mut self, fd: i32, bufs: &[IoSlice<'_>], off: i64) -> SysResult<usize>;
+    fn copy_file_range(
+        &mut self,
+        fd_in: i32,
+        off_in: Option<&mut i64>,
+        fd_out: i32,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize>;
     fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> SysResult<i64>;
     fn newfstatat(&mut self, dirfd: i32, path: &[u8], flags: i32) -> SysResult<Stat>;
     fn fstat(&mut self, fd: i32) -> SysResult<Stat>;
@@ -292,6 +301,28 @@ impl<'t> Executor<'t> {
                         let all: Vec<u8> = bufs.concat();
                         O::Bytes(all[..n.min(all.len())].to_vec())
                     }
+                    Err(e) => O::from_errno(e),
+                }
+            }
+            Op::CopyFileRange {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags,
+            } => {
+                let (mut oi, mut oo) = (*off_in, *off_out);
+                let (fi, fo) = (self.fd(*fd_in), self.fd(*fd_out));
+                match self
+                    .target
+                    .copy_file_range(fi, oi.as_mut(), fo, oo.as_mut(), *len, *flags)
+                {
+                    Ok(n) => O::Copied {
+                        n: n as i64,
+                        off_in: oi,
+                        off_out: oo,
+                    },
                     Err(e) => O::from_errno(e),
                 }
             }

@@ -707,6 +707,66 @@ impl Process {
         let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
         self.core().pwrite(&self.ctx(), &f, &all, offset)
     }
+    /// `copy_file_range(2)`: copies up to `len` bytes from `fd_in` to `fd_out` inside the
+    /// file system, from and to `off_in`/`off_out` (updated by the count) or, for `None`,
+    /// the files' positions (advanced). Same superblock only (`EXDEV`, as tmpfs has no
+    /// cross-file-system copy); see `VfsCore::copy_file_range` for the checks.
+    pub fn copy_file_range(
+        &self,
+        fd_in: i32,
+        off_in: Option<&mut i64>,
+        fd_out: i32,
+        off_out: Option<&mut i64>,
+        len: usize,
+        flags: u32,
+    ) -> SysResult<usize> {
+        // The syscall: both descriptors (O_PATH ones are not files here: fdget), the
+        // flags, then vfs_copy_file_range.
+        let fin = self.fds.get(fd_in)?;
+        if fin.is_path() {
+            return Err(Errno::EBADF);
+        }
+        let fout = self.fds.get(fd_out)?;
+        if fout.is_path() {
+            return Err(Errno::EBADF);
+        }
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if special(&fin).is_some() || special(&fout).is_some() {
+            // Pipes, eventfds and epolls are neither directories nor regular files.
+            let dir = |f: &FileRef| special(f).is_none() && f.inode().is_dir();
+            return Err(if dir(&fin) || dir(&fout) {
+                Errno::EISDIR
+            } else {
+                Errno::EINVAL
+            });
+        }
+        // Without an offset the file position is used, read and written back as Linux
+        // does (no position lock: concurrent copies on one description may overlap).
+        let pos_in = off_in
+            .as_deref()
+            .copied()
+            .unwrap_or_else(|| *fin.pos.lock());
+        let pos_out = off_out
+            .as_deref()
+            .copied()
+            .unwrap_or_else(|| *fout.pos.lock());
+        let n = self
+            .core()
+            .copy_file_range(&self.ctx(), &fin, pos_in, &fout, pos_out, len)?;
+        if n > 0 {
+            match off_in {
+                Some(o) => *o = pos_in + n as i64,
+                None => *fin.pos.lock() = pos_in + n as i64,
+            }
+            match off_out {
+                Some(o) => *o = pos_out + n as i64,
+                None => *fout.pos.lock() = pos_out + n as i64,
+            }
+        }
+        Ok(n)
+    }
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
         let f = self.fds.get(fd)?;
         if f.is_path() {

@@ -1189,6 +1189,99 @@ impl VfsCore {
         self.read_at(f, inode, buf, off)
     }
 
+    /// `vfs_copy_file_range` for files without a `copy_file_range`/clone method (tmpfs):
+    /// the checks of `generic_copy_file_checks` in Linux's order, then a copy in chunks
+    /// (Linux's `do_splice_direct` fallback). `pos_in`/`pos_out` are where to read and
+    /// write; the caller updates offsets or file positions by the returned count.
+    ///
+    /// `EISDIR` if either is a directory, `EINVAL` if either is not a regular file, `EBADF`
+    /// if `fin` is not readable or `fout` not writable or is `O_APPEND`, `EXDEV` across
+    /// superblocks, `EOVERFLOW` if an end wraps around, then the copy is cut at `fin`'s
+    /// end (`EFBIG` at the maximum file size), `EINVAL` for overlapping ranges of one file
+    /// or a negative or overflowing position. Nothing to copy returns 0.
+    pub fn copy_file_range(
+        &self,
+        ctx: &Ctx<'_>,
+        fin: &OpenFile,
+        pos_in: i64,
+        fout: &OpenFile,
+        pos_out: i64,
+        len: usize,
+    ) -> SysResult<usize> {
+        let (iin, iout) = (fin.inode(), fout.inode());
+        // generic_file_rw_checks
+        if iin.is_dir() || iout.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if !iin.is_reg() || !iout.is_reg() {
+            return Err(Errno::EINVAL);
+        }
+        if !fin.readable() || !fout.writable() || fout.flags() & libc::O_APPEND != 0 {
+            return Err(Errno::EBADF);
+        }
+        if !std::ptr::eq(iin.sb(), iout.sb()) {
+            return Err(Errno::EXDEV);
+        }
+        // The ends may not wrap (compared as unsigned 64-bit values, as the C does).
+        let len64 = len as u64;
+        if (pos_in as u64).checked_add(len64).is_none()
+            || (pos_out as u64).checked_add(len64).is_none()
+        {
+            return Err(Errno::EOVERFLOW);
+        }
+        // Shorten to the end of the source.
+        let size_in = iin.size() as i64;
+        let mut count = if pos_in >= size_in {
+            0
+        } else {
+            len64.min((size_in - pos_in) as u64)
+        };
+        // generic_write_check_limits (signed: a negative position is left to the checks
+        // below).
+        let max = iout.fs().max_file_size().min(i64::MAX as u64) as i64;
+        if pos_out >= max {
+            return Err(Errno::EFBIG);
+        }
+        count = count.min(max.wrapping_sub(pos_out) as u64);
+        // Overlapping ranges of one file (unsigned, as the C compares them).
+        let (pin, pout) = (pos_in as u64, pos_out as u64);
+        if std::ptr::eq(iin, iout)
+            && pout.wrapping_add(count) > pin
+            && pout < pin.wrapping_add(count)
+        {
+            return Err(Errno::EINVAL);
+        }
+        let count = count as usize;
+        check_rw_area(pos_in, count)?;
+        check_rw_area(pos_out, count)?;
+        if count == 0 {
+            return Ok(0);
+        }
+        let mut buf = vec![0u8; count.min(64 << 10)];
+        let mut done = 0;
+        while done < count {
+            let want = (count - done).min(buf.len());
+            let off = done as i64;
+            let n = match self.read_at(fin, iin, &mut buf[..want], pos_in + off) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            };
+            match self.write_at(ctx, fout, &buf[..n], pos_out + off, false) {
+                Ok((w, _)) => {
+                    done += w;
+                    if w < n {
+                        break;
+                    }
+                }
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
+    }
+
     pub fn write(&self, ctx: &Ctx<'_>, f: &OpenFile, buf: &[u8]) -> SysResult<usize> {
         if !f.writable() {
             return Err(Errno::EBADF);

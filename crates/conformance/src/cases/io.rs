@@ -1,7 +1,8 @@
-//! read, write, pread64, pwrite64, readv, writev, preadv, pwritev, lseek (incl.
-//! SEEK_DATA/SEEK_HOLE),
+//! read, write, pread64, pwrite64, readv, writev, preadv, pwritev, copy_file_range, lseek
+//! (incl. SEEK_DATA/SEEK_HOLE),
 //! truncate, ftruncate, fallocate, fsync, fdatasync.
 
+use crate::op::Fd;
 use crate::script::Script;
 use libc::*;
 
@@ -12,6 +13,7 @@ fn rw(name: &str) -> (Script, crate::Slot) {
 }
 
 pub(super) fn cases(v: &mut Vec<Script>) {
+    copy_file_range(v);
     let (mut s, f) = rw("write-then-read");
     s.write(f, "hello")
         .lseek(f, 0, SEEK_SET)
@@ -343,4 +345,93 @@ fn sparse_layouts() -> Vec<Layout> {
         ),
         ("all-hole", &[], Some(20000), &[0, 19999, 20000, -1]),
     ]
+}
+
+/// copy_file_range: positions or offsets, shortening at the source's end, and the checks of
+/// `generic_copy_file_checks` in their order.
+fn copy_file_range(v: &mut Vec<Script>) {
+    let src_dst = |name: &str| {
+        let mut s = Script::new(format!("io/copy_file_range/{name}"));
+        s.file("src", 0o644, "hello world");
+        let src = s.open("src", O_RDWR, 0);
+        let dst = s.open("dst", O_CREAT | O_RDWR, 0o644);
+        (s, src, dst)
+    };
+    let (mut s, src, dst) = src_dst("positions");
+    s.copy_file_range(src, None, dst, None, 5, 0)
+        .copy_file_range(src, None, dst, None, 100, 0)
+        .copy_file_range(src, None, dst, None, 100, 0)
+        .lseek(src, 0, SEEK_CUR)
+        .lseek(dst, 0, SEEK_CUR)
+        .pread(dst, 100, 0)
+        .fstat(dst);
+    v.push(s);
+
+    let (mut s, src, dst) = src_dst("offsets");
+    s.lseek(src, 3, SEEK_SET)
+        .copy_file_range(src, Some(6), dst, Some(2), 100, 0)
+        .copy_file_range(src, Some(0), dst, None, 2, 0)
+        .copy_file_range(src, None, dst, Some(20), 1, 0)
+        .lseek(src, 0, SEEK_CUR)
+        .lseek(dst, 0, SEEK_CUR)
+        .pread(dst, 100, 0)
+        .fstat(dst);
+    v.push(s);
+
+    let (mut s, src, dst) = src_dst("nothing-to-copy");
+    s.copy_file_range(src, Some(11), dst, Some(0), 5, 0)
+        .copy_file_range(src, Some(100), dst, Some(0), 5, 0)
+        .copy_file_range(src, Some(0), dst, Some(0), 0, 0)
+        .fstat(dst);
+    v.push(s);
+
+    let (mut s, src, dst) = src_dst("bad-offsets-and-lengths");
+    s.copy_file_range(src, Some(-1), dst, Some(0), 5, 0)
+        .copy_file_range(src, Some(0), dst, Some(-1), 5, 0)
+        .copy_file_range(src, Some(-1), dst, Some(0), 0, 0)
+        .copy_file_range(src, Some(1), dst, Some(0), usize::MAX, 0)
+        .copy_file_range(src, Some(0), dst, Some(1), usize::MAX, 0)
+        .copy_file_range(src, Some(0), dst, Some(0), isize::MAX as usize, 0)
+        .copy_file_range(src, Some(0), dst, Some(i64::MAX), 1, 0)
+        .copy_file_range(src, Some(0), dst, Some(i64::MAX - 4), 100, 0)
+        .copy_file_range(src, Some(0), dst, Some(0), 5, 1)
+        .fstat(dst);
+    v.push(s);
+
+    let (mut s, src, _) = src_dst("within-one-file");
+    s.copy_file_range(src, Some(0), src, Some(20), 5, 0)
+        .copy_file_range(src, Some(0), src, Some(3), 5, 0)
+        .copy_file_range(src, Some(3), src, Some(0), 5, 0)
+        .copy_file_range(src, Some(0), src, Some(0), 5, 0)
+        .copy_file_range(src, Some(0), src, Some(5), 5, 0)
+        .copy_file_range(src, Some(100), src, Some(0), 5, 0)
+        .pread(src, 100, 0)
+        .fstat(src);
+    v.push(s);
+
+    let mut s = Script::new("io/copy_file_range/wrong-kinds-and-modes");
+    s.file("f", 0o644, "data").mkdir("d", 0o755);
+    let rd = s.open("f", O_RDONLY, 0);
+    let wr = s.open("f2", O_CREAT | O_WRONLY, 0o644);
+    let ap = s.open("f3", O_CREAT | O_WRONLY | O_APPEND, 0o644);
+    let dir = s.open("d", O_RDONLY | O_DIRECTORY, 0);
+    let path = s.open("f", O_PATH, 0);
+    let closed = s.open("f", O_RDONLY, 0);
+    s.close(closed);
+    s.copy_file_range(wr, None, rd, None, 1, 0)
+        .copy_file_range(rd, None, rd, Some(10), 1, 0)
+        .copy_file_range(rd, None, ap, None, 1, 0)
+        .copy_file_range(dir, None, wr, None, 1, 0)
+        .copy_file_range(rd, None, dir, None, 1, 0)
+        .copy_file_range(dir, None, rd, None, 1, 0)
+        .copy_file_range(path, None, wr, None, 1, 0)
+        .copy_file_range(rd, None, path, None, 1, 0)
+        .copy_file_range(closed, None, wr, None, 1, 0)
+        .copy_file_range(rd, None, closed, None, 1, 0)
+        .copy_file_range(Fd::Raw(-1), None, wr, None, 1, 0)
+        .copy_file_range(dir, None, closed, None, 1, 2)
+        .copy_file_range(rd, None, wr, None, 1, 2)
+        .copy_file_range(rd, None, wr, None, 2, 0)
+        .stat("f2");
+    v.push(s);
 }

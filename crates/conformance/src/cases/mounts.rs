@@ -55,6 +55,19 @@ fn basics(v: &mut Vec<Script>) {
     s.umount2("m", 0).rmdir("m").ls(".");
     v.push(s);
 
+    // tmpfs copies only within one superblock.
+    let mut s = mounted("copy-file-range-across-mounts");
+    s.file("f", 0o644, "outside").file("m/g", 0o644, "inside");
+    let out = s.open("f", O_RDWR, 0);
+    let inside = s.open("m/g", O_RDWR, 0);
+    s.copy_file_range(out, None, inside, None, 3, 0)
+        .copy_file_range(inside, None, out, None, 3, 0)
+        .copy_file_range(inside, Some(0), inside, Some(6), 6, 0)
+        .close(out)
+        .close(inside)
+        .contents("m/g");
+    v.push(s);
+
     let mut s = mounted("stacked");
     s.file("m/first", 0o644, "1").mount_tmpfs("m");
     s.stat("m/first").file("m/second", 0o644, "2");
