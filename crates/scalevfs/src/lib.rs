@@ -25,7 +25,8 @@
 //! ## Where we differ from Linux (deliberately, or not yet)
 //! * One identity per process: uid = euid = fsuid (and the same for groups), so
 //!   `faccessat` with or without `AT_EACCESS` checks the same ids; uid 0 has every
-//!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`).
+//!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`;
+//!   `openat2` with `RESOLVE_IN_ROOT` confines one walk to a directory).
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
