@@ -480,4 +480,18 @@ impl VfsCore {
         let ctx = Ctx::new(&CHECKED, f.path());
         self.pwrite(&ctx, f, buf, off)
     }
+
+    /// `copy_file_range` between two open file descriptions at explicit offsets (the
+    /// caller updates its offsets by the count); see [`VfsCore::copy_file_range`].
+    pub fn file_copy_range(
+        &self,
+        fin: &OpenFile,
+        off_in: i64,
+        fout: &OpenFile,
+        off_out: i64,
+        len: usize,
+    ) -> SysResult<usize> {
+        let ctx = Ctx::new(&CHECKED, fout.path());
+        self.copy_file_range(&ctx, fin, off_in, fout, off_out, len)
+    }
 }
