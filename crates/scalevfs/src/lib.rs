@@ -43,9 +43,10 @@
 //!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
 //!   (root only) device nodes, but no driver stands behind any device number: opening a
 //!   device node is `ENXIO`, as for a major number with no driver on Linux;
-//! * `openat2` takes every `RESOLVE_*` flag; a scoped (`BENEATH`/`IN_ROOT`) walk through
-//!   `..` that raced a rename answers `EAGAIN`, as Linux's does (Linux also retries on a
-//!   racing mount; scalevfs mounts take no part in that check).
+//! * `openat2` takes every `RESOLVE_*` flag; a scoped (`BENEATH`/`IN_ROOT`) walk that
+//!   takes `..` (also one in a symlink's target) after a rename or a mount change answers
+//!   `EAGAIN`, as Linux's does. `RESOLVE_CACHED` answers what the rcu-walk can, which takes
+//!   no `..` and follows no symlink (Linux's does both): those are `EAGAIN`.
 //! * `close_range` with `CLOSE_RANGE_UNSHARE` closes in the table the process's threads
 //!   share (Linux would unshare it for the calling thread first);
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no

@@ -438,6 +438,17 @@ impl Process {
         if how.flags & libc::O_PATH as u64 != 0 && how.flags & !O_PATH_FLAGS != 0 {
             return Err(Errno::EINVAL);
         }
+        // What build_open_flags checks before RESOLVE_CACHED's EAGAIN (`VfsCore::open`
+        // checks it again, for openat): O_CREAT with O_DIRECTORY, and an O_TMPFILE without
+        // O_DIRECTORY or write access, are EINVAL even under RESOLVE_CACHED.
+        let tmpfile = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
+        let (o_creat, o_dir) = (libc::O_CREAT as u64, libc::O_DIRECTORY as u64);
+        if how.flags & (o_creat | o_dir) == o_creat | o_dir
+            || how.flags & tmpfile != 0
+                && (how.flags & o_dir == 0 || how.flags & libc::O_ACCMODE as u64 == 0)
+        {
+            return Err(Errno::EINVAL);
+        }
         if how.resolve & Resolve::CACHED != 0
             && how.flags & (libc::O_TRUNC | libc::O_CREAT | libc::O_TMPFILE) as u64 != 0
         {
@@ -448,6 +459,11 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let flags = how.flags as i32;
+        // path_init refuses an absolute path under RESOLVE_BENEATH (nd_jump_root) before it
+        // looks at dirfd: EXDEV even for a descriptor that is not open.
+        if how.resolve & Resolve::BENEATH != 0 && path.first() == Some(&b'/') {
+            return Err(Errno::EXDEV);
+        }
         let scoped = how.resolve & Resolve::SCOPED != 0;
         // A scoped walk starts at dirfd even for an absolute path, and dirfd is its root.
         let start = if scoped && path.first() == Some(&b'/') {
@@ -460,13 +476,10 @@ impl Process {
         } else {
             self.root.clone()
         };
-        let ctx = Ctx {
-            cred: &self.cred,
-            root: &root,
-            resolve: how.resolve,
-        };
+        let mut ctx = Ctx::new(&self.cred, &root);
+        ctx.resolve = how.resolve;
         let umask = self.umask.load(Ordering::Relaxed);
-        let f = self.core().scoped(&ctx, path, || {
+        let f = self.core().scoped(&ctx, || {
             self.core()
                 .open(&ctx, start.path(), path, flags, how.mode as u32, umask)
         })?;

@@ -25,6 +25,8 @@ use crate::dentry::{Dentry, DentryRef};
 use crate::mount::{MntRef, Path};
 use crate::perm::{permission, Cred, MAY_EXEC};
 use crate::{Errno, SysResult};
+use scalevfs_primitives::seqlock::SeqCount;
+use std::cell::Cell;
 
 /// `PATH_MAX`: a path of this many bytes or more is `ENAMETOOLONG`.
 pub const PATH_MAX: usize = 4096;
@@ -41,6 +43,9 @@ pub struct Ctx<'a> {
     pub root: &'a Path,
     /// `openat2`'s `RESOLVE_*` bits (0 for every other call). See [`Resolve`].
     pub resolve: u64,
+    /// A scoped walk's sample of the rename sequence, taken by [`VfsCore::scoped`] when
+    /// the walk began and checked by `follow_dotdot` after every `..`.
+    scope_seq: Cell<Option<SeqCount>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -50,6 +55,7 @@ impl<'a> Ctx<'a> {
             cred,
             root,
             resolve: 0,
+            scope_seq: Cell::new(None),
         }
     }
     fn has(&self, bit: u64) -> bool {
@@ -69,8 +75,9 @@ impl<'a> Ctx<'a> {
 ///   (absolute paths and symlinks start at it, `..` stays in it);
 /// * `CACHED`: only what rcu-walk can answer from the caches; anything else is `EAGAIN`.
 ///
-/// A scoped walk (`BENEATH`, `IN_ROOT`) that took `..` while a rename ran is `EAGAIN`,
-/// as on Linux: the rename may have moved the walk out of its root.
+/// A scoped walk (`BENEATH`, `IN_ROOT`) that takes `..` (in the path or in a symlink's
+/// target) after a rename ran is `EAGAIN` at that `..`, as on Linux: the rename may have
+/// moved the walk out of its root.
 pub struct Resolve;
 
 impl Resolve {
@@ -145,7 +152,7 @@ impl VfsCore {
         let r = match self.rcu_lookup(ctx, start, path, follow, must_dir) {
             Some(r) => r,
             None if ctx.has(Resolve::CACHED) => Err(Errno::EAGAIN),
-            None => self.scoped(ctx, path, || {
+            None => self.scoped(ctx, || {
                 let mut links = 0;
                 let (p, last) = self.link_path_walk(ctx, start.clone(), path, &mut links)?;
                 self.lookup_last(ctx, p, &last, follow, must_dir, &mut links)
@@ -159,24 +166,19 @@ impl VfsCore {
         r
     }
 
-    /// Runs a ref-walk of `path`; for a scoped walk (`RESOLVE_BENEATH`/`IN_ROOT`) that may
-    /// take `..`, `EAGAIN` if a rename ran meanwhile (it could have moved a directory of
-    /// the walk out from under its root; Linux checks `rename_lock` the same way).
-    pub fn scoped<R>(
-        &self,
-        ctx: &Ctx<'_>,
-        path: &[u8],
-        walk: impl FnOnce() -> SysResult<R>,
-    ) -> SysResult<R> {
-        if ctx.resolve & Resolve::SCOPED == 0 || !path.windows(2).any(|w| w == b"..") {
-            return walk();
+    /// Runs a ref-walk; a scoped walk (`RESOLVE_BENEATH`/`IN_ROOT`) samples the rename
+    /// sequence as it begins (once: an outer call's sample stands), and each `..` it takes
+    /// is `EAGAIN` if a rename (or mount change) ran since, as Linux's `handle_dots` checks
+    /// `rename_lock` and `mount_lock`: it could have moved a directory of the walk out
+    /// from under its root, and the `..` above it. Checked at the `..` itself, not after
+    /// the walk: the `..` may be in a symlink's target, and an `O_CREAT` walk creates
+    /// where it ends.
+    pub fn scoped<R>(&self, ctx: &Ctx<'_>, walk: impl FnOnce() -> SysResult<R>) -> SysResult<R> {
+        if ctx.resolve & Resolve::SCOPED != 0 && ctx.scope_seq.get().is_none() {
+            ctx.scope_seq
+                .set(Some(self.dcache.rename_lock.read_begin()));
         }
-        let seq = self.dcache.rename_lock.read_begin();
-        let r = walk();
-        if self.dcache.rename_lock.read_retry(seq) {
-            return Err(Errno::EAGAIN);
-        }
-        r
+        walk()
     }
 
     /// Resolves all but the last component (`filename_parentat`).
@@ -560,8 +562,22 @@ impl VfsCore {
 
     /// `..` (`follow_dotdot`): stays at the process root (under `RESOLVE_BENEATH`, leaving
     /// the starting directory is `EXDEV`), climbs out of mounts (`EXDEV` under
-    /// `RESOLVE_NO_XDEV`).
-    pub(crate) fn follow_dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> SysResult<Path> {
+    /// `RESOLVE_NO_XDEV`); in a scoped walk, `EAGAIN` if a rename ran since it began (see
+    /// [`scoped`](Self::scoped)).
+    pub(crate) fn follow_dotdot(&self, ctx: &Ctx<'_>, cur: Path) -> SysResult<Path> {
+        let p = self.dotdot(ctx, cur)?;
+        if ctx.has(Resolve::SCOPED) {
+            // A scoped walk outside `scoped` has no sample: nothing proves it stayed inside.
+            let seq = ctx.scope_seq.get().ok_or(Errno::EAGAIN)?;
+            if self.dcache.rename_lock.read_retry(seq) {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        Ok(p)
+    }
+
+    /// [`follow_dotdot`](Self::follow_dotdot) without the rename check.
+    fn dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> SysResult<Path> {
         loop {
             if cur == *ctx.root {
                 if ctx.has(Resolve::BENEATH) {
