@@ -293,6 +293,18 @@ fn removal_gives_enoent_to_lookups_and_enodev_to_open_files() {
         k.remove(&d.gids[9]).unwrap();
         assert_eq!(p.newfstatat(libc::AT_FDCWD, gid(9), 0), Err(Errno::ENOENT));
         assert_eq!(p.openat(libc::AT_FDCWD, gid(9), RO, 0), Err(Errno::ENOENT));
+        // O_CREAT revalidates the cached dentry too: the name is gone, and creating a new
+        // name in sysfs is EACCES (not an open of the removed node).
+        assert_eq!(
+            p.openat(libc::AT_FDCWD, gid(8), RO | libc::O_CREAT, 0o644)
+                .map(|fd| p.close(fd)),
+            Ok(Ok(()))
+        );
+        k.remove(&d.gids[8]).unwrap();
+        assert_eq!(
+            p.openat(libc::AT_FDCWD, gid(8), RO | libc::O_CREAT, 0o644),
+            Err(Errno::EACCES)
+        );
         // Buffered bytes are still returned; anything needing the node is ENODEV.
         let rest = gid_string(9).len() - 10;
         assert_eq!(p.read(fd, &mut [0u8; 64]), Ok(rest));

@@ -366,10 +366,13 @@ impl VfsCore {
                 return Err(Errno::EISDIR);
             }
             let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
-            let cached = self
-                .dcache
-                .lookup(&dirp.dentry, &last.name)
-                .filter(|d| !d.is_negative() && flags & libc::O_EXCL == 0);
+            // A cached positive answer is taken without the directory lock, unless the file
+            // system no longer stands by it (d_revalidate; `lookup_one` below drops it).
+            let cached = self.dcache.lookup(&dirp.dentry, &last.name).filter(|d| {
+                !d.is_negative()
+                    && flags & libc::O_EXCL == 0
+                    && (!dir.sb().revalidates || dir.fs().revalidate(dir, &last.name, d.inode()))
+            });
             let d = match cached {
                 Some(d) => d,
                 None => {
