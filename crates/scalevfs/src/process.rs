@@ -201,6 +201,36 @@ impl Start<'_> {
 /// `UIO_MAXIOV`: the most iovecs one `readv`/`writev` takes (more: `EINVAL`).
 const IOV_MAX: usize = 1024;
 
+/// Moves data segment by segment, in order (`do_loop_readv_writev`): `io(segment, bytes
+/// so far)`; a short transfer ends it, and an error is returned only if nothing moved.
+fn each_segment<S: AsRef<[u8]>>(
+    segs: impl IntoIterator<Item = S>,
+    mut io: impl FnMut(S, usize) -> SysResult<usize>,
+) -> SysResult<usize> {
+    let mut total = 0;
+    for seg in segs {
+        let len = seg.as_ref().len();
+        match io(seg, total) {
+            Ok(n) => {
+                total += n;
+                if n < len {
+                    break;
+                }
+            }
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(total)
+}
+
+/// The non-empty segments of a read (empty ones take no part in it).
+fn read_segments<'a, 'b>(
+    bufs: &'a mut [IoSliceMut<'b>],
+) -> impl Iterator<Item = &'a mut [u8]> + use<'a, 'b> {
+    bufs.iter_mut().map(|b| &mut **b).filter(|b| !b.is_empty())
+}
+
 fn next_pid() -> i32 {
     static NEXT: AtomicI32 = AtomicI32::new(100);
     NEXT.fetch_add(1, Ordering::Relaxed)
@@ -603,23 +633,7 @@ impl Process {
         if let Some(s) = special(&f) {
             return pollfiles::readv(s, &f, bufs, None);
         }
-        let mut total = 0;
-        for b in bufs.iter_mut() {
-            if b.is_empty() {
-                continue;
-            }
-            match self.core().read(&f, b) {
-                Ok(n) => {
-                    total += n;
-                    if n < b.len() {
-                        break;
-                    }
-                }
-                Err(e) if total == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        Ok(total)
+        each_segment(read_segments(bufs), |b, _| self.core().read(&f, b))
     }
     pub fn writev(&self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
@@ -634,22 +648,8 @@ impl Process {
             return Ok(0);
         }
         if let Some(Special::EventFd(_)) = special(&f) {
-            // No write_iter: do_loop_readv_writev writes segment by segment and stops at
-            // the first error or short write (an error only if nothing was written).
-            let mut total = 0;
-            for b in bufs {
-                match self.write(fd, b) {
-                    Ok(n) => {
-                        total += n;
-                        if n < b.len() {
-                            break;
-                        }
-                    }
-                    Err(e) if total == 0 => return Err(e),
-                    Err(_) => break,
-                }
-            }
-            return Ok(total);
+            // No write_iter: segment by segment.
+            return each_segment(bufs.iter().map(|b| &**b), |b, _| self.write(fd, b));
         }
         // One write of the gathered bytes keeps O_APPEND writes atomic, as on Linux.
         let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
@@ -662,45 +662,38 @@ impl Process {
     /// `preadv(2)`: `readv` at `offset`, leaving the file position alone. The segments
     /// are filled in order; a short read stops the transfer.
     pub fn preadv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>], offset: i64) -> SysResult<usize> {
-        // do_preadv: the offset, the descriptor, FMODE_PREAD (ESPIPE), then vfs_readv's
-        // checks as in `readv`.
-        if offset < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let f = self.fds.get(fd)?;
-        if special(&f).is_some() {
-            return Err(Errno::ESPIPE);
-        }
-        if !f.readable() {
-            return Err(Errno::EBADF);
-        }
-        if bufs.len() > IOV_MAX {
-            return Err(Errno::EINVAL);
-        }
-        if bufs.iter().all(|b| b.is_empty()) {
+        let empty = bufs.iter().all(|b| b.is_empty());
+        let Some(f) = self.positioned_vectored(fd, offset, bufs.len(), empty, |f| f.readable())?
+        else {
             return Ok(0);
-        }
-        let mut total = 0;
-        for b in bufs.iter_mut().filter(|b| !b.is_empty()) {
-            let at = offset.saturating_add(total as i64);
-            match self.core().pread(&f, b, at) {
-                Ok(n) => {
-                    total += n;
-                    if n < b.len() {
-                        break;
-                    }
-                }
-                Err(e) if total == 0 => return Err(e),
-                Err(_) => break,
-            }
-        }
-        Ok(total)
+        };
+        each_segment(read_segments(bufs), |b, done| {
+            self.core().pread(&f, b, offset.saturating_add(done as i64))
+        })
     }
     /// `pwritev(2)`: `writev` at `offset`, leaving the file position alone (with
     /// `O_APPEND` the data goes to the end, as Linux's `pwritev` does). One write of the
     /// gathered bytes, so readers see all or nothing of it.
     pub fn pwritev(&self, fd: i32, bufs: &[IoSlice<'_>], offset: i64) -> SysResult<usize> {
-        // do_pwritev: as preadv.
+        let empty = bufs.iter().all(|b| b.is_empty());
+        let Some(f) = self.positioned_vectored(fd, offset, bufs.len(), empty, |f| f.writable())?
+        else {
+            return Ok(0);
+        };
+        let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        self.core().pwrite(&self.ctx(), &f, &all, offset)
+    }
+    /// The checks of `do_preadv`/`do_pwritev` before a transfer, in Linux's order: the
+    /// offset, the descriptor, `FMODE_PREAD`/`PWRITE` (`ESPIPE`), the access mode
+    /// (`allowed`, else `EBADF`), the iovec count; `None` when there is nothing to move.
+    fn positioned_vectored(
+        &self,
+        fd: i32,
+        offset: i64,
+        nbufs: usize,
+        empty: bool,
+        allowed: impl FnOnce(&FileRef) -> bool,
+    ) -> SysResult<Option<FileRef>> {
         if offset < 0 {
             return Err(Errno::EINVAL);
         }
@@ -708,17 +701,13 @@ impl Process {
         if special(&f).is_some() {
             return Err(Errno::ESPIPE);
         }
-        if !f.writable() {
+        if !allowed(&f) {
             return Err(Errno::EBADF);
         }
-        if bufs.len() > IOV_MAX {
+        if nbufs > IOV_MAX {
             return Err(Errno::EINVAL);
         }
-        if bufs.iter().all(|b| b.is_empty()) {
-            return Ok(0);
-        }
-        let all: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-        self.core().pwrite(&self.ctx(), &f, &all, offset)
+        Ok((!empty).then_some(f))
     }
     /// `copy_file_range(2)`: copies up to `len` bytes from `fd_in` to `fd_out` inside the
     /// file system, from and to `off_in`/`off_out` (updated by the count) or, for `None`,
