@@ -1056,6 +1056,19 @@ impl Drop for Finish<'_> {
 mod tests {
     use super::*;
 
+    /// A regular file `f` (0644, root's) in the root of `fs`'s VFS.
+    fn root_file(fs: &Fs) -> Node {
+        let core = fs.vfs.core();
+        core.node_mknod(
+            &core.root_node(),
+            b"f",
+            libc::S_IFREG | 0o644,
+            0,
+            Owner { uid: 0, gid: 0 },
+        )
+        .unwrap()
+    }
+
     #[test]
     fn fuse_lock_ranges_convert_to_lock_requests() {
         let r = lock_request(LockOwner::Process(7), 42, libc::F_WRLCK as u32, 5, u64::MAX).unwrap();
@@ -1168,16 +1181,7 @@ mod tests {
     fn shutdown_leaves_no_waiter_and_no_lock_behind() {
         let fs = Arc::new(Fs::new(Vfs::new(scalevfs::VfsOptions::default())));
         let core = fs.vfs.core();
-        let root = core.root_node();
-        let n = core
-            .node_mknod(
-                &root,
-                b"f",
-                libc::S_IFREG | 0o644,
-                0,
-                Owner { uid: 0, gid: 0 },
-            )
-            .unwrap();
+        let n = root_file(&fs);
         let open = || {
             let file = core.node_open(&n, libc::O_RDWR).unwrap();
             fs.handle(fs.files.insert(Handle::new(n.clone(), file)))
@@ -1226,16 +1230,7 @@ mod tests {
     fn xattr_requests_run_with_the_callers_credentials() {
         let fs = Fs::new(Vfs::new(scalevfs::VfsOptions::default()));
         let core = fs.vfs.core();
-        let root = core.root_node();
-        let f = core
-            .node_mknod(
-                &root,
-                b"f",
-                libc::S_IFREG | 0o644,
-                0,
-                Owner { uid: 0, gid: 0 },
-            )
-            .unwrap();
+        let f = root_file(&fs);
         let (admin, user) = (
             Cred::root(),
             Cred {
