@@ -371,7 +371,7 @@ impl VfsCore {
             let cached = self.dcache.lookup(&dirp.dentry, &last.name).filter(|d| {
                 !d.is_negative()
                     && flags & libc::O_EXCL == 0
-                    && (!dir.sb().revalidates || dir.fs().revalidate(dir, &last.name, d.inode()))
+                    && Self::still_valid(dir, &last.name, d)
             });
             let d = match cached {
                 Some(d) => d,

@@ -645,6 +645,13 @@ impl VfsCore {
         p
     }
 
+    /// `d_revalidate` in ref-walk: does `dir`'s file system still stand by the cached
+    /// dentry `d` for `name`? Always, for file systems whose names only change through
+    /// the VFS.
+    pub(crate) fn still_valid(dir: &crate::inode::Inode, name: &[u8], d: &Dentry) -> bool {
+        !dir.sb().revalidates || dir.fs().revalidate(dir, name, d.inode())
+    }
+
     /// Looks `name` up in the directory `parent`: the dcache, else the file system (caching
     /// the answer, negative or positive). `locked`: the caller holds the directory's `rwsem`.
     pub(crate) fn lookup_one(
@@ -656,7 +663,7 @@ impl VfsCore {
         let dir = parent.dentry.inode().ok_or(Errno::ENOENT)?;
         // d_revalidate: a cached answer the file system no longer stands by is dropped.
         let valid = |d: &DentryRef| {
-            if dir.sb().revalidates && !dir.fs().revalidate(dir, name, d.inode()) {
+            if !Self::still_valid(dir, name, d) {
                 self.dcache.drop_dentry(d);
                 false
             } else {
