@@ -23,6 +23,18 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use scalevfs::{Credentials, Locking, Process, Vfs, VfsOptions};
 use serde::{Deserialize, Serialize};
 
+/// Gives the memory mimalloc holds free back to the kernel now: forces the collection of
+/// the calling thread's heap, of abandoned pages, and the purge of every free range the
+/// arenas hold (which mimalloc otherwise does lazily, on later allocations, so an idle
+/// process keeps the memory of a deleted large file resident). The `scalevfs` daemon
+/// calls it when its FUSE server goes idle (`MountOptions::on_idle`): at most once per
+/// idle period, so the hot path pays nothing.
+pub fn release_free_memory() {
+    // SAFETY: mi_collect has no preconditions; it may be called from any thread at any
+    // time (it takes mimalloc's own locks).
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
 /// Counting is on only during a measurement; `Relaxed` suffices because the measuring
 /// thread itself switches it and only its own tally is read.
 static COUNTING: AtomicBool = AtomicBool::new(false);

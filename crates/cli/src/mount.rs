@@ -22,21 +22,31 @@
 //!
 //! SIGINT and SIGTERM are blocked before `Server::mount_with` starts the worker threads
 //! (threads inherit the mask), so they are only ever taken synchronously by the main
-//! thread: it `poll`s a signalfd together with `/proc/self/mountinfo`, which reports
-//! `POLLPRI` whenever the mount table changes. A signal, or our mount disappearing from
-//! mountinfo (`scalevfs umount`, `fusermount3 -u`, `umount -l`), ends the wait; then
-//! `Server::unmount` cancels waiting lock requests, aborts the connection (files still
-//! open on a lazily detached mount then fail with `ENOTCONN` instead of keeping a daemon
-//! nobody can reach) and joins the workers; the exit status is 0. Our mount is recognised
-//! by its mount id *and* device number, read right after mounting, so that another mount
-//! on the same directory later is never taken for ours.
+//! thread: it sleeps in `poll`, with no timeout, on a signalfd together with
+//! `/proc/self/mountinfo`, which reports `POLLPRI` whenever the mount table changes. A
+//! signal, or our mount disappearing from mountinfo (`scalevfs umount`, `fusermount3 -u`,
+//! `umount -l`), ends the wait; then `Server::unmount` cancels waiting lock requests,
+//! aborts the connection (files still open on a lazily detached mount then fail with
+//! `ENOTCONN` instead of keeping a daemon nobody can reach), detaches our mount if it is
+//! still there and on top, and joins the workers; the exit status is 0. Our mount is
+//! recognised by its mount id, read right after mounting, so that neither a mount beneath
+//! it nor another mount on the same directory later is ever taken for ours
+//! (`scalevfs_fuse::mounts`).
+//!
+//! While serving, the server's idle watcher gives freed memory back to the kernel about
+//! half a second after the last request (`MountOptions::on_idle`): mimalloc would
+//! otherwise keep a deleted file's pages resident until later allocations.
 //!
 //! ## Unmounting
 //!
-//! `scalevfs umount X` checks `/proc/self/mountinfo` for a scalevfs FUSE mount at X
-//! (fstype `fuse.scalevfs*`, or plain `fuse` with a `scalevfs*` source, which is how a
-//! server that sets only `fsname=` shows up), then detaches it: `umount2(MNT_DETACH)` as
-//! root, `fusermount3 -u -z` otherwise. The daemon sees the mount go and exits.
+//! `scalevfs umount X` pins the mount on top at X (an `O_PATH` descriptor), checks in
+//! `/proc/self/mountinfo` that it is a scalevfs FUSE mount (fstype `fuse.scalevfs*`, or
+//! plain `fuse` with a `scalevfs*` source, which is how a server that sets only `fsname=`
+//! shows up) mounted at X, and detaches exactly that mount through the descriptor
+//! (`umount2("/proc/self/fd/N", MNT_DETACH)`) as root, or with `fusermount3 -u -z`
+//! otherwise. A scalevfs mount covered by another file system is refused as "not a
+//! scalevfs mount": what is on top at X is not ours to remove. The daemon sees its mount
+//! go and exits.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -47,7 +57,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::RangedU64ValueParser;
 use clap::Args;
-use scalevfs_fuse::{MountOptions, Server};
+use scalevfs_fuse::{mounts, MountOptions, Server};
 
 /// Marks the lines the daemon child writes for its parent (mixed on the same pipe with
 /// whatever `fusermount3` prints).
@@ -125,6 +135,9 @@ impl MountArgs {
             // on stderr after our own clean unmount).
             auto_unmount: !self.foreground,
             xattrs: !self.no_xattr,
+            // Freed memory (a deleted file's pages) goes back to the kernel within about
+            // a second of going idle, not at some later request.
+            on_idle: Some(scalevfs_bench::memory::release_free_memory),
         }
     }
 }
@@ -271,24 +284,11 @@ fn log_error(msg: &str) {
 fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Result<(), String> {
     let signals = SignalFd::block_int_term()?;
     let server = Server::mount_with(path, options).map_err(|e| e.to_string())?;
-    // Read right after mounting, before any other mount can land on `path`: the FUSE
-    // mount on top there is ours.
-    let ours = fuse_mounts().ok().and_then(|m| {
-        m.into_iter()
-            .rfind(|m| m.mount_point == path.as_os_str().as_bytes())
-    });
-    if ours.is_none() {
-        eprintln!(
-            "scalevfs mount: {} is not in /proc/self/mountinfo: only a signal will stop this \
-             server",
-            path.display()
-        );
-    }
     match mounted {
         Some(f) => f(),
         None => println!("mounted {}", path.display()),
     }
-    let why = wait_for_end(&signals, ours.as_ref())?;
+    let why = wait_for_end(&signals, server.mount_id())?;
     let result = server.unmount().map_err(|e| format!("unmount failed: {e}"));
     if mounted.is_none() && result.is_ok() {
         println!("unmounted {} ({why})", path.display());
@@ -296,9 +296,12 @@ fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Res
     result
 }
 
-/// Blocks until SIGINT/SIGTERM arrives or `ours` leaves the mount table; says which.
-fn wait_for_end(signals: &SignalFd, ours: Option<&MountEntry>) -> Result<String, String> {
-    let table = File::open("/proc/self/mountinfo").map_err(|e| format!("mountinfo: {e}"))?;
+/// Blocks until SIGINT/SIGTERM arrives or mount `ours` leaves the mount table; says
+/// which. Sleeps in `poll` with no timeout: the signalfd and the mount table's `POLLPRI`
+/// (one event per change of this namespace's mounts, reset by the `poll` that reports it,
+/// so a change between two checks is reported by the next `poll`) are the only wake-ups.
+fn wait_for_end(signals: &SignalFd, ours: u64) -> Result<String, String> {
+    let table = mounts::mount_table_events().map_err(|e| format!("mountinfo: {e}"))?;
     let mut fds = [
         libc::pollfd {
             fd: signals.fd.as_raw_fd(),
@@ -312,10 +315,13 @@ fn wait_for_end(signals: &SignalFd, ours: Option<&MountEntry>) -> Result<String,
         },
     ];
     loop {
-        // The 1 s timeout only re-checks the table in case a change notification was
-        // missed; the mount table itself wakes us with POLLPRI|POLLERR when it changes.
+        // Checked before each sleep: a change before `table` was opened is seen here.
+        let still = mounts::fuse_mount_by_id(ours).map_or(true, |m| m.is_some());
+        if !still {
+            return Ok("unmounted from outside".into());
+        }
         // SAFETY: `fds` is a live array of two pollfds.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, 1000) };
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
         if r < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -325,14 +331,6 @@ fn wait_for_end(signals: &SignalFd, ours: Option<&MountEntry>) -> Result<String,
         }
         if fds[0].revents & libc::POLLIN != 0 {
             return Ok(format!("signal {}", signals.read()?));
-        }
-        if let Some(ours) = ours {
-            let still = fuse_mounts()
-                .map(|m| m.iter().any(|m| m.id == ours.id && m.dev == ours.dev))
-                .unwrap_or(true);
-            if !still {
-                return Ok("unmounted from outside".into());
-            }
         }
     }
 }
@@ -395,47 +393,32 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
 
 // ------------------------------------------------------------------- umount
 
-/// `scalevfs umount`.
+/// `scalevfs umount`: detaches the scalevfs mount on top at the path, and nothing else.
 pub fn umount(args: &UmountArgs) -> Result<(), String> {
     let shown = args.mountpoint.display();
     let not_ours = || format!("{shown} is not a scalevfs mount");
     let path = mount_path(&args.mountpoint).ok_or_else(not_ours)?;
-    let mounts = fuse_mounts().map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
-    if !mounts
-        .iter()
-        .any(|m| m.scalevfs && m.mount_point == path.as_os_str().as_bytes())
-    {
+    // The mount on top there, pinned, so that what we check is what we detach.
+    let top = mounts::TopMount::open(&path).map_err(|_| not_ours())?;
+    let entry =
+        mounts::fuse_mount_by_id(top.id).map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    if !entry.is_some_and(|m| m.scalevfs && m.mount_point == path.as_os_str().as_bytes()) {
         return Err(not_ours());
     }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| not_ours())?;
-        // SAFETY: `c` is a NUL-terminated path that lives across the call.
-        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } < 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(match e.raw_os_error() {
-                Some(libc::EPERM) => format!("no permission to unmount {shown}"),
-                _ => format!("cannot unmount {shown}: {e}"),
-            });
-        }
-        return Ok(());
+    let id = top.id;
+    match top.detach() {
+        Ok(()) => return Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
+        Err(e) => return Err(format!("cannot unmount {shown}: {e}")),
     }
-    let fusermount = scalevfs_fuse::fusermount_path()
-        .ok_or_else(|| scalevfs_fuse::MountError::NoFusermount.to_string())?;
-    let out = std::process::Command::new(fusermount)
-        .args(["-u", "-z", "--"])
-        .arg(&path)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("fusermount3: {e}"))?;
-    if out.status.success() {
-        return Ok(());
+    // Not root: the setuid helper, right after a fresh check (see `mounts::detach_ours`).
+    match mounts::detach_ours(&path, id, scalevfs_fuse::fusermount_path) {
+        Ok(mounts::Detach::Done | mounts::Detach::Gone) => Ok(()),
+        Ok(mounts::Detach::Covered) => Err(format!(
+            "{shown} changed while unmounting: another mount is on top now"
+        )),
+        Err(e) => Err(format!("no permission to unmount {shown} ({e})")),
     }
-    let why = String::from_utf8_lossy(&out.stderr);
-    Err(format!(
-        "no permission to unmount {shown} ({})",
-        why.lines().next().unwrap_or("fusermount3 failed").trim()
-    ))
 }
 
 /// `p` made absolute without touching its last component: on a mount whose daemon is
@@ -451,70 +434,6 @@ fn mount_path(p: &Path) -> Option<PathBuf> {
         _ => Path::new("."),
     };
     Some(std::fs::canonicalize(parent).ok()?.join(name))
-}
-
-/// One line of `/proc/self/mountinfo` that is a FUSE mount.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MountEntry {
-    /// Field 1: the mount id.
-    pub id: u64,
-    /// Field 3: `major:minor` of the mount's device.
-    pub dev: String,
-    /// Field 5, unescaped.
-    pub mount_point: Vec<u8>,
-    /// Served by scalevfs: fstype `fuse.scalevfs*`, or plain `fuse` with a `scalevfs*`
-    /// source (a server that sets only `fsname=`).
-    pub scalevfs: bool,
-}
-
-/// The FUSE mounts in this mount namespace, bottom first.
-pub fn fuse_mounts() -> std::io::Result<Vec<MountEntry>> {
-    Ok(parse_mountinfo(&std::fs::read_to_string(
-        "/proc/self/mountinfo",
-    )?))
-}
-
-/// The FUSE mounts in a mountinfo text (see `proc_pid_mountinfo(5)`: the optional fields
-/// end with `-`, then fstype and source).
-pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let sep = f.iter().position(|x| *x == "-")?;
-            let (fstype, source) = (*f.get(sep + 1)?, *f.get(sep + 2)?);
-            if fstype != "fuse" && !fstype.starts_with("fuse.") {
-                return None; // not FUSE (fusectl and fuseblk included)
-            }
-            Some(MountEntry {
-                id: f.first()?.parse().ok()?,
-                dev: f.get(2)?.to_string(),
-                mount_point: unescape(f.get(4)?),
-                scalevfs: fstype.starts_with("fuse.scalevfs")
-                    || (fstype == "fuse" && source.starts_with("scalevfs")),
-            })
-        })
-        .collect()
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\ooo` octal escapes.
-fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b.get(i + 1..i + 4) {
-            Some(d) if b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)) => {
-                let v = u32::from(d[0] - b'0') * 64 + u32::from(d[1] - b'0') * 8;
-                out.push((v + u32::from(d[2] - b'0')) as u8);
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -535,25 +454,6 @@ mod tests {
         assert!(parse_size("18446744073709551615K")
             .unwrap_err()
             .contains("too large"));
-    }
-
-    #[test]
-    fn mountinfo_lines() {
-        let text = "\
-22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
-90 22 0:50 / /tmp/a\\040b rw,nosuid,nodev,relatime shared:7 - fuse.scalevfs scalevfs rw,user_id=0
-91 22 0:51 / /tmp/c rw,nosuid - fuse scalevfs-spike rw,user_id=0
-92 22 0:52 / /tmp/d rw,nosuid - fuse other rw,user_id=0
-93 22 0:53 / /tmp/e rw - fuse.sshfs scalevfs rw
-94 22 0:54 / /tmp/f\\134g - fuse.scalevfs-test x rw
-95 22 0:55 / /sys/fs/fuse/connections rw - fusectl none rw";
-        let all = parse_mountinfo(text);
-        assert_eq!(all.len(), 5, "every FUSE mount, ext4 left out: {all:?}");
-        let m: Vec<MountEntry> = all.into_iter().filter(|m| m.scalevfs).collect();
-        let points: Vec<&[u8]> = m.iter().map(|m| &m.mount_point[..]).collect();
-        assert_eq!(points, [&b"/tmp/a b"[..], b"/tmp/c", b"/tmp/f\\g"], "{m:?}");
-        assert_eq!((m[0].id, m[0].dev.as_str()), (90, "0:50"));
-        assert!(parse_mountinfo("garbage\n\n1 2 3").is_empty());
     }
 
     #[test]

@@ -76,8 +76,10 @@
 //! [`Server::unmount`]: cancel every waiting lock request (they answer `EINTR`), abort the
 //! connection through fusectl (pending requests fail with `ECONNABORTED`, later ones with
 //! `ENOTCONN`; closing `/dev/fuse` is not enough while a forked child holds a copy of it;
-//! the workers' reads return `ENODEV`), detach the mount (`umount2(MNT_DETACH)`, which
-//! succeeds with files still open; a non-root user whose system has no fusectl mounted
+//! the workers' reads return `ENODEV`), detach our mount (`umount2(MNT_DETACH)`, which
+//! succeeds with files still open; only the mount whose id we read right after mounting,
+//! and only while it is on top of the mount point: never whatever else is mounted there,
+//! see [`mounts`]; a non-root user whose system has no fusectl mounted
 //! cannot abort, and the detach alone then ends the connection, at once if nothing is
 //! open), join the workers, then cancel again (a SETLKW being
 //! dispatched during the first cancel publishes its wait after it), wait for every lock
@@ -95,7 +97,6 @@
 use std::ffi::{CString, OsString};
 use std::fmt;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -105,6 +106,8 @@ use scalevfs::{Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, DemoTree};
 use scalevfs_kernfs::{Kernfs, KernfsFs};
 
+mod idle;
+pub mod mounts;
 mod server;
 mod tables;
 
@@ -207,7 +210,14 @@ pub struct MountOptions {
     /// the kernel no longer asks for `security.capability` before each `write(2)` (a round
     /// trip; small writes are about 1.5x faster without it).
     pub xattrs: bool,
+    /// Called from a helper thread once the server has answered no request for about
+    /// half a second after some activity ([`QUIET_BEFORE_IDLE`]), once per idle period;
+    /// never while requests keep coming, and nothing polls while idle. The `scalevfs`
+    /// daemon gives freed memory back to the kernel here.
+    pub on_idle: Option<fn()>,
 }
+
+pub use idle::QUIET as QUIET_BEFORE_IDLE;
 
 impl Default for MountOptions {
     fn default() -> Self {
@@ -219,6 +229,7 @@ impl Default for MountOptions {
             allow_other: false,
             auto_unmount: true,
             xattrs: true,
+            on_idle: None,
         }
     }
 }
@@ -227,7 +238,12 @@ impl Default for MountOptions {
 pub struct Server {
     inner: Arc<Dispatcher>,
     workers: Vec<JoinHandle<io::Result<()>>>,
+    /// The idle watcher, with `MountOptions::on_idle`.
+    idle: Option<(Arc<idle::IdleWatch>, JoinHandle<()>)>,
     mountpoint: PathBuf,
+    /// Our mount's id (mountinfo's first field): what [`mounts::detach_ours`] removes,
+    /// and nothing else.
+    mount_id: u64,
     /// The connection's name under `/sys/fs/fuse/connections`: the minor number of the
     /// mount's anonymous device.
     conn: u32,
@@ -235,6 +251,9 @@ pub struct Server {
     stopped: bool,
     /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
     sys: Option<(Arc<KernfsFs>, DemoTree)>,
+    /// The path polyfuse's session was mounted through: disarmed by `stop`, and declared
+    /// after `inner` so that it outlives the session (fields drop in declaration order).
+    decoy: mounts::UnmountDecoy,
 }
 
 /// Builds the kernfs demo tree and mounts it at `/sys` in `vfs` (`docs/fuse.md` section
@@ -321,34 +340,56 @@ impl Server {
             // larger writes arrive as several requests.
             .max_write(MAX_WRITE);
         let canonical = std::fs::canonicalize(mountpoint).map_err(MountError::Mount)?;
-        let session = Session::mount(mountpoint.to_owned(), config).map_err(MountError::Mount)?;
-        // Not stat(2): that would send GETATTR to a server with no workers yet.
-        let conn = connection_id(&canonical).map_err(MountError::Mount)?;
+        let decoy = mounts::UnmountDecoy::new(&canonical).map_err(MountError::Mount)?;
+        let session = match Session::mount(decoy.path().to_owned(), config) {
+            Ok(s) => s,
+            Err(e) => {
+                decoy.disarm();
+                return Err(MountError::Mount(e));
+            }
+        };
+        // Right after mounting, before anything else can land on the directory, the mount
+        // on top there is ours. Not stat(2): that would send GETATTR to a server with no
+        // workers yet (`TopMount` asks the VFS only).
+        let (mount_id, conn) = identify(&canonical).map_err(MountError::Mount)?;
         let inner = Arc::new(Dispatcher {
             session,
             fs: Arc::new(Fs::new(vfs).with_xattrs(options.xattrs)),
         });
         let mut server = Server {
+            decoy,
             inner,
             workers: Vec::new(),
-            mountpoint: mountpoint.to_owned(),
+            idle: None,
+            mountpoint: canonical,
+            mount_id,
             conn,
             stopped: false,
             sys: None,
         };
+        if let Some(hook) = options.on_idle {
+            server.idle = Some(idle::IdleWatch::start(hook).map_err(MountError::Mount)?);
+        }
         for i in 0..options.threads.max(1) {
             let inner = server.inner.clone();
+            let idle = server.idle.as_ref().map(|(w, _)| w.clone());
             let w = std::thread::Builder::new()
                 .name(format!("fuse-worker-{i}"))
-                .spawn(move || worker(&inner))
+                .spawn(move || worker(&inner, idle.as_deref()))
                 .map_err(MountError::Mount)?; // Drop unmounts what is already running
             server.workers.push(w);
         }
         Ok(server)
     }
 
+    /// The mount point, canonical.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// Our mount's id, as in `/proc/self/mountinfo`'s first field.
+    pub fn mount_id(&self) -> u64 {
+        self.mount_id
     }
 
     /// The served file system (for inspection: the live-inode count, `/proc/locks`).
@@ -371,7 +412,16 @@ impl Server {
                 first = r;
             }
         }
+        self.stop_idle_watch();
+        self.decoy.disarm();
         first.and(self.inner.fs.shutdown())
+    }
+
+    fn stop_idle_watch(&mut self) {
+        if let Some((w, h)) = self.idle.take() {
+            w.stop();
+            let _ = h.join();
+        }
     }
 
     /// Detaches the mount and stops the server, even with files open or lockers waiting.
@@ -390,7 +440,17 @@ impl Server {
         // detach: while mounted, the connection's fusectl name is surely still ours. The
         // abort also wakes every worker's read with ENODEV.
         let aborted = abort_connection(self.conn);
-        let detached = detach(&self.mountpoint);
+        // Only our own mount, and only while it is on top: after an unmount from outside
+        // the path leads to whatever was beneath it (see `mounts`).
+        let detached = match mounts::detach_ours(&self.mountpoint, self.mount_id, fusermount_path) {
+            Ok(mounts::Detach::Done | mounts::Detach::Gone) => Ok(()),
+            Ok(mounts::Detach::Covered) => Err(io::Error::other(format!(
+                "{} is covered by a later mount: ours is left under it (its connection is \
+                 aborted)",
+                self.mountpoint.display()
+            ))),
+            Err(e) => Err(e),
+        };
         match aborted {
             Ok(Abort::Done | Abort::Gone) => {
                 for w in self.workers.drain(..) {
@@ -417,6 +477,8 @@ impl Server {
         // Without fusectl a non-root user cannot abort, and need not: the detach
         // succeeded, the server is stopped (see `Abort::NotPermitted`).
         let aborted = aborted.map(|_| ());
+        self.stop_idle_watch();
+        self.decoy.disarm();
         // A SETLKW read before the abort may have published its wait after the cancel
         // above: `shutdown` cancels again now that the workers are gone, waits for the
         // waiters, and releases every lock our handles' owners hold.
@@ -438,10 +500,15 @@ impl Drop for Server {
     }
 }
 
-fn worker(inner: &Arc<Dispatcher>) -> io::Result<()> {
+fn worker(inner: &Arc<Dispatcher>, idle: Option<&idle::IdleWatch>) -> io::Result<()> {
     loop {
         match inner.session.next_request() {
-            Ok(Some(req)) => inner.dispatch(req),
+            Ok(Some(req)) => {
+                inner.dispatch(req);
+                if let Some(w) = idle {
+                    w.request_seen();
+                }
+            }
             Ok(None) => return Ok(()), // ENODEV: the connection ended (abort or unmount)
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
@@ -449,43 +516,17 @@ fn worker(inner: &Arc<Dispatcher>) -> io::Result<()> {
     }
 }
 
-/// The minor device number of the FUSE mount on `mountpoint` (canonical), from
-/// `/proc/self/mountinfo` (the last matching line is the mount on top).
-fn connection_id(mountpoint: &Path) -> io::Result<u32> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
-    let want = mountpoint.as_os_str().as_bytes();
-    info.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            let fstype = f.iter().skip_while(|x| **x != "-").nth(1)?;
-            (fstype.starts_with("fuse") && unescape_mountinfo(f.get(4)?) == want)
-                .then(|| f[2].split_once(':')?.1.parse().ok())?
-        })
-        .next_back()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "FUSE mount not in mountinfo"))
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\ooo` octal escapes.
-fn unescape_mountinfo(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let oct = b
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match oct {
-            Some(d) if b[i] == b'\\' => {
-                out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
-                i += 4;
-            }
-            _ => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
+/// Our mount's id and connection number: the mount on top at `mountpoint` right after
+/// mounting, and the minor number of its device from mountinfo.
+fn identify(mountpoint: &Path) -> io::Result<(u64, u32)> {
+    let top = mounts::TopMount::open(mountpoint)?;
+    match mounts::fuse_mount_by_id(top.id)? {
+        Some(m) => Ok((m.id, m.dev.1)),
+        None => Err(io::Error::other(format!(
+            "the mount on top of {} right after mounting is not a FUSE mount",
+            mountpoint.display()
+        ))),
     }
-    out
 }
 
 /// What [`abort_connection`] did.
@@ -561,36 +602,6 @@ fn abort_in(
     }
 }
 
-/// `umount2(MNT_DETACH)`: the mount leaves the namespace now, even while busy.
-fn detach(mountpoint: &Path) -> io::Result<()> {
-    let c = CString::new(mountpoint.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } < 0 {
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            // Not a mount point any more (e.g. `scalevfs umount` got there first).
-            Some(libc::EINVAL) => {}
-            // Not root: the setuid helper may unmount what its user mounted.
-            Some(libc::EPERM) => {
-                let fusermount = fusermount_path().ok_or(e)?;
-                let st = std::process::Command::new(fusermount)
-                    .args(["-u", "-z", "-q"])
-                    .arg(mountpoint)
-                    .status()?;
-                if !st.success() {
-                    return Err(io::Error::other(format!(
-                        "fusermount3 -u -z {} failed: {st}",
-                        mountpoint.display()
-                    )));
-                }
-            }
-            _ => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -620,16 +631,5 @@ mod tests {
         let r = abort_in(dir.path(), 7, || unreachable!(), || unreachable!());
         assert_eq!(r.unwrap(), Abort::Done);
         assert_eq!(std::fs::read(conn.join("abort")).unwrap(), b"1");
-    }
-
-    #[test]
-    fn mountinfo_escapes_are_decoded() {
-        assert_eq!(unescape_mountinfo(r"/tmp/a\040b\134c"), b"/tmp/a b\\c");
-        assert_eq!(
-            unescape_mountinfo(r"/x\09"),
-            b"/x\\09",
-            "not three octal digits"
-        );
-        assert_eq!(unescape_mountinfo("/plain"), b"/plain");
     }
 }

@@ -126,7 +126,7 @@ impl Workload for Fuse {
 enum Side {
     /// Field order is drop order: unmount, then remove the empty mount point.
     Fuse {
-        server: Option<Server>,
+        server: Option<Box<Server>>,
         mountpoint: HostDir,
     },
     Host(HostDir),
@@ -146,7 +146,7 @@ impl Side {
         let server = Server::mount_with(mountpoint.path(), &options)
             .map_err(|e| format!("{}: {e}", mountpoint.path().display()))?;
         Ok(Side::Fuse {
-            server: Some(server),
+            server: Some(Box::new(server)),
             mountpoint,
         })
     }
@@ -161,7 +161,7 @@ impl Side {
 impl Drop for Side {
     fn drop(&mut self) {
         if let Side::Fuse { server, mountpoint } = self {
-            if let Some(Err(e)) = server.take().map(Server::unmount) {
+            if let Some(Err(e)) = server.take().map(|s| s.unmount()) {
                 eprintln!(
                     "scalevfs bench: unmounting {}: {e}",
                     mountpoint.path().display()
