@@ -84,6 +84,7 @@ pub mod inodes;
 pub mod locking;
 pub mod pollfiles;
 pub mod process;
+mod vfs;
 
 pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};

@@ -1,0 +1,270 @@
+//! File locks: GETLK, SETLK/SETLKW (POSIX locks), FLOCK, the FLUSH that releases a
+//! POSIX owner's locks, and INTERRUPT, which cancels a waiting lock request. A request
+//! that must wait does so on a thread of its own ([`Fs::wait_for_lock`]).
+
+use std::io;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use polyfuse::op;
+use polyfuse::reply::LkOut;
+use polyfuse::Request;
+use scalevfs_vfs::cancel::CancelToken;
+use scalevfs_vfs::locks::{FileLockContext, LockOwner, LockRequest, LockType, OFFSET_MAX};
+use scalevfs_vfs::Errno;
+
+use super::{e, Dispatcher, Fs, Res};
+use crate::tables::{Handle, Waits};
+
+/// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
+pub(crate) fn lock_request(
+    owner: LockOwner,
+    pid: u32,
+    typ: u32,
+    start: u64,
+    end: u64,
+) -> Result<LockRequest, i32> {
+    let ty = LockType::from_l_type(typ as i16).map_err(e)?;
+    let start = i64::try_from(start).map_err(|_| libc::EINVAL)?;
+    let end = i64::try_from(end.min(OFFSET_MAX as u64)).map_err(|_| libc::EINVAL)?;
+    Ok(LockRequest {
+        owner,
+        pid: pid as i32,
+        ty,
+        start,
+        end,
+    })
+}
+
+/// A lock call, run by [`Dispatcher::lock_op`] (`f(fs, ctx, h, None)` must not sleep).
+pub(super) trait LockCall:
+    Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno> + Send + 'static
+{
+}
+
+impl<F> LockCall for F where
+    F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+        + Send
+        + 'static
+{
+}
+
+/// A SETLK or FLOCK ready to run ([`Dispatcher::run_lock`]).
+pub(super) struct Prepared<F> {
+    h: Arc<Handle>,
+    /// The caller may sleep (SETLKW, or FLOCK without `LOCK_NB`).
+    sleep: bool,
+    f: F,
+}
+
+impl Fs {
+    /// Waits for a lock on a thread of its own: publishes a [`CancelToken`] under
+    /// `unique` (a `FUSE_INTERRUPT` or the unmount cancels it), runs `f` with it, answers
+    /// with `reply`, and only then unpublishes, so an interrupt racing with the answer
+    /// finds either the token (a harmless cancel) or nothing (`EAGAIN`, which the kernel
+    /// drops). If no thread can be made, answers `ENOLCK` here.
+    pub(super) fn wait_for_lock<F, R>(self: &Arc<Self>, unique: u64, h: Arc<Handle>, f: F, reply: R)
+    where
+        F: FnOnce(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+            + Send
+            + 'static,
+        R: FnOnce(Result<(), Errno>) + Send + 'static,
+    {
+        let token = CancelToken::new();
+        self.waits.insert(unique, token.clone());
+        let fs = self.clone();
+        // `reply` goes to the thread through a slot, so that it can still be called here
+        // if no thread can be made.
+        let slot = Arc::new(Mutex::new(Some(reply)));
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("fuse-lock-wait".into())
+            .spawn(move || {
+                // Unpublishes (and counts the thread gone) last, even if `f` panicked.
+                let _finish = Finish(&fs.waits, unique);
+                let Some(reply) = theirs.lock().take() else {
+                    return;
+                };
+                let ctx = fs.lock_ctx(&h.node);
+                reply(f(&fs, ctx, &h, Some(&token)));
+            });
+        match spawned {
+            Ok(t) => self.waits.adopt(t),
+            Err(_) => {
+                let _finish = Finish(&self.waits, unique);
+                if let Some(reply) = slot.lock().take() {
+                    reply(Err(Errno::ENOLCK));
+                }
+            }
+        }
+    }
+}
+
+impl Dispatcher {
+    /// Runs a lock operation: once without waiting on this worker; if it conflicts and the
+    /// caller may sleep, again on a thread of its own ([`Fs::wait_for_lock`]) so that the
+    /// workers stay free for the `FUSE_INTERRUPT` (see the crate docs). `f(fs, ctx, h,
+    /// None)` must not sleep.
+    fn lock_op<F>(self: &Arc<Self>, req: Request, h: Arc<Handle>, sleep: bool, f: F)
+    where
+        F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
+            + Send
+            + 'static,
+    {
+        let fs = &self.fs;
+        let ctx = fs.lock_ctx(&h.node);
+        match f(fs, ctx, &h, None) {
+            Err(Errno::EAGAIN) if sleep => {}
+            Ok(()) => {
+                let _ = req.reply(());
+                return;
+            }
+            Err(err) => {
+                let _ = req.reply_error(e(err));
+                return;
+            }
+        }
+        let unique = req.unique();
+        fs.wait_for_lock(unique, h, f, move |res| {
+            let _ = match res {
+                Ok(()) => req.reply(()),
+                Err(err) => req.reply_error(e(err)),
+            };
+        });
+    }
+
+    /// Answers a prepared SETLK or FLOCK: its error, or the lock call run by
+    /// [`lock_op`](Self::lock_op) (which answers it, now or after a wait).
+    pub(super) fn run_lock(
+        self: &Arc<Self>,
+        req: Request,
+        prepared: Res<Prepared<impl LockCall>>,
+    ) -> io::Result<()> {
+        match prepared {
+            Err(err) => req.reply_error(err),
+            Ok(Prepared { h, sleep, f }) => {
+                self.lock_op(req, h, sleep, f);
+                Ok(())
+            }
+        }
+    }
+
+    pub(super) fn getlk(&self, req: &Request, op: op::Getlk<'_>) -> io::Result<()> {
+        let fs = &self.fs;
+        fs.posix_requests.add(1);
+        let r = fs.node(op.ino()).and_then(|n| {
+            let lr = lock_request(
+                LockOwner::Process(op.owner().into_raw()),
+                op.pid(),
+                op.typ(),
+                op.start(),
+                op.end(),
+            )?;
+            Ok(fs.locks().getlk(fs.lock_ctx(&n), &lr))
+        });
+        match r {
+            Ok(found) => {
+                let mut out = LkOut::default();
+                let fl = out.file_lock();
+                match found {
+                    Some(info) => {
+                        fl.typ(info.ty.to_l_type() as u32);
+                        fl.start(info.start as u64);
+                        fl.end(info.end as u64);
+                        fl.pid(info.pid as u32);
+                    }
+                    None => fl.typ(libc::F_UNLCK as u32),
+                }
+                req.reply(out)
+            }
+            Err(err) => req.reply_error(err),
+        }
+    }
+
+    /// SETLK and SETLKW: a POSIX lock for the request's lock owner, who joins the
+    /// handle's owners (released at FLUSH or RELEASE), ready for [`run_lock`](Self::run_lock)
+    /// with whether the caller may sleep.
+    pub(super) fn setlk(&self, op: op::Setlk<'_>) -> Res<Prepared<impl LockCall>> {
+        let fs = &self.fs;
+        fs.posix_requests.add(1);
+        let owner = op.owner().into_raw();
+        let (h, lr) = fs.handle(op.fh()).and_then(|h| {
+            let lr = lock_request(
+                LockOwner::Process(owner),
+                op.pid(),
+                op.typ(),
+                op.start(),
+                op.end(),
+            )?;
+            Ok((h, lr))
+        })?;
+        if lr.ty != LockType::Unlock {
+            let mut owners = h.owners.lock();
+            if !owners.contains(&owner) {
+                owners.push(owner);
+            }
+        }
+        let sleep = op.sleep();
+        let f = move |fs: &Fs, ctx: &FileLockContext, _: &Handle, token: Option<&CancelToken>| {
+            fs.locks().setlk(ctx, &lr, token)
+        };
+        Ok(Prepared { h, sleep, f })
+    }
+
+    /// FLOCK (SETLK/SETLKW with `FUSE_LK_FLOCK`), ready for [`run_lock`](Self::run_lock).
+    pub(super) fn flock(&self, req: &Request, op: op::Flock<'_>) -> Res<Prepared<impl LockCall>> {
+        let fs = &self.fs;
+        fs.flock_requests.add(1);
+        let lop = op.op().unwrap_or(0) as i32;
+        let pid = req.pid() as i32;
+        let h = fs.handle(op.fh())?;
+        let sleep = lop & libc::LOCK_NB == 0;
+        // Owner: the open file description (as `flock(2)` on Linux), whose last
+        // reference releases it (`OpenFile::release`).
+        let f = move |fs: &Fs, ctx: &FileLockContext, h: &Handle, token: Option<&CancelToken>| {
+            let op = if token.is_some() {
+                lop
+            } else {
+                lop | libc::LOCK_NB
+            };
+            fs.locks().flock(ctx, h.file.lock_id(), pid, op, token)
+        };
+        Ok(Prepared { h, sleep, f })
+    }
+
+    pub(super) fn flush(&self, req: &Request, op: op::Flush<'_>) -> io::Result<()> {
+        let fs = &self.fs;
+        // close(2) of some fd: the POSIX close rule for the flushing owner.
+        let owner = op.lock_owner().into_raw();
+        if let Ok(h) = fs.handle(op.fh()) {
+            if let Some(ctx) = h.node.inode().lock_ctx.get() {
+                fs.locks().release_posix(ctx, owner);
+            }
+            h.owners.lock().retain(|o| *o != owner);
+        }
+        req.reply(())
+    }
+
+    pub(super) fn interrupt(&self, req: &Request, op: op::Interrupt<'_>) -> io::Result<()> {
+        let fs = &self.fs;
+        match fs.waits.get(op.unique()) {
+            Some(token) => {
+                fs.interrupts.add(1);
+                token.cancel();
+                Ok(()) // an interrupt is not answered unless it must be requeued
+            }
+            // Not (yet or any more) waiting: the kernel requeues the interrupt only if
+            // the target is still pending.
+            None => req.reply_error(libc::EAGAIN),
+        }
+    }
+}
+
+/// Unpublishes a waiting request when dropped ([`Waits::finish`]).
+struct Finish<'a>(&'a Waits, u64);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.finish(self.1);
+    }
+}

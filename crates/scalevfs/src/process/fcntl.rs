@@ -1,0 +1,169 @@
+//! Descriptor system calls: `close`, `close_range`, `dup`/`dup2`/`dup3`, `fcntl`, and the
+//! file locks (`fcntl` record and OFD locks, `flock`; see [`crate::locking`]).
+
+use super::Process;
+use crate::locking;
+use crate::pollfiles::{self, special};
+use scalevfs_vfs::cancel::CancelToken;
+use scalevfs_vfs::{Errno, FcntlArg, SysResult};
+
+impl Process {
+    /// The record-lock context of a call on `fd` (see [`crate::locking`]).
+    fn lock_caller(&self, fd: i32) -> locking::Caller<'_> {
+        locking::Caller {
+            mgr: &self.vfs.locks,
+            fds: &self.fds,
+            fd,
+            pid: self.pid,
+        }
+    }
+    /// `fcntl` whose blocking lock commands (`F_SETLKW`, `F_OFD_SETLKW`) give up with
+    /// `EINTR` when `cancel` fires (a signal; FUSE_INTERRUPT). Other commands behave as
+    /// [`fcntl`](Self::fcntl).
+    pub fn fcntl_interruptible(
+        &self,
+        fd: i32,
+        cmd: i32,
+        arg: FcntlArg<'_>,
+        cancel: &CancelToken,
+    ) -> SysResult<i32> {
+        if !locking::is_lock_cmd(cmd) {
+            return self.fcntl(fd, cmd, arg);
+        }
+        let f = self.fds.get(fd)?;
+        self.lock_caller(fd).fcntl(&f, cmd, arg, Some(cancel))
+    }
+    /// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`. The lock
+    /// belongs to the open file description.
+    pub fn flock(&self, fd: i32, op: i32) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, None)
+    }
+    /// [`flock`](Self::flock) whose wait gives up with `EINTR` when `cancel` fires.
+    pub fn flock_interruptible(&self, fd: i32, op: i32, cancel: &CancelToken) -> SysResult<()> {
+        self.lock_caller(fd).flock(op, Some(cancel))
+    }
+    /// `close_range(2)`: closes (with `CLOSE_RANGE_CLOEXEC`: marks close-on-exec) every
+    /// open descriptor from `first` to `last`. `first > last` or an unknown flag is
+    /// `EINVAL`. `CLOSE_RANGE_UNSHARE` is accepted, but the range is closed in the table
+    /// the process's threads share (Linux would give the calling thread a copy first):
+    /// the same when, as usual, the caller is a single-threaded child after `fork`.
+    pub fn close_range(&self, first: u32, last: u32, flags: u32) -> SysResult<()> {
+        if flags & !(libc::CLOSE_RANGE_UNSHARE | libc::CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return Err(Errno::EINVAL);
+        }
+        for fd in self.fds.open_in(first, last) {
+            // A descriptor another thread closed meanwhile is simply gone (EBADF).
+            if flags & libc::CLOSE_RANGE_CLOEXEC != 0 {
+                let _ = self.fds.set_cloexec(fd, true);
+            } else {
+                let _ = self.close(fd);
+            }
+        }
+        Ok(())
+    }
+    pub fn close(&self, fd: i32) -> SysResult<()> {
+        let f = self.fds.close(fd)?;
+        locking::on_close(&f, self.pid);
+        drop(f);
+        Ok(())
+    }
+    pub fn dup(&self, fd: i32) -> SysResult<i32> {
+        let f = self.fds.get(fd)?;
+        self.fds.alloc(0, f, false)
+    }
+    pub fn dup2(&self, oldfd: i32, newfd: i32) -> SysResult<i32> {
+        let f = self.fds.get(oldfd)?;
+        if oldfd == newfd {
+            return Ok(newfd);
+        }
+        let old = self.fds.replace(newfd, f, false)?;
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
+        Ok(newfd)
+    }
+    pub fn dup3(&self, oldfd: i32, newfd: i32, flags: i32) -> SysResult<i32> {
+        if flags & !libc::O_CLOEXEC != 0 || oldfd == newfd {
+            return Err(Errno::EINVAL);
+        }
+        let f = self.fds.get(oldfd)?;
+        let old = self.fds.replace(newfd, f, flags & libc::O_CLOEXEC != 0)?;
+        if let Some(old) = old {
+            locking::on_close(&old, self.pid);
+        }
+        Ok(newfd)
+    }
+    pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
+        let f = self.fds.get(fd)?;
+        // check_fcntl_cmd: an O_PATH descriptor allows only these (others: EBADF).
+        if f.is_path()
+            && !matches!(
+                cmd,
+                libc::F_DUPFD
+                    | libc::F_DUPFD_CLOEXEC
+                    | libc::F_GETFD
+                    | libc::F_SETFD
+                    | libc::F_GETFL
+            )
+        {
+            return Err(Errno::EBADF);
+        }
+        let int = |a: &FcntlArg<'_>| match a {
+            FcntlArg::Int(v) => Ok(*v),
+            FcntlArg::None => Ok(0),
+            FcntlArg::Flock(_) => Err(Errno::EINVAL),
+        };
+        match cmd {
+            libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
+                let min = int(&arg)?;
+                if min < 0 || min >= self.fds.limit() as i64 {
+                    return Err(Errno::EINVAL);
+                }
+                self.fds.alloc(min as u32, f, cmd == libc::F_DUPFD_CLOEXEC)
+            }
+            libc::F_GETFD => Ok(if self.fds.cloexec(fd)? {
+                libc::FD_CLOEXEC
+            } else {
+                0
+            }),
+            libc::F_SETFD => {
+                self.fds
+                    .set_cloexec(fd, int(&arg)? as i32 & libc::FD_CLOEXEC != 0)?;
+                Ok(0)
+            }
+            libc::F_GETFL => Ok(if f.is_path() || special(&f).is_some() {
+                // Pipes and anonymous files are made without O_LARGEFILE, as on Linux.
+                f.flags()
+            } else {
+                f.flags() | scalevfs_vfs::core::O_LARGEFILE_KERNEL
+            }),
+            libc::F_SETFL => {
+                if f.is_path() {
+                    return Err(Errno::EBADF);
+                }
+                let v = int(&arg)? as i32;
+                if v & libc::O_NOATIME != 0
+                    && f.flags() & libc::O_NOATIME == 0
+                    && !self.cred.owns(f.inode())
+                {
+                    return Err(Errno::EPERM);
+                }
+                f.set_status_flags(v);
+                if let Some(s) = special(&f) {
+                    pollfiles::setfl(s, v);
+                }
+                Ok(0)
+            }
+            libc::F_GETPIPE_SZ => pollfiles::pipe_size(&f, None, false),
+            libc::F_SETPIPE_SZ => pollfiles::pipe_size(&f, Some(int(&arg)?), self.cred.uid == 0),
+            // Record locks: POSIX (owner: this process) and OFD (owner: the open file).
+            libc::F_GETLK
+            | libc::F_SETLK
+            | libc::F_SETLKW
+            | libc::F_OFD_GETLK
+            | libc::F_OFD_SETLK
+            | libc::F_OFD_SETLKW => self.lock_caller(fd).fcntl(&f, cmd, arg, None),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Metadata system calls: `newfstatat`/`fstat`, `statx`, `statfs`/`fstatfs`, the chmods
+//! and chowns, `utimensat`, `faccessat` and `umask`.
+
+use std::sync::atomic::Ordering;
+
+use super::Process;
+use scalevfs_vfs::{Errno, Path, Stat, Statfs, Statx, SysResult, Timespec};
+
+impl Process {
+    /// What `newfstatat` and `statx` describe: `EINVAL` for an unknown flag, then the
+    /// walk. vfs_statx: the `AT_STATX_SYNC_TYPE` bits are accepted (and mean nothing here).
+    fn stat_target(&self, dirfd: i32, path: &[u8], flags: i32) -> SysResult<Path> {
+        let valid = libc::AT_SYMLINK_NOFOLLOW
+            | libc::AT_EMPTY_PATH
+            | libc::AT_NO_AUTOMOUNT
+            | libc::AT_STATX_SYNC_TYPE;
+        if flags & !valid != 0 {
+            return Err(Errno::EINVAL);
+        }
+        self.resolve_at(dirfd, path, flags, true)
+    }
+    pub fn newfstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<Stat> {
+        let p = self.stat_target(dirfd, path.as_ref(), flags)?;
+        Ok(self.core().stat(&p))
+    }
+    /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
+    /// included; see `VfsCore::statx` for which ones come back.
+    pub fn statx(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        flags: i32,
+        mask: u32,
+    ) -> SysResult<Statx> {
+        // do_statx's order: the reserved mask bit, both sync types, then unknown flags.
+        if mask & libc::STATX__RESERVED as u32 != 0
+            || flags & libc::AT_STATX_SYNC_TYPE == libc::AT_STATX_SYNC_TYPE
+        {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.stat_target(dirfd, path.as_ref(), flags)?;
+        Ok(self.core().statx(&p, mask))
+    }
+    /// `statfs(2)` of the file system `path` is on.
+    pub fn statfs(&self, path: impl AsRef<[u8]>) -> SysResult<Statfs> {
+        let p = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+        Ok(self.core().statfs(&p))
+    }
+    /// `fstatfs(2)` (an `O_PATH` descriptor will do, as on Linux).
+    pub fn fstatfs(&self, fd: i32) -> SysResult<Statfs> {
+        let f = self.fds.get(fd)?;
+        Ok(self.core().statfs(f.path()))
+    }
+    pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
+        let f = self.fds.get(fd)?;
+        Ok(self.core().stat(f.path()))
+    }
+    pub fn fchmodat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        flags: i32,
+    ) -> SysResult<()> {
+        // fchmodat2's flags (Linux 6.6).
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+            // Symlink modes cannot be changed.
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.core().chmod(&self.ctx(), &p, mode)
+    }
+    pub fn fchmod(&self, fd: i32, mode: u32) -> SysResult<()> {
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        self.core().chmod(&self.ctx(), f.path(), mode)
+    }
+    /// `uid`/`gid` of `u32::MAX` (-1) leave that id unchanged.
+    pub fn fchownat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        self.core().chown(&self.ctx(), &p, uid, gid)
+    }
+    pub fn fchown(&self, fd: i32, uid: u32, gid: u32) -> SysResult<()> {
+        let f = self.fds.get(fd)?;
+        if f.is_path() {
+            return Err(Errno::EBADF);
+        }
+        self.core().chown(&self.ctx(), f.path(), uid, gid)
+    }
+    /// `times == None` sets both to now; `nsec` may be `UTIME_NOW` or `UTIME_OMIT`.
+    /// An empty `path` with `AT_EMPTY_PATH`... follows Linux (`futimens` is `path == ""`).
+    pub fn utimensat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(t) = &times {
+            for ts in t {
+                let special = ts.nsec == libc::UTIME_NOW || ts.nsec == libc::UTIME_OMIT;
+                if !special && !(0..1_000_000_000).contains(&ts.nsec) {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            if t[0].nsec == libc::UTIME_OMIT && t[1].nsec == libc::UTIME_OMIT {
+                return Ok(());
+            }
+        }
+        let path = path.as_ref();
+        let p = if path.is_empty() && flags & libc::AT_EMPTY_PATH == 0 {
+            // futimens: utimensat(fd, NULL, ...): the descriptor itself, not an O_PATH one.
+            if dirfd == libc::AT_FDCWD {
+                return Err(Errno::ENOENT);
+            }
+            // do_utimes_fd: no flags at all (checked before the descriptor).
+            if flags != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let f = self.fds.get(dirfd)?;
+            if f.is_path() {
+                return Err(Errno::EBADF);
+            }
+            f.path().clone()
+        } else {
+            self.resolve_at(dirfd, path, flags, true)?
+        };
+        self.core().utimes(&self.ctx(), &p, times)
+    }
+    pub fn faccessat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: i32,
+        flags: i32,
+    ) -> SysResult<()> {
+        if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & !(libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        self.core().access(&self.ctx(), &p, mode)
+    }
+    /// Sets the umask and returns the previous one.
+    pub fn umask(&self, mask: u32) -> u32 {
+        self.umask.swap(mask & 0o777, Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,289 @@
+//! The system-call API: [`Process`] (fd table, cwd, umask, credentials, POSIX lock owner)
+//! over a [`Vfs`] (mounts and caches, in `crate::vfs`).
+//!
+//! The signatures are the contract other crates code against (the conformance harness,
+//! the benchmarks, the FUSE server).
+//!
+//! Each method resolves its descriptors and `dirfd` (the fd table is lock-free, see
+//! [`crate::fdtable`]) and calls the matching [`VfsCore`] operation, which has Linux's
+//! semantics and errno values. Absolute paths never touch the process's cwd; relative ones
+//! read it under the process's sequence counter, without a lock, and take a count on it
+//! (see `crate::cwd`).
+//!
+//! This module holds the process itself (creation, `fork`, exit, path-walk starts) and
+//! the convenience wrappers; the system calls are grouped by family:
+//!
+//! | module        | system calls                                                         |
+//! |---------------|----------------------------------------------------------------------|
+//! | `io`          | open, read, write, vectored and positioned I/O, lseek, truncate, sync |
+//! | `meta`        | stat, statx, statfs, chmod, chown, utimensat, faccessat, umask        |
+//! | `xattr`       | the `*xattr` calls                                                    |
+//! | `namespace`   | mkdir, mknod, unlink, rename, link, symlink, readlink, getdents, mount, chdir, getcwd |
+//! | `fcntl`       | descriptors (close, dup, close_range), fcntl, file locks              |
+//! | `events`      | pipes, eventfds, epoll, poll                                          |
+
+mod events;
+mod fcntl;
+mod io;
+mod meta;
+mod namespace;
+mod xattr;
+
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::cwd::Cwd;
+use crate::fdtable::FdTable;
+use scalevfs_vfs::namei::Ctx;
+use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
+
+pub use crate::vfs::{Vfs, VfsOptions};
+pub use scalevfs_primitives::Locking;
+
+/// Who a process is, for permission checks and new files' ownership.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+impl Credentials {
+    pub fn root() -> Credentials {
+        Credentials {
+            uid: 0,
+            gid: 0,
+            groups: Vec::new(),
+        }
+    }
+    pub fn user(uid: u32, gid: u32) -> Credentials {
+        Credentials {
+            uid,
+            gid,
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
+/// record-lock owner; dropping it releases its locks, like process exit.
+pub struct Process {
+    // Field order is drop order: descriptors and cwd go before the VFS they point into.
+    fds: FdTable,
+    cwd: Cwd,
+    root: Path,
+    umask: AtomicU32,
+    cred: Cred,
+    creds: Credentials,
+    pid: i32,
+    vfs: Arc<Vfs>,
+}
+
+/// Where a path resolution starts (see `Process::start`).
+enum Start<'a> {
+    Borrowed(&'a Path),
+    Owned(Path),
+    File(FileRef),
+}
+
+impl Start<'_> {
+    fn path(&self) -> &Path {
+        match self {
+            Start::Borrowed(p) => p,
+            Start::Owned(p) => p,
+            Start::File(f) => f.path(),
+        }
+    }
+}
+
+fn next_pid() -> i32 {
+    static NEXT: AtomicI32 = AtomicI32::new(100);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Process {
+    pub fn new(vfs: &Arc<Vfs>, creds: Credentials) -> Process {
+        let root = vfs.core.root();
+        Process {
+            fds: FdTable::default(),
+            cwd: Cwd::new(root.clone()),
+            root,
+            umask: AtomicU32::new(0o022),
+            cred: Cred {
+                uid: creds.uid,
+                gid: creds.gid,
+                groups: creds.groups.clone(),
+            },
+            creds,
+            pid: next_pid(),
+            vfs: vfs.clone(),
+        }
+    }
+    /// A child sharing the open file descriptions, cwd, umask and credentials, with a new
+    /// pid (so a new POSIX lock owner), as `fork` does.
+    pub fn fork(&self) -> Process {
+        let child = Process::new(&self.vfs, self.creds.clone());
+        child.cwd.set(self.cwd.get());
+        child
+            .umask
+            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        let _ = child.fds.set_limit(self.fds.limit());
+        for (fd, f, ce) in self.fds.snapshot() {
+            let _ = child.fds.replace(fd, f, ce);
+        }
+        child
+    }
+    /// The pid reported in `F_GETLK`'s `l_pid` and `/proc/locks`.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+    pub fn credentials(&self) -> &Credentials {
+        &self.creds
+    }
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+    /// Sets the descriptor limit (`setrlimit(RLIMIT_NOFILE)`); default 1024.
+    pub fn set_fd_limit(&self, n: u32) -> SysResult<()> {
+        self.fds.set_limit(n)
+    }
+    /// The open file description behind `fd` (for the file-locks and epoll code).
+    pub fn file(&self, fd: i32) -> SysResult<FileRef> {
+        self.fds.get(fd)
+    }
+    /// Process exit: closes every descriptor, which releases the process's POSIX locks
+    /// and, with each last close, the OFD and flock locks of the open file descriptions.
+    pub fn exit(&self) {
+        for (fd, _, _) in self.fds.snapshot() {
+            let _ = self.close(fd);
+        }
+        self.fds.close_all();
+    }
+    fn core(&self) -> &VfsCore {
+        &self.vfs.core
+    }
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx::new(&self.cred, &self.root)
+    }
+    /// The starting point for `path` relative to `dirfd` (absolute paths ignore `dirfd`).
+    ///
+    /// Borrowed where possible: an absolute path starts at the process root without taking a
+    /// reference (a `dget` of `/` on every call would make the root dentry's count the
+    /// hottest cache line of the system), and a `dirfd` start borrows the file's path.
+    fn start(&self, dirfd: i32, path: &[u8]) -> SysResult<Start<'_>> {
+        if path.first() == Some(&b'/') {
+            return Ok(Start::Borrowed(&self.root));
+        }
+        if dirfd == libc::AT_FDCWD {
+            return Ok(Start::Owned(self.cwd.get()));
+        }
+        Ok(Start::File(self.fds.get(dirfd)?))
+    }
+    /// [`start`](Self::start) for a path that must name something: an empty path is
+    /// `ENOENT` before `dirfd` is looked at (`getname` fails before the walk starts).
+    fn start_named(&self, dirfd: i32, path: &[u8]) -> SysResult<Start<'_>> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        self.start(dirfd, path)
+    }
+    /// Resolves `(dirfd, path)` with `AT_SYMLINK_NOFOLLOW` / `AT_EMPTY_PATH` semantics.
+    fn resolve_at(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        follow_default: bool,
+    ) -> SysResult<Path> {
+        if path.is_empty() {
+            if flags & libc::AT_EMPTY_PATH != 0 {
+                return Ok(self.start(dirfd, path)?.path().clone());
+            }
+            return Err(Errno::ENOENT);
+        }
+        let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let start = self.start(dirfd, path)?;
+        self.core()
+            .lookup(&self.ctx(), start.path(), path, follow, false)
+    }
+}
+
+impl Drop for Process {
+    /// Dropping a process is its exit: its locks go with its descriptors.
+    fn drop(&mut self) {
+        self.exit();
+    }
+}
+
+/// Convenience wrappers (not system calls).
+impl Process {
+    /// `stat(path)`.
+    pub fn stat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+        self.newfstatat(libc::AT_FDCWD, path, 0)
+    }
+    /// `lstat(path)`.
+    pub fn lstat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+        self.newfstatat(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW)
+    }
+    /// `mkdir(path, mode)`.
+    pub fn mkdir(&self, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
+        self.mkdirat(libc::AT_FDCWD, path, mode)
+    }
+    /// `unlink(path)`.
+    pub fn unlink(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        self.unlinkat(libc::AT_FDCWD, path, 0)
+    }
+    /// `rmdir(path)`.
+    pub fn rmdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        self.unlinkat(libc::AT_FDCWD, path, libc::AT_REMOVEDIR)
+    }
+    /// `rename(old, new)`.
+    pub fn rename(&self, old: impl AsRef<[u8]>, new: impl AsRef<[u8]>) -> SysResult<()> {
+        self.renameat2(libc::AT_FDCWD, old, libc::AT_FDCWD, new, 0)
+    }
+    /// `getcwd` as bytes (without the NUL).
+    pub fn cwd(&self) -> SysResult<Vec<u8>> {
+        let mut buf = vec![0u8; 4096];
+        let n = self.getcwd(&mut buf)?;
+        buf.truncate(n - 1);
+        Ok(buf)
+    }
+    /// Reads a whole directory through `getdents64` (opens and closes it).
+    pub fn readdir(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<DirEntry>> {
+        let fd = self.openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 8192];
+        let r = loop {
+            match self.getdents64(fd, &mut buf) {
+                Ok(0) => break Ok(out),
+                Ok(n) => out.extend(scalevfs_vfs::core::decode_dirents(&buf[..n])),
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = self.close(fd);
+        r
+    }
+    /// Reads a whole file.
+    pub fn read_file(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<u8>> {
+        let fd = self.open(path, libc::O_RDONLY, 0)?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let r = loop {
+            match self.read(fd, &mut buf) {
+                Ok(0) => break Ok(out),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = self.close(fd);
+        r
+    }
+    /// Creates (or truncates) a file with `data`.
+    pub fn write_file(&self, path: impl AsRef<[u8]>, data: &[u8]) -> SysResult<()> {
+        let fd = self.open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644)?;
+        let r = self.write(fd, data).map(|_| ());
+        let _ = self.close(fd);
+        r
+    }
+}

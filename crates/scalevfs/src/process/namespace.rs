@@ -1,0 +1,254 @@
+//! Namespace system calls: making, removing, renaming and linking names (`mkdirat`,
+//! `mknodat`, `unlinkat`, `renameat2`, `linkat`, `symlinkat`), `readlinkat`, `getdents64`,
+//! `mount`/`umount2`, and the cwd (`chdir`, `fchdir`, `getcwd`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::Process;
+use scalevfs_vfs::dentry::DPathError;
+use scalevfs_vfs::namei::{Resolve, PATH_MAX};
+use scalevfs_vfs::{Errno, FileSystem, Path, SysResult};
+
+impl Process {
+    pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
+        let path = path.as_ref();
+        let start = self.start_named(dirfd, path)?;
+        let umask = self.umask.load(Ordering::Relaxed);
+        self.core()
+            .mkdir(&self.ctx(), start.path(), path, mode, umask)
+    }
+    /// `mknodat(2)`: a regular file (type 0 or `S_IFREG`), FIFO, socket, or (root only)
+    /// character or block device `dev` (`makedev(major, minor)`). A directory is `EPERM`
+    /// and any other type `EINVAL`, before the path is looked at, as Linux checks them.
+    /// Opening a socket or device node is `ENXIO` (no driver stands behind any device
+    /// number here); a FIFO opens as a named pipe.
+    pub fn mknodat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        mode: u32,
+        dev: u64,
+    ) -> SysResult<()> {
+        match mode & libc::S_IFMT {
+            0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
+            libc::S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        }
+        let path = path.as_ref();
+        let start = self.start_named(dirfd, path)?;
+        let umask = self.umask.load(Ordering::Relaxed);
+        self.core()
+            .mknod(&self.ctx(), start.path(), path, mode, dev, umask)
+    }
+    pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
+        if flags & !libc::AT_REMOVEDIR != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        let start = self.start_named(dirfd, path)?;
+        self.core().unlink(
+            &self.ctx(),
+            start.path(),
+            path,
+            flags & libc::AT_REMOVEDIR != 0,
+        )
+    }
+    pub fn renameat2(
+        &self,
+        olddirfd: i32,
+        oldpath: impl AsRef<[u8]>,
+        newdirfd: i32,
+        newpath: impl AsRef<[u8]>,
+        flags: u32,
+    ) -> SysResult<()> {
+        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        // do_renameat2: flags, then the names, then the walks.
+        scalevfs_vfs::core::check_rename_flags(flags)?;
+        if op.is_empty() || np.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let os = self.start(olddirfd, op)?;
+        let ns = self.start(newdirfd, np)?;
+        self.core()
+            .rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
+    }
+    pub fn linkat(
+        &self,
+        olddirfd: i32,
+        oldpath: impl AsRef<[u8]>,
+        newdirfd: i32,
+        newpath: impl AsRef<[u8]>,
+        flags: i32,
+    ) -> SysResult<()> {
+        if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        let old = if op.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+            self.start(olddirfd, op)?.path().clone()
+        } else {
+            if op.is_empty() {
+                return Err(Errno::ENOENT);
+            }
+            let os = self.start(olddirfd, op)?;
+            self.core().lookup(
+                &self.ctx(),
+                os.path(),
+                op,
+                flags & libc::AT_SYMLINK_FOLLOW != 0,
+                false,
+            )?
+        };
+        let ns = self.start_named(newdirfd, np)?;
+        self.core().link(&self.ctx(), &old, ns.path(), np)
+    }
+    pub fn symlinkat(
+        &self,
+        target: impl AsRef<[u8]>,
+        newdirfd: i32,
+        linkpath: impl AsRef<[u8]>,
+    ) -> SysResult<()> {
+        let (target, lp) = (target.as_ref(), linkpath.as_ref());
+        // do_symlinkat: getname(target) fails first (empty, or PATH_MAX with its NUL).
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if target.len() >= scalevfs_vfs::namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let start = self.start_named(newdirfd, lp)?;
+        self.core().symlink(&self.ctx(), target, start.path(), lp)
+    }
+    /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
+    pub fn readlinkat(
+        &self,
+        dirfd: i32,
+        path: impl AsRef<[u8]>,
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
+        if buf.is_empty() {
+            return Err(Errno::EINVAL);
+        }
+        let path = path.as_ref();
+        let p = if path.is_empty() {
+            // Linux: an empty path names dirfd itself (an O_PATH|O_NOFOLLOW symlink).
+            let p = self.start(dirfd, path)?.path().clone();
+            if !p.dentry.inode().is_some_and(|i| i.is_symlink()) {
+                return Err(Errno::ENOENT);
+            }
+            p
+        } else {
+            self.resolve_at(dirfd, path, libc::AT_SYMLINK_NOFOLLOW, false)?
+        };
+        self.core().readlink(&p, buf)
+    }
+    /// Fills `buf` with `struct linux_dirent64` records; returns bytes used (0 at the end).
+    pub fn getdents64(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
+        let f = self.fds.get(fd)?;
+        self.core().getdents64(&f, buf)
+    }
+    /// `mount(2)` of a new file system `fs` on the directory `path` (resolved as this
+    /// process resolves paths: relative to its cwd, following symlinks). The path's errors
+    /// come first, then `EPERM` unless root (Linux's order), then `ENOTDIR`, and `ENOENT`
+    /// for a directory in a lazily unmounted tree. Mounting on a mount root stacks the new
+    /// mount on top, as Linux does; `umount2` uncovers the one below.
+    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        let at = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+        if self.cred.uid != 0 {
+            return Err(Errno::EPERM);
+        }
+        self.core().mount(&at, fs).map(|_| ())
+    }
+    /// `umount2(2)`: unmounts the file system mounted at `path` (the checks, `EBUSY` and
+    /// the lazy `MNT_DETACH` are `VfsCore::umount`'s). `EINVAL` for an unknown flag, then
+    /// the path's own errors, then `EPERM` unless root, as Linux checks them;
+    /// `UMOUNT_NOFOLLOW` does not follow a trailing symlink.
+    pub fn umount2(&self, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
+        const KNOWN: i32 =
+            libc::MNT_FORCE | libc::MNT_DETACH | libc::MNT_EXPIRE | libc::UMOUNT_NOFOLLOW;
+        if flags & !KNOWN != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let follow = flags & libc::UMOUNT_NOFOLLOW == 0;
+        let path = path.as_ref();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(libc::AT_FDCWD, path)?;
+        let mut ctx = self.ctx();
+        ctx.resolve |= Resolve::KEEP_EXPIRY_MARK;
+        let target = self
+            .core()
+            .lookup(&ctx, start.path(), path, follow, false)?;
+        if self.cred.uid != 0 {
+            return Err(Errno::EPERM);
+        }
+        self.core().umount(target, flags)
+    }
+    pub fn chdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        let path = path.as_ref();
+        let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
+        self.set_cwd(p)
+    }
+    pub fn fchdir(&self, fd: i32) -> SysResult<()> {
+        let f = self.fds.get(fd)?;
+        self.set_cwd(f.path().clone())
+    }
+    /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
+    /// `ERANGE` if it does not fit.
+    pub fn getcwd(&self, buf: &mut [u8]) -> SysResult<usize> {
+        // The path is prepended into `buf` short of the NUL, then moved to the front: no
+        // allocation and no count on the cwd (borrowed), so threads calling getcwd
+        // together write nothing shared (Linux: `prepend_path` into a page, under RCU).
+        //
+        // Linux builds the path in a PATH_MAX page: longer is ENAMETOOLONG whatever the
+        // buffer's size; a path that fits the page but not the buffer is ERANGE.
+        let room = buf.len().min(PATH_MAX).saturating_sub(1);
+        let prepend = |buf: &mut [u8]| {
+            self.cwd.with_borrowed(|mnt, cwd| {
+                if cwd.is_unlinked() {
+                    return Err(Errno::ENOENT);
+                }
+                const UNREACHABLE: &[u8] = b"(unreachable)";
+                match self.core().d_path_prepend(&self.root, mnt, cwd, buf) {
+                    Ok(start) => Ok(start),
+                    Err(DPathError::TooLong) => Err(Errno::ERANGE),
+                    // Outside the process root (a lazily unmounted tree): Linux prefixes
+                    // the path from the top it reached with "(unreachable)".
+                    Err(DPathError::Unreachable { start }) => {
+                        let at = start.checked_sub(UNREACHABLE.len()).ok_or(Errno::ERANGE)?;
+                        buf[at..start].copy_from_slice(UNREACHABLE);
+                        Ok(at)
+                    }
+                }
+            })
+        };
+        let start = match prepend(&mut buf[..room]) {
+            Err(Errno::ERANGE) if buf.len() < PATH_MAX => {
+                // Too long for the buffer: for the page too? (A rare error path: the
+                // page is on the stack, nothing is allocated.)
+                match prepend(&mut [0u8; PATH_MAX - 1]) {
+                    Err(Errno::ERANGE) => Err(Errno::ENAMETOOLONG),
+                    Err(e) => Err(e),
+                    Ok(_) => Err(Errno::ERANGE),
+                }
+            }
+            Err(Errno::ERANGE) => Err(Errno::ENAMETOOLONG),
+            r => r,
+        }?;
+        buf.copy_within(start..room, 0);
+        let len = room - start;
+        buf[len] = 0;
+        Ok(len + 1)
+    }
+    fn set_cwd(&self, p: Path) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        scalevfs_vfs::perm::permission(inode, &self.cred, scalevfs_vfs::perm::MAY_EXEC)?;
+        self.cwd.set(p);
+        Ok(())
+    }
+}

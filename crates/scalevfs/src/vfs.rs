@@ -1,0 +1,121 @@
+//! [`Vfs`]: one mounted tree (the mount table, the dentry and inode caches), its file
+//! locks and its pipes, eventfds and epolls, shared by the [`Process`](crate::Process)es
+//! that use it.
+
+use std::sync::Arc;
+
+use crate::pollfiles::PollFiles;
+use scalevfs_primitives::Locking;
+use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
+use scalevfs_vfs::core::CoreOptions;
+use scalevfs_vfs::locks::LockManager;
+use scalevfs_vfs::namei::Ctx;
+use scalevfs_vfs::{Cred, FileSystem, SysResult, VfsCore};
+
+/// How to build a [`Vfs`].
+#[derive(Clone, Debug, Default)]
+pub struct VfsOptions {
+    pub locking: Locking,
+    /// tmpfs `size=` in bytes for the root file system (`None`: unlimited).
+    pub size_limit: Option<u64>,
+    /// tmpfs `nr_inodes=` for the root file system (`None`: unlimited).
+    pub inode_limit: Option<u64>,
+}
+
+/// A mounted tree: the mount table and the dentry and inode caches.
+pub struct Vfs {
+    /// Pipes, eventfds and epolls (the epoll context and their internal mount); dropped
+    /// before `core`, whose mount table frees that mount.
+    pub(crate) poll: PollFiles,
+    pub(crate) core: Arc<VfsCore>,
+    options: VfsOptions,
+    /// File locks (`fcntl` record locks, OFD locks, `flock`); see [`crate::locking`].
+    pub(crate) locks: LockManager,
+}
+
+impl Vfs {
+    pub fn new(options: VfsOptions) -> Arc<Vfs> {
+        Vfs::with_core_options(options, CoreOptions::default())
+    }
+
+    /// Like [`Vfs::new`] with dcache tuning (`core.locking` is taken from `options`).
+    pub fn with_core_options(options: VfsOptions, core: CoreOptions) -> Arc<Vfs> {
+        let fs = Arc::new(Tmpfs::new(TmpfsOptions {
+            size_limit: options.size_limit,
+            inode_limit: options.inode_limit,
+        }));
+        let core = VfsCore::new(
+            CoreOptions {
+                locking: options.locking,
+                ..core
+            },
+            fs,
+        )
+        .expect("mounting the root tmpfs cannot fail");
+        let locks = LockManager::new(options.locking);
+        let poll = PollFiles::new(options.locking);
+        Arc::new(Vfs {
+            poll,
+            core,
+            options,
+            locks,
+        })
+    }
+
+    pub fn options(&self) -> &VfsOptions {
+        &self.options
+    }
+
+    /// The VFS core (dcache, mounts, operations).
+    pub fn core(&self) -> &Arc<VfsCore> {
+        &self.core
+    }
+
+    /// The epoll context (the nesting lock; the legacy ablation's global release lock).
+    pub fn epoll_context(&self) -> &Arc<scalevfs_vfs::epoll::EpollContext> {
+        self.poll.epoll_context()
+    }
+
+    /// Mounts `fs` on the directory at absolute `path` (resolved as root).
+    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        let root = self.core.root();
+        let cred = Cred::root();
+        let ctx = Ctx::new(&cred, &root);
+        let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
+        self.core.mount(&at, fs).map(|_| ())
+    }
+
+    /// Unmounts the file system mounted at absolute `path` (resolved as root; `umount2`
+    /// with no flags: `EBUSY` while anything in it is in use). See [`Process::umount2`](crate::Process::umount2).
+    pub fn umount(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        let root = self.core.root();
+        let cred = Cred::root();
+        let ctx = Ctx::new(&cred, &root);
+        let target = self.core.lookup(&ctx, &root, path.as_ref(), true, false)?;
+        self.core.umount(target, 0)
+    }
+
+    /// The file-lock manager.
+    pub fn locks(&self) -> &LockManager {
+        &self.locks
+    }
+
+    /// Every held and waiting file lock, in `/proc/locks` format.
+    pub fn proc_locks(&self) -> String {
+        self.locks.proc_locks()
+    }
+
+    /// Live inodes over every mounted file system.
+    pub fn inode_count(&self) -> usize {
+        self.core
+            .superblocks()
+            .iter()
+            .map(|s| s.inode_count())
+            .sum()
+    }
+
+    /// Frees unused cached dentries and lets deferred frees run (`drop_caches`).
+    pub fn drop_caches(&self) {
+        self.core.drop_caches();
+    }
+}

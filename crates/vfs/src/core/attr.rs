@@ -1,0 +1,243 @@
+//! Attributes: `stat`, `statx`, `statfs`, `chmod`, `chown`, `utimes`, `access`, and
+//! truncating a file by path.
+
+use super::VfsCore;
+use crate::abi::{Stat, Statx, Timespec};
+use crate::inode::{now, Inode};
+use crate::mount::Path;
+use crate::namei::Ctx;
+use crate::perm::{self, permission, MAY_EXEC, MAY_READ, MAY_WRITE};
+use crate::{Errno, SysResult};
+
+impl VfsCore {
+    pub fn stat(&self, p: &Path) -> Stat {
+        p.dentry
+            .inode()
+            .map(|i| {
+                i.fs().getattr(i);
+                i.stat()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `statx(2)` of `p` for the `STATX_*` fields in `want`, as Linux's tmpfs answers:
+    /// the basic fields always (but mtime and ctime only if one of them is asked for: a
+    /// file system with fine-grained timestamps, `fill_mg_cmtime`), the creation time if
+    /// asked for, the mount id always, `STATX_ATTR_MOUNT_ROOT` on a mount's root.
+    pub fn statx(&self, p: &Path, want: u32) -> Statx {
+        let Some(i) = p.dentry.inode() else {
+            return Statx::default();
+        };
+        i.fs().getattr(i);
+        let st = i.stat();
+        let mut mask = libc::STATX_BASIC_STATS | libc::STATX_MNT_ID;
+        if want & (libc::STATX_MTIME | libc::STATX_CTIME) == 0 {
+            mask &= !(libc::STATX_MTIME | libc::STATX_CTIME);
+        }
+        if want & libc::STATX_BTIME != 0 {
+            mask |= libc::STATX_BTIME;
+        }
+        let mount_root = p.mnt.is_root(&p.dentry);
+        let major = |d: u64| libc::major(d);
+        let minor = |d: u64| libc::minor(d);
+        Statx {
+            mask,
+            blksize: st.blksize as u32,
+            attributes: if mount_root {
+                libc::STATX_ATTR_MOUNT_ROOT as u64
+            } else {
+                0
+            },
+            nlink: st.nlink as u32,
+            uid: st.uid,
+            gid: st.gid,
+            mode: st.mode,
+            ino: st.ino,
+            size: st.size as u64,
+            blocks: st.blocks as u64,
+            // What Linux's tmpfs reports knowing: append, immutable, nodump (chattr),
+            // automount, mount root, DAX.
+            attributes_mask: (libc::STATX_ATTR_APPEND
+                | libc::STATX_ATTR_IMMUTABLE
+                | libc::STATX_ATTR_NODUMP
+                | libc::STATX_ATTR_AUTOMOUNT
+                | libc::STATX_ATTR_MOUNT_ROOT
+                | libc::STATX_ATTR_DAX) as u64,
+            atime: st.atime,
+            btime: if mask & libc::STATX_BTIME != 0 {
+                i.btime()
+            } else {
+                Timespec::default()
+            },
+            ctime: st.ctime,
+            mtime: st.mtime,
+            rdev_major: major(st.rdev),
+            rdev_minor: minor(st.rdev),
+            dev_major: major(st.dev),
+            dev_minor: minor(st.dev),
+            mnt_id: p.mnt.id,
+        }
+    }
+
+    /// `statfs(2)` of the file system `p` is on.
+    pub fn statfs(&self, p: &Path) -> crate::abi::Statfs {
+        match p.dentry.inode() {
+            Some(i) => i.fs().statfs(i.sb()),
+            None => crate::abi::Statfs::default(),
+        }
+    }
+
+    pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !ctx.cred.owns(inode) {
+            return Err(Errno::EPERM);
+        }
+        let _w = inode.rwsem.write();
+        let mut m = mode & 0o7777;
+        if !ctx.cred.is_root() && !ctx.cred.in_group(inode.gid()) {
+            m &= !libc::S_ISGID;
+        }
+        inode
+            .fs()
+            .setattr(inode, inode.file_type() | m, inode.uid(), inode.gid())?;
+        inode.set_perm(m);
+        inode.touch_c();
+        Ok(())
+    }
+
+    pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        let cred = ctx.cred;
+        let _w = inode.rwsem.write();
+        if !cred.is_root() {
+            // chown_ok / chgrp_ok: only the owner may change the group, to one of its groups;
+            // the owner may "change" the uid only to itself.
+            if uid != u32::MAX && !(cred.uid == inode.uid() && uid == inode.uid()) {
+                return Err(Errno::EPERM);
+            }
+            if gid != u32::MAX
+                && !(cred.uid == inode.uid() && (gid == inode.gid() || cred.in_group(gid)))
+            {
+                return Err(Errno::EPERM);
+            }
+        }
+        let mode = inode.mode();
+        let mut m = mode & 0o7777;
+        if !inode.is_dir() {
+            m &= !libc::S_ISUID;
+            if mode & libc::S_ISGID != 0 && mode & libc::S_IXGRP != 0 {
+                m &= !libc::S_ISGID;
+            }
+        }
+        let new_uid = if uid != u32::MAX { uid } else { inode.uid() };
+        let new_gid = if gid != u32::MAX { gid } else { inode.gid() };
+        inode
+            .fs()
+            .setattr(inode, inode.file_type() | m, new_uid, new_gid)?;
+        inode.set_uid(new_uid);
+        inode.set_gid(new_gid);
+        inode.set_perm(m);
+        inode.touch_c();
+        Ok(())
+    }
+
+    /// `utimensat` on a resolved path; `times == None` means both now.
+    pub fn utimes(&self, ctx: &Ctx<'_>, p: &Path, times: Option<[Timespec; 2]>) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        // Only "set both to now" (NULL, or both UTIME_NOW) is allowed to a writer who is not
+        // the owner; anything else (explicit times, or UTIME_OMIT for one) needs ownership.
+        let explicit = times.is_some_and(|t| t.iter().any(|x| x.nsec != libc::UTIME_NOW));
+        if !ctx.cred.owns(inode) {
+            if explicit {
+                return Err(Errno::EPERM);
+            }
+            permission(inode, ctx.cred, MAY_WRITE)?;
+        }
+        let _w = inode.rwsem.write();
+        let n = now();
+        let t = times.unwrap_or([
+            Timespec {
+                sec: 0,
+                nsec: libc::UTIME_NOW,
+            },
+            Timespec {
+                sec: 0,
+                nsec: libc::UTIME_NOW,
+            },
+        ]);
+        for (i, ts) in t.iter().enumerate() {
+            let v = match ts.nsec {
+                libc::UTIME_OMIT => continue,
+                libc::UTIME_NOW => n,
+                // timestamp_truncate: a time at the file system's limit (tmpfs: the ends
+                // of time64_t) loses its nanoseconds.
+                _ if ts.sec == i64::MAX || ts.sec == i64::MIN => Timespec {
+                    sec: ts.sec,
+                    nsec: 0,
+                },
+                _ => *ts,
+            };
+            if i == 0 {
+                inode.atime.set(v);
+            } else {
+                inode.mtime.set(v);
+            }
+        }
+        inode.ctime.set(n);
+        Ok(())
+    }
+
+    pub fn access(&self, ctx: &Ctx<'_>, p: &Path, mode: i32) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        let mut mask = 0;
+        if mode & libc::R_OK != 0 {
+            mask |= MAY_READ;
+        }
+        if mode & libc::W_OK != 0 {
+            mask |= MAY_WRITE;
+        }
+        if mode & libc::X_OK != 0 {
+            mask |= MAY_EXEC;
+        }
+        if mask == 0 {
+            return Ok(());
+        }
+        permission(inode, ctx.cred, mask)
+    }
+
+    /// `truncate(2)` on a resolved path.
+    pub fn truncate_path(&self, ctx: &Ctx<'_>, p: &Path, len: i64) -> SysResult<()> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        if !inode.is_reg() {
+            return Err(Errno::EINVAL);
+        }
+        permission(inode, ctx.cred, MAY_WRITE)?;
+        self.do_truncate(ctx, inode, len, true)
+    }
+
+    pub(crate) fn do_truncate(
+        &self,
+        ctx: &Ctx<'_>,
+        inode: &Inode,
+        len: i64,
+        always_touch: bool,
+    ) -> SysResult<()> {
+        if len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if len as u64 > inode.fs().max_file_size() {
+            return Err(Errno::EFBIG);
+        }
+        let _w = inode.rwsem.write();
+        let old = inode.size();
+        perm::kill_suid_on_write(inode, ctx.cred);
+        inode.fs().setsize(inode, len as u64)?;
+        if always_touch || old != len as u64 {
+            inode.touch_mc();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! Mounting and unmounting: `mount`, `umount` (with `MNT_DETACH` and `MNT_EXPIRE`), and
+//! shutting down a file system once its last mount is gone.
+
+use super::{VfsCore, LEAKED_SUPERBLOCKS};
+use crate::fs::FileSystem;
+use crate::mount::{MntRef, Mount, MountTable, Path};
+use crate::{Errno, SysResult};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+impl VfsCore {
+    /// Mounts `fs` on the directory `at`.
+    pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
+        if !at.dentry.inode().is_some_and(|i| i.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
+        if at.dentry.is_unlinked() {
+            return Err(Errno::ENOENT);
+        }
+        if at.mnt.is_detached() {
+            // In a lazily unmounted tree (Linux 6.18's answer, found by the conformance
+            // suite: not the EINVAL of check_mnt).
+            return Err(Errno::ENOENT);
+        }
+        let (sb, root) = self.new_sb(fs)?;
+        static NEXT_ID: AtomicU64 = AtomicU64::new(2);
+        let mut all = self.mounts.lock();
+        // Writers of the rename sequence: concurrent rcu-walks re-validate.
+        let _w = self.dcache.rename_lock.write();
+        Ok(self.mounts.add_locked(
+            &mut all,
+            Mount::new(
+                NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                sb,
+                root,
+                Some((at.mnt, at.dentry.clone())),
+            ),
+        ))
+    }
+
+    /// `umount2(2)` of the mount whose root is `target` (the caller resolved the path and
+    /// checked the flags and privilege). See `mount.rs` for how "busy" is decided without a
+    /// mount count.
+    ///
+    /// * `EINVAL`: `target` is not the root of a mount, or of one still attached;
+    ///   `MNT_EXPIRE` with `MNT_FORCE`/`MNT_DETACH`.
+    /// * `EBUSY`: the root mount; without `MNT_DETACH`, a mount with mounts below it or
+    ///   that somebody uses (an open file, a cwd, a walk in progress).
+    /// * `EAGAIN`: the first `MNT_EXPIRE` of an unused mount marks it.
+    ///
+    /// `MNT_DETACH` takes the mount and every mount below it out of the tree at once; each
+    /// file system is shut down as soon as nobody uses it (checked here and by later
+    /// `umount`/`drop_caches` calls). `MNT_FORCE` changes nothing for our file systems
+    /// (tmpfs has no `umount_begin` either).
+    pub fn umount(&self, target: Path, flags: i32) -> SysResult<()> {
+        let m = target.mnt;
+        if !m.is_root(&target.dentry) || m.is_detached() {
+            return Err(Errno::EINVAL);
+        }
+        let lazy = flags & libc::MNT_DETACH != 0;
+        let expire = flags & libc::MNT_EXPIRE != 0;
+        if m.parent().is_none() {
+            // The root mount (Linux remounts it read-only; we have no read-only mounts).
+            return Err(if expire { Errno::EINVAL } else { Errno::EBUSY });
+        }
+        if expire && flags & (libc::MNT_FORCE | libc::MNT_DETACH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let all = self.mounts.lock();
+        if !lazy {
+            if !MountTable::children(&all, m).is_empty() {
+                return Err(Errno::EBUSY);
+            }
+            m.begin_umount();
+            // rcu-walks that started before must re-validate, and new ones wait for the
+            // decision (see `mount.rs`).
+            let w = self.dcache.rename_lock.write();
+            let verdict = if self.mount_busy(m, 1) {
+                Err(Errno::EBUSY)
+            } else if expire && !m.expiry_mark.swap(true, Ordering::Relaxed) {
+                Err(Errno::EAGAIN)
+            } else {
+                self.mounts.detach(&[m]);
+                Ok(())
+            };
+            drop(w);
+            if verdict.is_err() {
+                m.cancel_umount();
+                return verdict;
+            }
+            drop(all);
+            drop(target);
+            self.shut_down(m);
+            self.reap_detached();
+            return Ok(());
+        }
+        let mut tree = vec![m];
+        let mut i = 0;
+        while i < tree.len() {
+            tree.extend(MountTable::children(&all, tree[i]));
+            i += 1;
+        }
+        {
+            let _w = self.dcache.rename_lock.write();
+            self.mounts.detach(&tree);
+        }
+        drop(all);
+        drop(target);
+        // Children first: a child holds a count on its mountpoint in its parent.
+        for d in tree.iter().rev() {
+            if !self.mount_busy(*d, 0) {
+                self.shut_down(*d);
+            }
+        }
+        self.reap_detached();
+        Ok(())
+    }
+
+    /// Does anyone use `m`? Drops the unused cached dentries of its file system first
+    /// (`shrink_dcache_for_umount`); then any positive dentry left but the root, or a
+    /// count on the root beyond the mount's own and the `held` ones of our caller, is a
+    /// user (see `mount.rs`; Linux's umount likewise discounts the caller's `mnt_count`).
+    fn mount_busy(&self, m: MntRef, held: u32) -> bool {
+        self.dcache.shrink_sb(&m.sb);
+        m.sb.dentries.sum() > 1 || m.root().dentry().count() > 1 + held
+    }
+
+    /// Shuts down the file system of the unused, detached mount `m`
+    /// (`generic_shutdown_super`): gives back the mount's root and mountpoint, lets the
+    /// file system drop its links (`kill_sb`), and walks the superblock's inode list the
+    /// way `evict_inodes` does: an inode still on it is still referenced ("busy inodes
+    /// after unmount"), and then the superblock is left allocated rather than freed.
+    fn shut_down(&self, m: MntRef) {
+        let entry = {
+            let mut sbs = self.sbs.lock();
+            let Some(i) = sbs.iter().position(|(sb, _)| Arc::ptr_eq(sb, &m.sb)) else {
+                return; // shut down already
+            };
+            sbs.swap_remove(i)
+        };
+        m.release();
+        let (sb, root_inode) = entry;
+        sb.fs.kill_sb(&root_inode);
+        drop(root_inode);
+        let mut busy = 0usize;
+        sb.for_each_inode(|_| busy += 1);
+        if busy != 0 {
+            LEAKED_SUPERBLOCKS.fetch_add(1, Ordering::Relaxed);
+            std::mem::forget(sb);
+        }
+        self.mounts.free(m);
+    }
+
+    /// Shuts down lazily detached file systems that nobody uses any more.
+    pub(super) fn reap_detached(&self) {
+        let detached: Vec<MntRef> = {
+            let all = self.mounts.lock();
+            all.iter()
+                .filter(|m| m.is_detached())
+                .map(|m| MntRef(&**m))
+                .collect()
+        };
+        for m in detached.into_iter().rev() {
+            let pending = self.sbs.lock().iter().any(|(sb, _)| Arc::ptr_eq(sb, &m.sb));
+            if pending && !self.mount_busy(m, 0) {
+                self.shut_down(m);
+            }
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! Namespace operations: creating names (`mkdir`, `mknod`, `symlink`, `link`), removing
+//! them (`unlink`/`rmdir`), `rename` (with `RENAME_EXCHANGE`/`RENAME_NOREPLACE`), and
+//! `readlink`.
+
+use super::VfsCore;
+use crate::dentry::DentryRef;
+use crate::inode::Inode;
+use crate::mount::Path;
+use crate::namei::{Ctx, LastKind};
+use crate::perm::{self, permission, Cred, MAY_WRITE};
+use crate::{Errno, SysResult};
+
+impl VfsCore {
+    /// Resolves the parent of a name to create and runs `f` with the parent's `rwsem` held
+    /// and the (negative) dentry (`filename_create`). `is_dir`: a trailing slash is allowed.
+    fn with_create<R>(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        is_dir: bool,
+        check_create: bool,
+        f: impl FnOnce(&Path, &Inode, &DentryRef, &[u8]) -> SysResult<R>,
+    ) -> SysResult<R> {
+        let (dirp, last) = self.lookup_parent(ctx, start, path)?;
+        if last.kind != LastKind::Norm {
+            return Err(Errno::EEXIST);
+        }
+        self.create_locked(&dirp, &last.name, |dirp, dir, d, name| {
+            if last.slash && !is_dir {
+                return Err(Errno::ENOENT);
+            }
+            if check_create {
+                perm::may_create(dir, ctx.cred)?;
+            }
+            f(dirp, dir, d, name)
+        })
+    }
+
+    /// The part of `filename_create` after the walk: takes the parent's `rwsem`, looks
+    /// `name` up (`EEXIST` if it exists) and runs `f` on the negative dentry, lock held.
+    pub(crate) fn create_locked<R>(
+        &self,
+        dirp: &Path,
+        name: &[u8],
+        f: impl FnOnce(&Path, &Inode, &DentryRef, &[u8]) -> SysResult<R>,
+    ) -> SysResult<R> {
+        let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let _w = dir.rwsem.write();
+        let d = self.lookup_one(dirp, name, true)?;
+        if !d.is_negative() {
+            return Err(Errno::EEXIST);
+        }
+        f(dirp, dir, &d, name)
+    }
+
+    pub fn mkdir(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        mode: u32,
+        umask: u32,
+    ) -> SysResult<()> {
+        self.with_create(ctx, start, path, true, true, |dirp, dir, d, name| {
+            self.make_node(
+                ctx.cred,
+                dirp,
+                dir,
+                d,
+                name,
+                libc::S_IFDIR | (mode & 0o1777 & !umask),
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// `mknodat` (the caller checked the type: regular, FIFO, socket, character or block
+    /// device): as `vfs_mknod`, `may_create` first, then CAP_MKNOD (root) for devices;
+    /// `umask` applies. `dev` is recorded only for devices.
+    pub fn mknod(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        mode: u32,
+        dev: u64,
+        umask: u32,
+    ) -> SysResult<()> {
+        let ty = match mode & libc::S_IFMT {
+            0 => libc::S_IFREG,
+            t => t,
+        };
+        self.with_create(ctx, start, path, false, true, |dirp, dir, d, name| {
+            let perm = mode & 0o7777 & !umask;
+            if ty != libc::S_IFCHR && ty != libc::S_IFBLK {
+                return self
+                    .make_node(ctx.cred, dirp, dir, d, name, ty | perm)
+                    .map(|_| ());
+            }
+            if !ctx.cred.is_root() {
+                return Err(Errno::EPERM);
+            }
+            self.make_device(ctx.cred, dirp, dir, d, name, (ty | perm, dev))
+                .map(|_| ())
+        })
+    }
+
+    /// Creates a device node (`mode` includes the type) for device `rdev`, owned by
+    /// `cred`, on the negative dentry `d` (the caller checked the privilege).
+    pub(crate) fn make_device(
+        &self,
+        cred: &Cred,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+        (mode, rdev): (u32, u64),
+    ) -> SysResult<crate::inode::InodeRef> {
+        let (gid, extra) = self.new_owner(dir, cred, false);
+        let inode = dir
+            .fs()
+            .mknod_device(dir, name, mode | extra, rdev, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
+    }
+
+    /// Creates the inode of a new file, directory or special file (`mode` includes the
+    /// type) owned by `cred` (or the setgid directory's group) on the negative dentry `d`.
+    pub(crate) fn make_node(
+        &self,
+        cred: &Cred,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+        mode: u32,
+    ) -> SysResult<crate::inode::InodeRef> {
+        let (gid, extra) = self.new_owner(dir, cred, mode & libc::S_IFMT == libc::S_IFDIR);
+        let inode = dir.fs().create(dir, name, mode | extra, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
+    }
+
+    /// Creates a symlink owned by `cred` on the negative dentry `d`.
+    pub(crate) fn make_symlink(
+        &self,
+        cred: &Cred,
+        target: &[u8],
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+    ) -> SysResult<crate::inode::InodeRef> {
+        if target.len() >= crate::namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let (gid, _) = self.new_owner(dir, cred, false);
+        let inode = dir.fs().symlink(dir, name, target, cred.uid, gid)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(inode)
+    }
+
+    pub fn symlink(
+        &self,
+        ctx: &Ctx<'_>,
+        target: &[u8],
+        start: &Path,
+        path: &[u8],
+    ) -> SysResult<()> {
+        if target.len() >= crate::namei::PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        self.with_create(ctx, start, path, false, true, |dirp, dir, d, name| {
+            self.make_symlink(ctx.cred, target, dirp, dir, d, name)
+                .map(|_| ())
+        })
+    }
+
+    /// `linkat` after resolving the old path to `old`.
+    pub fn link(&self, ctx: &Ctx<'_>, old: &Path, start: &Path, path: &[u8]) -> SysResult<()> {
+        let inode_ref = old.dentry.inode_ref().ok_or(Errno::ENOENT)?;
+        self.with_create(ctx, start, path, false, false, |dirp, dir, d, name| {
+            // do_linkat's order: EXDEV, may_linkat, then vfs_link's may_create and EPERM.
+            if dirp.mnt != old.mnt {
+                return Err(Errno::EXDEV);
+            }
+            perm::may_link(&inode_ref, ctx.cred)?;
+            perm::may_create(dir, ctx.cred)?;
+            self.link_locked(&inode_ref, dirp, dir, d, name)
+        })
+    }
+
+    /// `vfs_link` after the permission checks: links `inode` as the negative dentry `d`.
+    pub(crate) fn link_locked(
+        &self,
+        inode: &crate::inode::InodeRef,
+        dirp: &Path,
+        dir: &Inode,
+        d: &DentryRef,
+        name: &[u8],
+    ) -> SysResult<()> {
+        if inode.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        let _i = inode.rwsem.write();
+        if inode.nlink() == 0 {
+            return Err(Errno::ENOENT);
+        }
+        dir.fs().link(dir, name, inode)?;
+        self.dcache.instantiate(d, &dirp.dentry, inode.clone());
+        Ok(())
+    }
+
+    /// `unlinkat` (`rmdir` with `AT_REMOVEDIR`).
+    pub fn unlink(&self, ctx: &Ctx<'_>, start: &Path, path: &[u8], rmdir: bool) -> SysResult<()> {
+        let (dirp, last) = self.lookup_parent(ctx, start, path)?;
+        match (last.kind, rmdir) {
+            (LastKind::Norm, _) => {}
+            (_, false) => return Err(Errno::EISDIR),
+            (LastKind::DotDot, true) => return Err(Errno::ENOTEMPTY),
+            (LastKind::Dot, true) => return Err(Errno::EINVAL),
+            (LastKind::Root, true) => return Err(Errno::EBUSY),
+        }
+        self.unlink_locked(ctx, &dirp, &last.name, rmdir, last.slash)
+    }
+
+    /// `do_unlinkat`/`do_rmdir` after the walk: `name` in the directory `dirp`; `slash`:
+    /// the path had a trailing slash.
+    pub(crate) fn unlink_locked(
+        &self,
+        ctx: &Ctx<'_>,
+        dirp: &Path,
+        name: &[u8],
+        rmdir: bool,
+        slash: bool,
+    ) -> SysResult<()> {
+        let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let _w = dir.rwsem.write();
+        let d = self.lookup_one(dirp, name, true)?;
+        let Some(victim) = d.inode() else {
+            return Err(Errno::ENOENT);
+        };
+        if !rmdir && slash {
+            return Err(if victim.is_dir() {
+                Errno::EISDIR
+            } else {
+                Errno::ENOTDIR
+            });
+        }
+        perm::may_delete(dir, victim, rmdir, ctx.cred)?;
+        if d.is_mounted() {
+            return Err(Errno::EBUSY);
+        }
+        {
+            let _v = victim.rwsem.write();
+            if rmdir {
+                dir.fs().rmdir(dir, name, victim)?;
+            } else {
+                dir.fs().unlink(dir, name, victim)?;
+            }
+        }
+        self.dcache.drop_dentry(&d);
+        Ok(())
+    }
+
+    /// `renameat2`.
+    pub fn rename(
+        &self,
+        ctx: &Ctx<'_>,
+        ostart: &Path,
+        opath: &[u8],
+        nstart: &Path,
+        npath: &[u8],
+        flags: u32,
+    ) -> SysResult<()> {
+        check_rename_flags(flags)?;
+        let (odp, olast) = self.lookup_parent(ctx, ostart, opath)?;
+        let (ndp, nlast) = self.lookup_parent(ctx, nstart, npath)?;
+        self.rename_parents(ctx, &odp, &olast, &ndp, &nlast, flags)
+    }
+
+    /// `renameat2` after both walks: `olast` in `odp` to `nlast` in `ndp`.
+    pub(crate) fn rename_parents(
+        &self,
+        ctx: &Ctx<'_>,
+        odp: &Path,
+        olast: &crate::namei::Last,
+        ndp: &Path,
+        nlast: &crate::namei::Last,
+        flags: u32,
+    ) -> SysResult<()> {
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+        if odp.mnt != ndp.mnt {
+            return Err(Errno::EXDEV);
+        }
+        if olast.kind != LastKind::Norm {
+            return Err(Errno::EBUSY);
+        }
+        if nlast.kind != LastKind::Norm {
+            return Err(if noreplace {
+                Errno::EEXIST
+            } else {
+                Errno::EBUSY
+            });
+        }
+        let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let same = odp.dentry == ndp.dentry;
+        let sb = odir.sb();
+        let _rm = (!same).then(|| sb.rename_mutex.lock());
+        // lock_rename: an ancestor before its descendant (unlink and rmdir lock parent before
+        // child, so the other order could deadlock with them), unrelated directories by
+        // address; the rename mutex keeps the ancestry stable while we decide.
+        let old_first = if same || is_ancestor(&odp.dentry, &ndp.dentry) {
+            true
+        } else if is_ancestor(&ndp.dentry, &odp.dentry) {
+            false
+        } else {
+            (odir as *const Inode) < (ndir as *const Inode)
+        };
+        let (_l1, _l2) = if same {
+            (Some(odir.rwsem.write()), None)
+        } else if old_first {
+            let a = odir.rwsem.write();
+            (Some(a), Some(ndir.rwsem.write()))
+        } else {
+            let b = ndir.rwsem.write();
+            (Some(b), Some(odir.rwsem.write()))
+        };
+        let od = self.lookup_one(odp, &olast.name, true)?;
+        let Some(src) = od.inode() else {
+            return Err(Errno::ENOENT);
+        };
+        let nd = self.lookup_one(ndp, &nlast.name, true)?;
+        let tgt = nd.inode();
+        if noreplace && tgt.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if exchange && tgt.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        if !src.is_dir() && (olast.slash || nlast.slash) && !exchange {
+            return Err(Errno::ENOTDIR);
+        }
+        if exchange
+            && (olast.slash && !src.is_dir() || nlast.slash && !tgt.is_some_and(|t| t.is_dir()))
+        {
+            return Err(Errno::ENOTDIR);
+        }
+        // Loops: the source may not be an ancestor of the new parent, nor the target one of
+        // the old parent (the rename mutex keeps ancestry stable while we check).
+        if !same {
+            if is_ancestor(&od, &ndp.dentry) {
+                return Err(Errno::EINVAL);
+            }
+            if tgt.is_some() && is_ancestor(&nd, &odp.dentry) {
+                return Err(if exchange {
+                    Errno::EINVAL
+                } else {
+                    Errno::ENOTEMPTY
+                });
+            }
+        }
+        if let Some(t) = tgt {
+            if std::ptr::eq(t, src) {
+                return Ok(());
+            }
+        }
+        perm::may_delete(odir, src, src.is_dir(), ctx.cred)?;
+        match tgt {
+            None => perm::may_create(ndir, ctx.cred)?,
+            Some(t) => {
+                let isdir = if exchange { t.is_dir() } else { src.is_dir() };
+                perm::may_delete(ndir, t, isdir, ctx.cred)?;
+            }
+        }
+        if !same {
+            if src.is_dir() {
+                permission(src, ctx.cred, MAY_WRITE)?;
+            }
+            if let Some(t) = tgt {
+                if exchange && t.is_dir() {
+                    permission(t, ctx.cred, MAY_WRITE)?;
+                }
+            }
+        }
+        if od.is_mounted() || nd.is_mounted() {
+            return Err(Errno::EBUSY);
+        }
+        odir.fs()
+            .rename(odir, &olast.name, ndir, &nlast.name, flags)?;
+        let _w = self.dcache.rename_lock.write();
+        if exchange {
+            self.dcache
+                .d_move(&od, &ndp.dentry, &nlast.name, Some(&nd), true);
+        } else {
+            self.dcache
+                .d_move(&od, &ndp.dentry, &nlast.name, Some(&nd), false);
+        }
+        Ok(())
+    }
+
+    pub fn readlink(&self, p: &Path, buf: &mut [u8]) -> SysResult<usize> {
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !inode.is_symlink() {
+            return Err(Errno::EINVAL);
+        }
+        let t = inode.fs().readlink(inode)?;
+        inode.touch_atime();
+        let n = t.len().min(buf.len());
+        buf[..n].copy_from_slice(&t[..n]);
+        Ok(n)
+    }
+}
+
+/// `renameat2`'s flags: `EINVAL` for unknown bits and for `RENAME_EXCHANGE` with
+/// `RENAME_NOREPLACE` (`RENAME_WHITEOUT` is not provided: unknown here).
+pub fn check_rename_flags(flags: u32) -> SysResult<()> {
+    let exchange = flags & libc::RENAME_EXCHANGE != 0;
+    let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+    if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// Is `a` an ancestor of (or equal to) `d`? Call with the rename mutex held.
+fn is_ancestor(a: &DentryRef, d: &DentryRef) -> bool {
+    let mut cur = Some(d.clone());
+    let mut n = 0;
+    while let Some(c) = cur {
+        if c == *a {
+            return true;
+        }
+        n += 1;
+        if n > 1 << 16 {
+            return false;
+        }
+        cur = c.parent();
+    }
+    false
+}
