@@ -361,6 +361,12 @@ impl VfsCore {
     /// matching system call does it (ctime updated; `SetTime::Now` is `UTIME_NOW`).
     pub fn node_setattr(&self, node: &Node, a: &SetAttr) -> SysResult<()> {
         let ctx = self.checked_ctx(node);
+        if *a == SetAttr::default() {
+            // The kernel sends `chown(f, -1, -1)` as a setattr with nothing to set (it
+            // sends FUSE no ctime without the writeback cache); Linux's chown still
+            // changes ctime (`notify_change` with `ATTR_CTIME`), and so does ours.
+            return self.chown(&ctx, &node.path, u32::MAX, u32::MAX);
+        }
         let inode = node.inode();
         if let Some(size) = a.size {
             if inode.is_dir() {
