@@ -86,14 +86,15 @@ fn overlaps(a: &LockInfo, start: i64, end: i64) -> bool {
 /// The first lock in `list` that conflicts with `req` (Linux's `posix_locks_conflict` /
 /// `flock_locks_conflict`: another owner, overlapping, at least one writer).
 pub(crate) fn find_conflict(list: &[Held], req: &LockRequest) -> Option<usize> {
-    if req.ty == LockType::Unlock {
-        return None;
-    }
-    list.iter().position(|h| {
-        h.info.owner != req.owner
-            && overlaps(&h.info, req.start, req.end)
-            && (h.info.ty == LockType::Write || req.ty == LockType::Write)
-    })
+    list.iter().position(|h| conflicts(&h.info, req))
+}
+
+/// Whether held lock `h` conflicts with `req` (an unlock conflicts with nothing).
+pub(crate) fn conflicts(h: &LockInfo, req: &LockRequest) -> bool {
+    req.ty != LockType::Unlock
+        && h.owner != req.owner
+        && overlaps(h, req.start, req.end)
+        && (h.ty == LockType::Write || req.ty == LockType::Write)
 }
 
 /// Applies a POSIX/OFD request that has no conflict (or an unlock) to the owner's locks:

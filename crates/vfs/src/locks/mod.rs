@@ -40,6 +40,11 @@
 //!
 //! - **context lock** (one per inode; Linux's `flc_lock`): the inode's lock lists, every
 //!   waiter queued on them, and each queued waiter's `edge` field.
+//! - **POSIX summary** (`summary.rs`, one per inode, scalable design only): a copy of the
+//!   POSIX list when it holds at most one lock, under a sequence counter. Written only
+//!   under the context lock (when a section changed the list), read without any lock: a
+//!   non-blocking request that conflicts gets `EAGAIN`, and `F_GETLK` its answer, from
+//!   the summary alone, so threads asking for a lock another holds only read a line.
 //! - **graph lock** (`deadlock.rs`; Linux's `blocked_lock_lock`): the POSIX wait-for
 //!   edges, in a table hashed by owner (Linux's `blocked_hash`).
 //! - **registry shard locks** (the `DList` in `registry.rs`, one per CPU): the lists of contexts that
@@ -71,7 +76,10 @@
 //! during re-examination is seen by the waiters behind it (100 writers queued on one lock:
 //! an unlock grants the first and re-queues the others on it, waking one thread).
 //!
-//! The waiter's thread sleeps in [`CancelToken::wait_until`] on its `state`; the granter
+//! The waiter's thread first polls its own `state` for a few microseconds
+//! (`WAITER_SPINS`): a grant that comes that soon costs the granter one atomic swap in
+//! `unpark` and the waiter no sleep. Then it sleeps in [`CancelToken::wait_until`] on its
+//! `state`; the granter
 //! stores `state` with Release and then unparks it (the sleeper's Acquire load pairs with
 //! it). A cancelled sleeper takes the context lock and, if its request is still pending,
 //! unqueues it and returns `EINTR`; if it was granted meanwhile the grant stands and the
@@ -132,7 +140,9 @@
 pub(crate) mod deadlock;
 pub(crate) mod list;
 pub(crate) mod registry;
+mod summary;
 pub(crate) mod sync;
+mod types;
 
 #[cfg(test)]
 mod host_diff;
@@ -145,7 +155,6 @@ mod stress;
 #[cfg(test)]
 mod tests;
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use scalevfs_primitives::Locking;
@@ -153,235 +162,13 @@ use scalevfs_primitives::Locking;
 use crate::abi::Flock;
 use crate::cancel::CancelToken;
 use crate::Errno;
+use crossbeam_utils::CachePadded;
 use deadlock::Graph;
 use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
 use registry::ContextList;
+use summary::{PosixSummary, Snapshot};
 use sync::{Mutex, MutexGuard};
-
-/// The largest file offset; a lock ending here runs "to EOF and beyond" (`l_len == 0`).
-pub const OFFSET_MAX: i64 = i64::MAX;
-
-/// Who owns a lock.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum LockOwner {
-    /// A POSIX record-lock owner: the process (its unique id; Linux's `files_struct`).
-    Process(u64),
-    /// An open file description (its unique id): owner of OFD and flock locks.
-    File(u64),
-}
-
-/// The kind of lock, as `/proc/locks` names them.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum LockClass {
-    Posix,
-    Ofd,
-    Flock,
-}
-
-impl LockClass {
-    fn of_posix(owner: LockOwner) -> Self {
-        match owner {
-            LockOwner::Process(_) => LockClass::Posix,
-            LockOwner::File(_) => LockClass::Ofd,
-        }
-    }
-}
-
-/// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum LockType {
-    Read,
-    Write,
-    Unlock,
-}
-
-impl LockType {
-    /// Decodes `l_type` (`EINVAL` if it is none of the three).
-    pub fn from_l_type(t: i16) -> Result<Self, Errno> {
-        match t as i32 {
-            libc::F_RDLCK => Ok(LockType::Read),
-            libc::F_WRLCK => Ok(LockType::Write),
-            libc::F_UNLCK => Ok(LockType::Unlock),
-            _ => Err(Errno::EINVAL),
-        }
-    }
-    pub fn to_l_type(self) -> i16 {
-        (match self {
-            LockType::Read => libc::F_RDLCK,
-            LockType::Write => libc::F_WRLCK,
-            LockType::Unlock => libc::F_UNLCK,
-        }) as i16
-    }
-}
-
-/// A lock or unlock request on the byte range `start..=end` (`end == OFFSET_MAX`: to EOF
-/// and beyond). For [`LockManager::setlk`], `LockOwner::Process` makes a POSIX request and
-/// `LockOwner::File` an OFD request.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct LockRequest {
-    pub owner: LockOwner,
-    /// Reported as `l_pid` and in `/proc/locks`.
-    pub pid: i32,
-    pub ty: LockType,
-    pub start: i64,
-    pub end: i64,
-}
-
-impl LockRequest {
-    fn info(&self, class: LockClass) -> LockInfo {
-        LockInfo {
-            class,
-            owner: self.owner,
-            pid: self.pid,
-            ty: self.ty,
-            start: self.start,
-            end: self.end,
-        }
-    }
-    fn check(&self) -> Result<(), Errno> {
-        if self.start < 0 || self.end < self.start {
-            return Err(Errno::EINVAL);
-        }
-        Ok(())
-    }
-}
-
-/// A held (or, in a listing, requested) lock.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct LockInfo {
-    pub class: LockClass,
-    pub owner: LockOwner,
-    pub pid: i32,
-    pub ty: LockType,
-    pub start: i64,
-    /// Inclusive; `OFFSET_MAX` for "to EOF".
-    pub end: i64,
-}
-
-impl LockInfo {
-    /// Fills `F_GETLK`'s answer as `posix_lock_to_flock` does: `SEEK_SET`, `l_len` 0 for a
-    /// lock to EOF, and `l_pid` -1 for an OFD lock.
-    pub fn to_flock(&self, fl: &mut Flock) {
-        fl.l_type = self.ty.to_l_type();
-        fl.l_whence = libc::SEEK_SET as i16;
-        fl.l_start = self.start;
-        fl.l_len = if self.end == OFFSET_MAX {
-            0
-        } else {
-            self.end - self.start + 1
-        };
-        fl.l_pid = if self.class == LockClass::Ofd {
-            -1
-        } else {
-            self.pid
-        };
-    }
-}
-
-/// Converts a `struct flock` range to `start..=end` as `flock64_to_posix_lock` does:
-/// `l_whence` relative to 0, the file position `pos` or the file size `size`; negative
-/// `l_len` locks the bytes before the start; `l_len == 0` runs to `OFFSET_MAX`.
-/// `EINVAL` for a bad `l_whence` or a range starting before 0, `EOVERFLOW` past
-/// `OFFSET_MAX`.
-pub fn flock_to_range(fl: &Flock, pos: i64, size: i64) -> Result<(i64, i64), Errno> {
-    let base = match fl.l_whence as i32 {
-        libc::SEEK_SET => 0,
-        libc::SEEK_CUR => pos,
-        libc::SEEK_END => size,
-        _ => return Err(Errno::EINVAL),
-    };
-    if base < 0 {
-        return Err(Errno::EINVAL);
-    }
-    if fl.l_start > OFFSET_MAX - base {
-        return Err(Errno::EOVERFLOW);
-    }
-    let mut start = base + fl.l_start;
-    if start < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let end;
-    if fl.l_len > 0 {
-        if fl.l_len - 1 > OFFSET_MAX - start {
-            return Err(Errno::EOVERFLOW);
-        }
-        end = start + (fl.l_len - 1);
-    } else if fl.l_len < 0 {
-        if start + fl.l_len < 0 {
-            return Err(Errno::EINVAL);
-        }
-        end = start - 1;
-        start += fl.l_len;
-    } else {
-        end = OFFSET_MAX;
-    }
-    Ok((start, end))
-}
-
-/// What `fcntl`'s lock commands need to know about the open file.
-#[derive(Copy, Clone, Debug)]
-pub struct FcntlFile {
-    /// The file position (for `SEEK_CUR`).
-    pub pos: i64,
-    /// The file size (for `SEEK_END`).
-    pub size: i64,
-    /// Opened for reading / writing (`F_RDLCK` needs the first, `F_WRLCK` the second).
-    pub readable: bool,
-    pub writable: bool,
-    /// The open file description's id (OFD owner).
-    pub file_id: u64,
-    /// The calling process's id (POSIX owner).
-    pub process_id: u64,
-    /// The calling process's pid (`l_pid`).
-    pub pid: i32,
-}
-
-/// One line of the listing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListedLock {
-    /// The `N:` ordinal; a waiter has its blocker's.
-    pub id: usize,
-    /// A blocked request (`->` in `/proc/locks`).
-    pub waiting: bool,
-    pub info: LockInfo,
-    pub dev: u64,
-    pub ino: u64,
-}
-
-impl ListedLock {
-    /// The `/proc/locks` line (`lock_get_status`), with a trailing newline.
-    pub fn proc_line(&self) -> String {
-        let i = &self.info;
-        let mut s = format!("{}: ", self.id);
-        if self.waiting {
-            s.push_str("-> ");
-        }
-        s.push_str(match i.class {
-            LockClass::Posix => "POSIX  ADVISORY  ",
-            LockClass::Ofd => "OFDLCK ADVISORY  ",
-            LockClass::Flock => "FLOCK  ADVISORY  ",
-        });
-        s.push_str(match i.ty {
-            LockType::Write => "WRITE ",
-            LockType::Read => "READ ",
-            LockType::Unlock => "UNLCK ",
-        });
-        let pid = if i.class == LockClass::Ofd { -1 } else { i.pid };
-        // st_dev encoding (glibc's major()/minor()).
-        let d = self.dev;
-        let major = ((d >> 8) & 0xfff) | ((d >> 32) & !0xfff);
-        let minor = (d & 0xff) | ((d >> 12) & !0xff);
-        let _ = write!(s, "{pid} {major:02x}:{minor:02x}:{} ", self.ino);
-        if i.class == LockClass::Flock {
-            s.push_str("0 EOF\n");
-        } else if i.end == OFFSET_MAX {
-            let _ = writeln!(s, "{} EOF", i.start);
-        } else {
-            let _ = writeln!(s, "{} {}", i.start, i.end);
-        }
-        s
-    }
-}
+pub use types::*;
 
 /// Per-inode lock state (Linux's `file_lock_context`). Made by
 /// [`LockManager::new_context`]; unregisters itself from the listing when dropped.
@@ -397,6 +184,9 @@ pub(crate) struct CtxInner {
     dev: u64,
     ino: u64,
     lists: Mutex<Lists>,
+    /// The POSIX list's summary for lock-free `EAGAIN` and `F_GETLK` answers (scalable
+    /// design only), on its own cache line: askers read it while lockers write `lists`.
+    posix_summary: CachePadded<PosixSummary>,
 }
 
 impl Drop for FileLockContext {
@@ -454,9 +244,18 @@ enum Wait<'a> {
 }
 
 /// Both locks of an operation: the legacy global lock (if any), then the context's.
+/// Dropping it republishes the POSIX list's summary while the context lock is still held
+/// (fields drop after `drop` runs).
 struct Guard<'a> {
     lists: MutexGuard<'a, Lists>,
+    summary: &'a PosixSummary,
     _legacy: Option<MutexGuard<'a, ()>>,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        self.summary.publish(&self.lists.posix);
+    }
 }
 
 impl LockManager {
@@ -482,6 +281,7 @@ impl LockManager {
             dev,
             ino,
             lists: Mutex::new(Lists::default()),
+            posix_summary: CachePadded::new(PosixSummary::default()),
         });
         let slot = self.shared.registry.insert(&inner);
         FileLockContext {
@@ -499,14 +299,37 @@ impl LockManager {
         let legacy = self.shared.legacy.as_ref().map(|l| l.lock());
         Guard {
             lists: ctx.inner.lists.lock(),
+            summary: &ctx.inner.posix_summary,
             _legacy: legacy,
         }
+    }
+
+    /// The POSIX list's summary (see `summary.rs`), in the scalable design; `None` when
+    /// a writer is changing it, or in the legacy ablation (which always takes its locks).
+    #[inline]
+    fn snapshot(&self, ctx: &FileLockContext) -> Option<Snapshot> {
+        if self.shared.locking == Locking::Legacy {
+            return None;
+        }
+        ctx.inner.posix_summary.read()
     }
 
     /// `F_GETLK` / `F_OFD_GETLK`: the first lock that would conflict with `req`, if any.
     /// For an `Unlock` request (only `F_OFD_GETLK` allows it, Linux 6.7+), the first lock
     /// of `req.owner` itself that overlaps the range.
     pub fn getlk(&self, ctx: &FileLockContext, req: &LockRequest) -> Option<LockInfo> {
+        match self.snapshot(ctx) {
+            Some(Snapshot::Empty) => return None,
+            Some(Snapshot::One(h)) => {
+                let hit = if req.ty == LockType::Unlock {
+                    h.owner == req.owner && h.start <= req.end && req.start <= h.end
+                } else {
+                    list::conflicts(&h, req)
+                };
+                return hit.then_some(h);
+            }
+            Some(Snapshot::Many) | None => {}
+        }
         let g = self.lock(ctx);
         let list = &g.lists.posix;
         let i = if req.ty == LockType::Unlock {
@@ -542,6 +365,12 @@ impl LockManager {
         wait: Wait<'_>,
     ) -> Result<(), Errno> {
         req.check()?;
+        if let (Wait::No, Some(Snapshot::One(h))) = (wait, self.snapshot(ctx)) {
+            // A conflicting non-blocking request fails without taking the context lock.
+            if list::conflicts(&h, req) {
+                return Err(Errno::EAGAIN);
+            }
+        }
         let (w, token) = {
             let mut g = self.lock(ctx);
             let Some(i) = find_conflict(&g.lists.posix, req) else {
@@ -826,6 +655,19 @@ impl LockManager {
         w: &Arc<Waiter>,
         token: Option<&CancelToken>,
     ) -> Result<(), Errno> {
+        // Spin a little first. A lock held for a short critical section is often handed to
+        // us within microseconds; a waiter that is still running when granted costs the
+        // granter one atomic swap in `unpark` (no futex wake-up) and itself no sleep, no
+        // token allocation and no waker registration. Bounded, and each poll is a plain
+        // load of our own waiter's line, so waiters do not bounce the context's lines;
+        // with more threads than CPUs the bound keeps a waiter from burning the slice the
+        // holder needs.
+        for _ in 0..WAITER_SPINS {
+            if w.state() != list::PENDING {
+                return outcome(w.state());
+            }
+            std::hint::spin_loop();
+        }
         let own;
         let token = match token {
             Some(t) => t,
@@ -853,25 +695,20 @@ impl LockManager {
                 }
             }
         };
-        match state {
-            list::GRANTED => Ok(()),
-            _ => Err(Errno::EDEADLK),
-        }
+        outcome(state)
     }
 }
 
-/// Decodes a `flock(2)` operation: `Some(type)`, `None` for `LOCK_MAND` (ignored), or
-/// `EINVAL` (Linux's `flock_translate_cmd`).
-pub fn flock_op_type(op: i32) -> Result<Option<LockType>, Errno> {
-    const LOCK_MAND: i32 = 32;
-    if op & LOCK_MAND != 0 {
-        return Ok(None);
-    }
-    match op & !libc::LOCK_NB {
-        libc::LOCK_SH => Ok(Some(LockType::Read)),
-        libc::LOCK_EX => Ok(Some(LockType::Write)),
-        libc::LOCK_UN => Ok(Some(LockType::Unlock)),
-        _ => Err(Errno::EINVAL),
+/// How long a blocked request polls its own state before it sleeps: about 2-5 us of
+/// `spin_loop` hints on current x86 cores, the order of one uncontended lock-unlock
+/// round trip through the lock manager.
+const WAITER_SPINS: u32 = 128;
+
+/// A completed waiter's result.
+fn outcome(state: u8) -> Result<(), Errno> {
+    match state {
+        list::GRANTED => Ok(()),
+        _ => Err(Errno::EDEADLK),
     }
 }
 

@@ -242,3 +242,54 @@ fn stress_no_conflicting_holders_no_lost_waiters() {
 fn stress_legacy() {
     run(Locking::Legacy, 16, 1000);
 }
+
+/// Many owners hammer one byte with non-blocking write locks (most answered `EAGAIN`
+/// from the list's summary, without the context lock) while others read `F_GETLK`: a
+/// granted lock is always exclusive, and `F_GETLK` never reports a conflict-free range
+/// as locked by the asker itself nor a lock that does not conflict.
+#[test]
+fn stress_nonblocking_contention_stays_exclusive() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let m = LockManager::new(Locking::Scalable);
+    let ctx = m.new_context(7, 1);
+    let holders = AtomicUsize::new(0);
+    let (granted, refused) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let req = |owner, ty| LockRequest {
+        owner: LockOwner::File(owner),
+        pid: -1,
+        ty,
+        start: 0,
+        end: 0,
+    };
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (m, ctx, holders, granted, refused) = (&m, &ctx, &holders, &granted, &refused);
+            s.spawn(move || {
+                for _ in 0..20_000 {
+                    if t % 4 == 3 {
+                        if let Some(h) = m.getlk(ctx, &req(t, LockType::Write)) {
+                            assert_ne!(h.owner, LockOwner::File(t), "own lock reported");
+                            assert_eq!(h.ty, LockType::Write);
+                        }
+                        continue;
+                    }
+                    match m.setlk(ctx, &req(t, LockType::Write), None) {
+                        Ok(()) => {
+                            assert_eq!(holders.fetch_add(1, SeqCst), 0, "two holders");
+                            granted.fetch_add(1, SeqCst);
+                            holders.fetch_sub(1, SeqCst);
+                            m.setlk(ctx, &req(t, LockType::Unlock), None).unwrap();
+                        }
+                        Err(e) => {
+                            assert_eq!(e, Errno::EAGAIN);
+                            refused.fetch_add(1, SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    assert!(granted.into_inner() > 0);
+    assert!(refused.into_inner() > 0, "the contention was real");
+    assert!(m.list().is_empty(), "{}", m.proc_locks());
+}
