@@ -68,7 +68,10 @@
 //! A blocked request is a `list::Waiter` queued on the one held lock it conflicts with
 //! first (Linux's `fl_blocked_requests`). Whenever a lock is removed, shrunk, split,
 //! merged or changes type, its waiters are re-examined *by the thread making the change,
-//! under the context lock*, oldest first: a waiter that no longer conflicts is granted
+//! under the context lock*, oldest first (except that a waiter still polling its state
+//! goes ahead of sleeping ones that have waited under a millisecond,
+//! `list::prefer_polling`; threads are unparked only after the context lock is released,
+//! `list::Wakeups`): a waiter that no longer conflicts is granted
 //! right there (its lock is inserted on its behalf, with the same split/merge logic) and
 //! only then woken; a waiter that still conflicts is moved to the lock it now conflicts
 //! with and not woken. So an unlock wakes exactly the requests it lets proceed, and a
@@ -77,7 +80,7 @@
 //! an unlock grants the first and re-queues the others on it, waking one thread).
 //!
 //! The waiter's thread first polls its own `state` for a few microseconds
-//! (`WAITER_SPINS`): a grant that comes that soon costs the granter one atomic swap in
+//! (`WAITER_POLL`, by at most half the CPUs at once): a grant that comes that soon costs the granter one atomic swap in
 //! `unpark` and the waiter no sleep. Then it sleeps in [`CancelToken::wait_until`] on its
 //! `state`; the granter
 //! stores `state` with Release and then unparks it (the sleeper's Acquire load pairs with
@@ -155,7 +158,9 @@ mod stress;
 #[cfg(test)]
 mod tests;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use scalevfs_primitives::Locking;
 
@@ -164,7 +169,7 @@ use crate::cancel::CancelToken;
 use crate::Errno;
 use crossbeam_utils::CachePadded;
 use deadlock::Graph;
-use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
+use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter, Wakeups};
 use registry::ContextList;
 use summary::{PosixSummary, Snapshot};
 use sync::{Mutex, MutexGuard};
@@ -184,6 +189,9 @@ pub(crate) struct CtxInner {
     dev: u64,
     ino: u64,
     lists: Mutex<Lists>,
+    /// Blocked requests polling their state right now (see `sleep`): bounded so that
+    /// pollers never take every CPU from the threads that will grant them.
+    spinners: AtomicU32,
     /// The POSIX list's summary for lock-free `EAGAIN` and `F_GETLK` answers (scalable
     /// design only), on its own cache line: askers read it while lockers write `lists`.
     posix_summary: CachePadded<PosixSummary>,
@@ -281,6 +289,7 @@ impl LockManager {
             dev,
             ino,
             lists: Mutex::new(Lists::default()),
+            spinners: AtomicU32::new(0),
             posix_summary: CachePadded::new(PosixSummary::default()),
         });
         let slot = self.shared.registry.insert(&inner);
@@ -372,11 +381,12 @@ impl LockManager {
             }
         }
         let (w, token) = {
+            let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
             let mut g = self.lock(ctx);
             let Some(i) = find_conflict(&g.lists.posix, req) else {
                 let mut reeval = Vec::new();
                 posix_apply(&mut g.lists.posix, req, &mut reeval);
-                self.reeval(&mut g.lists, reeval);
+                self.reeval(&mut g.lists, reeval, &mut wake);
                 return Ok(());
             };
             let token = match wait {
@@ -418,6 +428,7 @@ impl LockManager {
             end: OFFSET_MAX,
         };
         let w = {
+            let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
             let mut g = self.lock(ctx);
             let mut reeval = Vec::new();
             let res = match flock_apply(&mut g.lists.flock, &req, &mut reeval) {
@@ -432,7 +443,7 @@ impl LockManager {
                     Ok(Some(w))
                 }
             };
-            self.reeval(&mut g.lists, reeval);
+            self.reeval(&mut g.lists, reeval, &mut wake);
             res?
         };
         match w {
@@ -460,13 +471,14 @@ impl LockManager {
     }
 
     fn release(&self, ctx: &FileLockContext, owner: LockOwner, flock: bool) {
+        let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
         let mut g = self.lock(ctx);
         let mut reeval = Vec::new();
         remove_owner(&mut g.lists.posix, owner, &mut reeval);
         if flock {
             remove_owner(&mut g.lists.flock, owner, &mut reeval);
         }
-        self.reeval(&mut g.lists, reeval);
+        self.reeval(&mut g.lists, reeval, &mut wake);
     }
 
     /// `fcntl(fd, cmd, fl)` for the lock commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`,
@@ -617,7 +629,8 @@ impl LockManager {
     /// Re-examines waiters whose blocker changed, oldest first: grant, re-queue on the new
     /// conflicting lock, or fail with `EDEADLK`. Grants can change more locks, whose
     /// waiters join the queue. Called under the context lock.
-    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>) {
+    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>, wake: &mut Wakeups) {
+        list::prefer_polling(&mut queue);
         let mut k = 0;
         while k < queue.len() {
             let w = queue[k].clone();
@@ -634,14 +647,14 @@ impl LockManager {
             match blocked {
                 None => {
                     self.drop_edge(&w);
-                    w.complete(list::GRANTED);
+                    w.complete(list::GRANTED, wake);
                 }
                 Some(i) if w.class == LockClass::Flock => lists.flock[i].waiters.push(w),
                 Some(i) => {
                     if self.wait_edge(&w, lists.posix[i].info.owner) {
                         lists.posix[i].waiters.push(w);
                     } else {
-                        w.complete(list::DEADLOCK);
+                        w.complete(list::DEADLOCK, wake);
                     }
                 }
             }
@@ -655,18 +668,34 @@ impl LockManager {
         w: &Arc<Waiter>,
         token: Option<&CancelToken>,
     ) -> Result<(), Errno> {
-        // Spin a little first. A lock held for a short critical section is often handed to
-        // us within microseconds; a waiter that is still running when granted costs the
-        // granter one atomic swap in `unpark` (no futex wake-up) and itself no sleep, no
-        // token allocation and no waker registration. Bounded, and each poll is a plain
-        // load of our own waiter's line, so waiters do not bounce the context's lines;
-        // with more threads than CPUs the bound keeps a waiter from burning the slice the
-        // holder needs.
-        for _ in 0..WAITER_SPINS {
-            if w.state() != list::PENDING {
-                return outcome(w.state());
+        // Poll a while first. A lock held for a short critical section is often handed
+        // to us within microseconds; a waiter that is still polling when granted costs the
+        // granter no futex wake-up (its unpark finds the thread running) and itself no
+        // sleep, no token allocation and no waker registration. Each poll is a plain load
+        // of our own waiter's line, so pollers do not bounce the context's lines. At most
+        // half the CPUs poll on one context at a time, so that with more threads than CPUs
+        // the pollers leave the holders (and the granter) CPUs to run on.
+        if ctx.inner.spinners.fetch_add(1, Ordering::Relaxed) < max_spinners() {
+            // Relaxed: a hint for granters (`list::prefer_polling`), ordering nothing.
+            w.polling.store(true, Ordering::Relaxed);
+            let end = Instant::now() + WAITER_POLL;
+            'poll: loop {
+                for _ in 0..32 {
+                    if w.state() != list::PENDING {
+                        break 'poll;
+                    }
+                    std::hint::spin_loop();
+                }
+                if Instant::now() >= end {
+                    break;
+                }
             }
-            std::hint::spin_loop();
+        }
+        w.polling.store(false, Ordering::Relaxed);
+        // Relaxed: the count only bounds how many poll; it orders nothing.
+        ctx.inner.spinners.fetch_sub(1, Ordering::Relaxed);
+        if w.state() != list::PENDING {
+            return outcome(w.state());
         }
         let own;
         let token = match token {
@@ -699,10 +728,15 @@ impl LockManager {
     }
 }
 
-/// How long a blocked request polls its own state before it sleeps: about 2-5 us of
-/// `spin_loop` hints on current x86 cores, the order of one uncontended lock-unlock
-/// round trip through the lock manager.
-const WAITER_SPINS: u32 = 128;
+/// How long a blocked request polls its own state before it sleeps: long enough for a
+/// queue of a few short holds to hand the lock on, short against a scheduler time slice.
+const WAITER_POLL: Duration = Duration::from_micros(30);
+
+/// Blocked requests that may poll one context at once: half the CPUs (none on one CPU,
+/// where polling only delays the holder).
+fn max_spinners() -> u32 {
+    (scalevfs_primitives::cpu::num_cpus() / 2) as u32
+}
 
 /// A completed waiter's result.
 fn outcome(state: u8) -> Result<(), Errno> {
@@ -720,6 +754,8 @@ impl Waiter {
             state: std::sync::atomic::AtomicU8::new(list::PENDING),
             thread: sync::current(),
             edge: std::sync::atomic::AtomicU64::new(0),
+            polling: std::sync::atomic::AtomicBool::new(false),
+            queued_at: Instant::now(),
         }
     }
 }
