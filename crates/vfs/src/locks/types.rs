@@ -63,7 +63,7 @@ impl LockType {
 }
 
 /// A lock or unlock request on the byte range `start..=end` (`end == OFFSET_MAX`: to EOF
-/// and beyond). For [`LockManager::setlk`], `LockOwner::Process` makes a POSIX request and
+/// and beyond). For [`LockManager::setlk`](super::LockManager::setlk), `LockOwner::Process` makes a POSIX request and
 /// `LockOwner::File` an OFD request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LockRequest {
