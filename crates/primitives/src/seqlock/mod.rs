@@ -305,6 +305,13 @@ impl<const N: usize> SeqCell<N> {
         std::array::from_fn(|i| self.words[i].load(Ordering::Relaxed))
     }
 
+    /// Reads word `i` (with the same rules as [`SeqCell::load`]).
+    #[inline]
+    pub fn load_word(&self, i: usize) -> u64 {
+        // Relaxed: as in `load`.
+        self.words[i].load(Ordering::Relaxed)
+    }
+
     /// Writes every word. Call only inside a write section of the lock guarding this cell.
     #[inline]
     pub fn store(&self, value: [u64; N]) {

@@ -65,7 +65,7 @@ impl Waiter {
     pub(crate) fn complete(self: &Arc<Self>, state: u8, wake: &mut Wakeups) {
         // Release: pairs with the Acquire in `state`.
         self.state.store(state, Ordering::Release);
-        wake.0.push(self.clone());
+        wake.push(self.clone());
     }
     pub(crate) fn edge(&self) -> Option<u64> {
         // Relaxed: only accessed under the context lock.
@@ -209,19 +209,36 @@ pub(crate) fn remove_owner(list: &mut Vec<Held>, owner: LockOwner, reeval: &mut 
     });
 }
 
-/// Waiters completed under a context lock, whose threads are unparked when this drops.
-/// Callers declare it *before* the context-lock guard, so that it drops after the guard:
-/// the waiter sees its new `state` at once if it is still polling, and a sleeping one is
-/// woken without the lock held. A completed waiter that returns before its unpark only
-/// gets a spurious unpark, which every park loop tolerates.
+/// Waiters completed under a context lock, to be woken with [`Wakeups::wake`] once the
+/// caller has released that lock: the waiter sees its new `state` at once if it is still
+/// polling, and a sleeping one is woken without the lock held. A completed waiter that
+/// returns before its unpark only gets a spurious unpark, which every park loop
+/// tolerates.
+///
+/// No `Vec` until there is something to wake, and no `Drop`: an uncontended lock
+/// operation pays one `None` test for all this.
 #[derive(Default)]
-pub(crate) struct Wakeups(Vec<Arc<Waiter>>);
+#[must_use = "completed waiters must be woken once the context lock is released"]
+pub(crate) struct Wakeups(Option<Vec<Arc<Waiter>>>);
 
-impl Drop for Wakeups {
-    fn drop(&mut self) {
-        for w in self.0.drain(..) {
-            w.thread.unpark();
+impl Wakeups {
+    fn push(&mut self, w: Arc<Waiter>) {
+        self.0.get_or_insert_with(Vec::new).push(w);
+    }
+
+    /// Unparks every completed waiter. Call after releasing the context lock.
+    #[inline(always)]
+    pub(crate) fn wake(self) {
+        if let Some(all) = self.0 {
+            wake_all(all);
         }
+    }
+}
+
+#[cold]
+fn wake_all(all: Vec<Arc<Waiter>>) {
+    for w in all {
+        w.thread.unpark();
     }
 }
 
@@ -310,15 +327,15 @@ mod tests {
     }
 
     /// Completing a waiter publishes its state at once but unparks its thread only when
-    /// the `Wakeups` drops (after the caller's context lock).
+    /// the caller wakes the `Wakeups` (after releasing the context lock).
     #[test]
     fn wakeups_unpark_when_dropped() {
         let w = waiter(false, Duration::ZERO);
         let mut wake = Wakeups::default();
         w.complete(GRANTED, &mut wake);
         assert_eq!(w.state(), GRANTED);
-        assert_eq!(wake.0.len(), 1);
-        drop(wake);
+        assert_eq!(wake.0.as_ref().map(Vec::len), Some(1));
+        wake.wake();
         // The waiter's thread is this one: the unpark left a token, so park returns.
         std::thread::park();
     }

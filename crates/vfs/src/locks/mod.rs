@@ -257,12 +257,14 @@ enum Wait<'a> {
 struct Guard<'a> {
     lists: MutexGuard<'a, Lists>,
     summary: &'a PosixSummary,
+    /// A request found a conflict: keep the summary from now on (see `summary.rs`).
+    contended: bool,
     _legacy: Option<MutexGuard<'a, ()>>,
 }
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        self.summary.publish(&self.lists.posix);
+        self.summary.publish(&self.lists.posix, self.contended);
     }
 }
 
@@ -309,6 +311,7 @@ impl LockManager {
         Guard {
             lists: ctx.inner.lists.lock(),
             summary: &ctx.inner.posix_summary,
+            contended: false,
             _legacy: legacy,
         }
     }
@@ -374,21 +377,25 @@ impl LockManager {
         wait: Wait<'_>,
     ) -> Result<(), Errno> {
         req.check()?;
-        if let (Wait::No, Some(Snapshot::One(h))) = (wait, self.snapshot(ctx)) {
+        if matches!(wait, Wait::No) && req.ty != LockType::Unlock {
             // A conflicting non-blocking request fails without taking the context lock.
-            if list::conflicts(&h, req) {
-                return Err(Errno::EAGAIN);
+            if let Some(Snapshot::One(h)) = self.snapshot(ctx) {
+                if list::conflicts(&h, req) {
+                    return Err(Errno::EAGAIN);
+                }
             }
         }
         let (w, token) = {
-            let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
             let mut g = self.lock(ctx);
             let Some(i) = find_conflict(&g.lists.posix, req) else {
                 let mut reeval = Vec::new();
                 posix_apply(&mut g.lists.posix, req, &mut reeval);
-                self.reeval(&mut g.lists, reeval, &mut wake);
+                let woken = self.reeval(&mut g.lists, reeval);
+                drop(g);
+                woken.wake();
                 return Ok(());
             };
+            g.contended = true;
             let token = match wait {
                 Wait::No => return Err(Errno::EAGAIN),
                 Wait::Forever => None,
@@ -427,8 +434,7 @@ impl LockManager {
             start: 0,
             end: OFFSET_MAX,
         };
-        let w = {
-            let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
+        let (res, woken) = {
             let mut g = self.lock(ctx);
             let mut reeval = Vec::new();
             let res = match flock_apply(&mut g.lists.flock, &req, &mut reeval) {
@@ -443,10 +449,10 @@ impl LockManager {
                     Ok(Some(w))
                 }
             };
-            self.reeval(&mut g.lists, reeval, &mut wake);
-            res?
+            (res, self.reeval(&mut g.lists, reeval))
         };
-        match w {
+        woken.wake();
+        match res? {
             None => Ok(()),
             Some(w) => self.sleep(ctx, &w, cancel),
         }
@@ -471,14 +477,16 @@ impl LockManager {
     }
 
     fn release(&self, ctx: &FileLockContext, owner: LockOwner, flock: bool) {
-        let mut wake = Wakeups::default(); // drops after `g`: wakes without the lock
-        let mut g = self.lock(ctx);
-        let mut reeval = Vec::new();
-        remove_owner(&mut g.lists.posix, owner, &mut reeval);
-        if flock {
-            remove_owner(&mut g.lists.flock, owner, &mut reeval);
-        }
-        self.reeval(&mut g.lists, reeval, &mut wake);
+        let woken = {
+            let mut g = self.lock(ctx);
+            let mut reeval = Vec::new();
+            remove_owner(&mut g.lists.posix, owner, &mut reeval);
+            if flock {
+                remove_owner(&mut g.lists.flock, owner, &mut reeval);
+            }
+            self.reeval(&mut g.lists, reeval)
+        };
+        woken.wake();
     }
 
     /// `fcntl(fd, cmd, fl)` for the lock commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`,
@@ -629,7 +637,11 @@ impl LockManager {
     /// Re-examines waiters whose blocker changed, oldest first: grant, re-queue on the new
     /// conflicting lock, or fail with `EDEADLK`. Grants can change more locks, whose
     /// waiters join the queue. Called under the context lock.
-    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>, wake: &mut Wakeups) {
+    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>) -> Wakeups {
+        let mut wake = Wakeups::default();
+        if queue.is_empty() {
+            return wake;
+        }
         list::prefer_polling(&mut queue);
         let mut k = 0;
         while k < queue.len() {
@@ -647,18 +659,19 @@ impl LockManager {
             match blocked {
                 None => {
                     self.drop_edge(&w);
-                    w.complete(list::GRANTED, wake);
+                    w.complete(list::GRANTED, &mut wake);
                 }
                 Some(i) if w.class == LockClass::Flock => lists.flock[i].waiters.push(w),
                 Some(i) => {
                     if self.wait_edge(&w, lists.posix[i].info.owner) {
                         lists.posix[i].waiters.push(w);
                     } else {
-                        w.complete(list::DEADLOCK, wake);
+                        w.complete(list::DEADLOCK, &mut wake);
                     }
                 }
             }
         }
+        wake
     }
 
     /// Sleeps until `w` is completed or `token` (if any) fires.

@@ -55,7 +55,7 @@ impl Default for PosixSummary {
     fn default() -> Self {
         PosixSummary {
             seq: SeqCounter::new(),
-            cell: SeqCell::new([EMPTY, 0, 0, 0]),
+            cell: SeqCell::new([OFF, 0, 0, 0]),
         }
     }
 }
@@ -63,6 +63,10 @@ impl Default for PosixSummary {
 const EMPTY: u64 = 0;
 const ONE: u64 = 1;
 const MANY: u64 = 2;
+/// Not kept (yet): readers take the lock. A context starts so, and its summary is kept
+/// from the first request that finds a conflict on, so that files nobody contends for pay
+/// one load and compare per locked section for it, not a summary write.
+const OFF: u64 = 3;
 
 fn encode(list: &[Held]) -> [u64; 4] {
     match list {
@@ -117,16 +121,27 @@ fn decode(w: [u64; 4]) -> Snapshot {
                 end: w[3] as i64,
             })
         }
-        _ => Snapshot::Many,
+        MANY => Snapshot::Many,
+        _ => unreachable!("OFF is filtered out by `read`"),
     }
 }
 
 impl PosixSummary {
     /// Republishes the summary of `list`. Call with the context lock held (the lock
     /// serializes writers), after the list may have changed.
-    pub(crate) fn publish(&self, list: &[Held]) {
+    /// With `start`, keeps the summary from now on if it was not kept (see [`OFF`]).
+    #[inline]
+    pub(crate) fn publish(&self, list: &[Held], start: bool) {
+        // Under the context lock no other writer runs: loads see our own last stores.
+        let head = self.cell.load_word(0);
+        if head == OFF && !start {
+            return;
+        }
+        // Two or more locks summarize as MANY whatever they are: one word to compare.
+        if list.len() > 1 && head == MANY {
+            return;
+        }
         let new = encode(list);
-        // Under the context lock no other writer runs: this load sees our own last store.
         if self.cell.load() == new {
             return;
         }
@@ -143,7 +158,7 @@ impl PosixSummary {
         // waiting; the caller has the lock to fall back on.
         let start = self.seq.read_begin_raw();
         let words = self.cell.load();
-        if self.seq.read_retry(start) {
+        if self.seq.read_retry(start) || words[0] == OFF {
             return None;
         }
         Some(decode(words))
@@ -169,6 +184,10 @@ mod tests {
     #[test]
     fn one_lock_round_trips() {
         let s = PosixSummary::default();
+        assert_eq!(s.read(), None, "not kept before a conflict");
+        s.publish(&[], false);
+        assert_eq!(s.read(), None, "still not kept");
+        s.publish(&[], true);
         assert_eq!(s.read(), Some(Snapshot::Empty));
         for (owner, class) in [
             (LockOwner::Process(u64::MAX - 3), LockClass::Posix),
@@ -176,7 +195,7 @@ mod tests {
         ] {
             for ty in [LockType::Read, LockType::Write] {
                 let h = held(owner, class, ty, 5, i64::MAX);
-                s.publish(std::slice::from_ref(&h));
+                s.publish(std::slice::from_ref(&h), false);
                 assert_eq!(s.read(), Some(Snapshot::One(h.info)));
             }
         }
@@ -184,9 +203,9 @@ mod tests {
             held(LockOwner::File(1), LockClass::Ofd, LockType::Read, 0, 0),
             held(LockOwner::File(2), LockClass::Ofd, LockType::Read, 0, 0),
         ];
-        s.publish(&two);
+        s.publish(&two, false);
         assert_eq!(s.read(), Some(Snapshot::Many));
-        s.publish(&[]);
+        s.publish(&[], false);
         assert_eq!(s.read(), Some(Snapshot::Empty));
     }
 
@@ -195,9 +214,9 @@ mod tests {
     fn unchanged_publish_writes_nothing() {
         let s = PosixSummary::default();
         let h = held(LockOwner::File(9), LockClass::Ofd, LockType::Write, 0, 0);
-        s.publish(std::slice::from_ref(&h));
+        s.publish(std::slice::from_ref(&h), true);
         let seq = s.seq.raw();
-        s.publish(std::slice::from_ref(&h));
+        s.publish(std::slice::from_ref(&h), false);
         assert_eq!(s.seq.raw(), seq);
     }
 
@@ -238,7 +257,7 @@ mod tests {
         while (k < 200_000 || reads.load(Relaxed) < 100_000) && std::time::Instant::now() < deadline
         {
             let h = if k.is_multiple_of(2) { &a } else { &b };
-            s.publish(std::slice::from_ref(h));
+            s.publish(std::slice::from_ref(h), true);
             k += 1;
         }
         stop.store(true, Relaxed);
