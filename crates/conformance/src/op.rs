@@ -112,6 +112,10 @@ pub enum Op {
         flags: i32,
     },
     Fstat(Fd),
+    /// `fstat(fd).st_blocks` (512-byte units; tmpfs counts whole pages).
+    Blocks(Fd),
+    /// `lstat(path).st_rdev` (a whiteout is a character device 0/0).
+    Rdev(Vec<u8>),
     Chmod {
         dir: Fd,
         path: Vec<u8>,

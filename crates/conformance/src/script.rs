@@ -192,6 +192,14 @@ impl Script {
     pub fn fstat(&mut self, fd: impl Into<Fd>) -> &mut Self {
         self.push(Op::Fstat(fd.into()))
     }
+    /// `st_blocks` of an open file.
+    pub fn blocks(&mut self, fd: impl Into<Fd>) -> &mut Self {
+        self.push(Op::Blocks(fd.into()))
+    }
+    /// `st_rdev` of `path` (not following a trailing symlink).
+    pub fn rdev(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::Rdev(b(path)))
+    }
     pub fn chmod(&mut self, path: impl AsRef<[u8]>, mode: u32) -> &mut Self {
         self.chmod_at(Fd::Cwd, path, mode, 0)
     }

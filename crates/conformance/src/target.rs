@@ -338,6 +338,14 @@ impl<'t> Executor<'t> {
                 stat(self.target.newfstatat(self.fd(*dir), path, *flags))
             }
             Op::Fstat(fd) => stat(self.target.fstat(self.fd(*fd))),
+            Op::Blocks(fd) => match self.target.fstat(self.fd(*fd)) {
+                Ok(s) => O::Val(s.blocks),
+                Err(e) => O::from_errno(e),
+            },
+            Op::Rdev(path) => match self.stat_of(path) {
+                Ok(s) => O::Val(s.rdev as i64),
+                Err(e) => O::from_errno(e),
+            },
             Op::Chmod {
                 dir,
                 path,

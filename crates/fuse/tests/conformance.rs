@@ -15,6 +15,7 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("io/seek-data-hole/trailing-hole-from-truncate", LSEEK),
     ("io/seek-data-hole/all-hole", LSEEK),
     ("io/fallocate-then-seek-data", LSEEK),
+    ("io/seek-data-hole/after-punch", LSEEK),
     ("xattr/list-larger-than-64k", LIST_MAX),
 ];
 

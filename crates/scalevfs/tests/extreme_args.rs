@@ -393,7 +393,11 @@ fn io_calls(x: &mut X, fd: Fd) {
     let h = unsafe { libc::syscall(libc::SYS_ftruncate, fd.h, 11i64) };
     let o = ours(|| x.o().ftruncate(fd.o, 11), |_| "ok".into());
     x.check(|| format!("ftruncate({n}, 11)"), host(h, unit), o);
-    for mode in [0, libc::FALLOC_FL_KEEP_SIZE] {
+    for mode in [
+        0,
+        libc::FALLOC_FL_KEEP_SIZE,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+    ] {
         // SAFETY: plain syscall.
         let h = unsafe { libc::syscall(libc::SYS_fallocate, fd.h, mode, 0i64, 1i64) };
         let o = ours(|| x.o().fallocate(fd.o, mode, 0, 1), |_| "ok".into());
@@ -1077,6 +1081,7 @@ fn offsets_and_lengths() {
         0,
         libc::FALLOC_FL_KEEP_SIZE,
         libc::FALLOC_FL_PUNCH_HOLE,
+        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
         libc::FALLOC_FL_COLLAPSE_RANGE,
         libc::FALLOC_FL_COLLAPSE_RANGE | libc::FALLOC_FL_KEEP_SIZE,
         libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_PUNCH_HOLE,

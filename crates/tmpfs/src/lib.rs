@@ -365,6 +365,42 @@ impl Tmpfs {
         Ok(i)
     }
 
+    /// `FALLOC_FL_PUNCH_HOLE`: frees the pages wholly inside `[off, off+len)` and zeroes
+    /// the covered part of a page it cuts into, as `shmem_truncate_range` does; the size
+    /// does not change. Walks only the pages that exist, so a huge range costs nothing.
+    fn punch_hole(&self, inode: &Inode, off: u64, len: u64) -> SysResult<()> {
+        let mut p = pages(inode)?.write();
+        let pg = PAGE as u64;
+        let end = off.saturating_add(len);
+        // Pages [first, last) are covered whole.
+        let (first, last) = (off.div_ceil(pg), end / pg);
+        let mut zero = |from: u64, to: u64| {
+            if let Some(Some(page)) = p.get_mut(&(from / pg)) {
+                let at = (from % pg) as usize;
+                page[at..at + (to - from) as usize].fill(0);
+            }
+        };
+        if first > last {
+            // Within one page.
+            zero(off, end);
+        } else {
+            if !off.is_multiple_of(pg) {
+                zero(off, first * pg);
+            }
+            if !end.is_multiple_of(pg) {
+                zero(last * pg, end);
+            }
+        }
+        if first < last {
+            let gone: Vec<u64> = p.range(first..last).map(|(&i, _)| i).collect();
+            for i in &gone {
+                p.remove(i);
+            }
+            self.unreserve_pages(gone.len() as u64);
+        }
+        Ok(())
+    }
+
     /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
     fn add_entry(&self, dir: &Inode, name: &[u8], inode: InodeRef) -> SysResult<()> {
         check_name(name)?;
@@ -829,6 +865,14 @@ impl FileSystem for Tmpfs {
     }
 
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()> {
+        // shmem_fallocate: allocation (with or without KEEP_SIZE) and hole punching; the
+        // VFS already refused PUNCH_HOLE without KEEP_SIZE.
+        if mode & !(libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
+            return self.punch_hole(inode, off, len);
+        }
         let mut p = pages(inode)?.write();
         let end = off + len;
         let (first, last) = (off / PAGE as u64, (end - 1) / PAGE as u64);
@@ -1057,6 +1101,15 @@ mod tests {
             fs.create(&root, b"h", libc::S_IFREG | 0o644, 0, 0).err(),
             Some(Errno::ENOSPC)
         );
+        assert_eq!(fs.used_pages(), 3);
+        // Punching a hole gives its whole pages back; a cut page stays.
+        let punch = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+        fs.fallocate(&f, punch, 100, 2 * PAGE as u64).unwrap();
+        assert_eq!(
+            (fs.used_pages(), fs.blocks(&f), f.size()),
+            (2, 16, 3 * PAGE as u64)
+        );
+        assert_eq!(fs.write(&f, PAGE as u64, b"x").unwrap(), 1);
         assert_eq!(fs.used_pages(), 3);
         fs.unlink(&root, b"f", &f).unwrap();
         assert_eq!(fs.used_pages(), 3, "still open");

@@ -117,7 +117,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize>;
     /// Truncates or extends (with a hole) to `size`.
     fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()>;
-    /// Allocates `[off, off+len)` (mode 0: extends the size).
+    /// Allocates `[off, off+len)` (mode 0: extends the size; `FALLOC_FL_KEEP_SIZE`: does
+    /// not), or with `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` frees it. The VFS checked
+    /// that the mode is a valid combination; one the file system does not provide is
+    /// `EOPNOTSUPP`.
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()>;
     /// `SEEK_DATA` (`data == true`) or `SEEK_HOLE` from `off` (`off < size`).
     fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64>;

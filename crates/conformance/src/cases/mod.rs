@@ -14,6 +14,7 @@ mod namespace;
 mod open;
 mod paths;
 mod perms;
+mod punch;
 mod xattr;
 
 use crate::script::Script;
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Script> {
     let mut v = Vec::new();
     open::cases(&mut v);
     io::cases(&mut v);
+    punch::cases(&mut v);
     meta::cases(&mut v);
     namespace::cases(&mut v);
     paths::cases(&mut v);

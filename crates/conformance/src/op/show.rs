@@ -86,6 +86,30 @@ fn rename_flags(flags: u32) -> String {
     )
 }
 
+fn falloc_mode(mode: i32) -> String {
+    names(
+        mode as u32 as i64,
+        &[
+            (libc::FALLOC_FL_KEEP_SIZE as i64, "FALLOC_FL_KEEP_SIZE"),
+            (libc::FALLOC_FL_PUNCH_HOLE as i64, "FALLOC_FL_PUNCH_HOLE"),
+            (
+                libc::FALLOC_FL_COLLAPSE_RANGE as i64,
+                "FALLOC_FL_COLLAPSE_RANGE",
+            ),
+            (libc::FALLOC_FL_ZERO_RANGE as i64, "FALLOC_FL_ZERO_RANGE"),
+            (
+                libc::FALLOC_FL_INSERT_RANGE as i64,
+                "FALLOC_FL_INSERT_RANGE",
+            ),
+            (
+                libc::FALLOC_FL_UNSHARE_RANGE as i64,
+                "FALLOC_FL_UNSHARE_RANGE",
+            ),
+        ],
+        "0",
+    )
+}
+
 fn access_mode(mode: i32) -> String {
     names(
         mode as i64,
@@ -220,6 +244,8 @@ impl fmt::Display for Op {
                 write!(f, "newfstatat({dir}, {}, {})", p(path), at_flags(*flags))
             }
             Op::Fstat(fd) => write!(f, "fstat({fd})"),
+            Op::Blocks(fd) => write!(f, "fstat({fd}).st_blocks"),
+            Op::Rdev(path) => write!(f, "lstat({}).st_rdev", p(path)),
             Op::Chmod {
                 dir,
                 path,
@@ -321,7 +347,7 @@ impl fmt::Display for Op {
             Op::Truncate { path, len } => write!(f, "truncate({}, {len})", p(path)),
             Op::Ftruncate { fd, len } => write!(f, "ftruncate({fd}, {len})"),
             Op::Fallocate { fd, mode, off, len } => {
-                write!(f, "fallocate({fd}, {mode}, {off}, {len})")
+                write!(f, "fallocate({fd}, {}, {off}, {len})", falloc_mode(*mode))
             }
             Op::Dup { fd, to } => write!(f, "${} = dup({fd})", to.0),
             Op::Dup2 { old, new, to } => write!(f, "${} = dup2({old}, {new})", to.0),

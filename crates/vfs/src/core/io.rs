@@ -277,10 +277,8 @@ impl VfsCore {
         if end as u64 > inode.fs().max_file_size() {
             return Err(Errno::EFBIG);
         }
-        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
-            // Valid, but not provided (README: fallocate supports 0 and KEEP_SIZE).
-            return Err(Errno::EOPNOTSUPP);
-        }
+        // A valid mode the file system does not provide is its `EOPNOTSUPP` (tmpfs:
+        // allocation and hole punching), as `->fallocate` answers after these checks.
         let _w = inode.rwsem.write();
         inode.fs().fallocate(inode, mode, off as u64, len as u64)?;
         inode.touch_mc();
