@@ -17,7 +17,16 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("io/fallocate-then-seek-data", LSEEK),
     ("io/seek-data-hole/after-punch", LSEEK),
     ("xattr/list-larger-than-64k", LIST_MAX),
+    ("open/tmpfile/link-it", TMPFILE),
+    ("open/tmpfile/excl-and-wronly", TMPFILE),
+    ("open/tmpfile/errors-and-flags", TMPFILE),
+    ("open/tmpfile/user-permissions", TMPFILE),
+    ("open/tmpfile/link-elsewhere", TMPFILE),
 ];
+
+/// Why O_TMPFILE differs.
+const TMPFILE: &str = "FUSE_TMPFILE needs protocol 7.42 and polyfuse 0.5.1 speaks 7.31: the \
+    kernel answers EOPNOTSUPP to O_TMPFILE in the mount (its argument checks, EINVAL, agree)";
 
 /// Why SEEK_DATA/SEEK_HOLE differ.
 const LSEEK: &str = "polyfuse 0.5.1 does not decode FUSE_LSEEK (it answers ENOSYS), so the \

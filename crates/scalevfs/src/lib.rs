@@ -39,7 +39,7 @@
 //!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
 //!   when a path walk ends in the mount or the last close of a file opened in it (Linux
 //!   clears it in every `mntput`, which also covers a ref-walk passing through it).
-//! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` is not provided; `mknodat` makes
+//! * `RENAME_WHITEOUT` is not provided; `mknodat` makes
 //!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
 //!   (root only) device nodes, but no driver stands behind any device number: opening a
 //!   device node is `ENXIO`, as for a major number with no driver on Linux;

@@ -614,6 +614,14 @@ impl FileSystem for Tmpfs {
         Ok(i)
     }
 
+    fn tmpfile(&self, dir: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<InodeRef> {
+        // shmem_tmpfile: a new file, then d_tmpfile drops its link count to 0.
+        let node = Node::File(RwLock::new(BTreeMap::new()));
+        let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
+        i.set_nlink(0);
+        Ok(i)
+    }
+
     fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()> {
         self.add_entry(dir, name, inode.clone())?;
         inode.inc_nlink();

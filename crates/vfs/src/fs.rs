@@ -81,6 +81,11 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> SysResult<InodeRef> {
         Err(Errno::EPERM)
     }
+    /// `->tmpfile` (`O_TMPFILE`): a new regular file (`mode` includes the type) with no
+    /// name in `dir`, link count 0. The default: a file system without it (`EOPNOTSUPP`).
+    fn tmpfile(&self, _dir: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<InodeRef> {
+        Err(Errno::EOPNOTSUPP)
+    }
     fn link(&self, _dir: &Inode, _name: &[u8], _inode: &InodeRef) -> SysResult<()> {
         Err(Errno::EPERM)
     }

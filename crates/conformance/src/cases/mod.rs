@@ -15,6 +15,7 @@ mod open;
 mod paths;
 mod perms;
 mod punch;
+mod tmpfile;
 mod xattr;
 
 use crate::script::Script;
@@ -23,6 +24,7 @@ use crate::script::Script;
 pub fn all() -> Vec<Script> {
     let mut v = Vec::new();
     open::cases(&mut v);
+    tmpfile::cases(&mut v);
     io::cases(&mut v);
     punch::cases(&mut v);
     meta::cases(&mut v);

@@ -44,6 +44,7 @@ pub fn open_flags(flags: i32) -> String {
             (libc::O_TRUNC as i64, "O_TRUNC"),
             (libc::O_APPEND as i64, "O_APPEND"),
             (libc::O_NONBLOCK as i64, "O_NONBLOCK"),
+            (libc::O_TMPFILE as i64, "O_TMPFILE"),
             (libc::O_DIRECTORY as i64, "O_DIRECTORY"),
             (libc::O_NOFOLLOW as i64, "O_NOFOLLOW"),
             (libc::O_NOATIME as i64, "O_NOATIME"),

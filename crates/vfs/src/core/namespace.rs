@@ -4,7 +4,7 @@
 
 use super::VfsCore;
 use crate::dentry::DentryRef;
-use crate::inode::Inode;
+use crate::inode::{Inode, I_LINKABLE};
 use crate::mount::Path;
 use crate::namei::{Ctx, LastKind};
 use crate::perm::{self, permission, Cred, MAY_WRITE};
@@ -210,10 +210,13 @@ impl VfsCore {
             return Err(Errno::EPERM);
         }
         let _i = inode.rwsem.write();
-        if inode.nlink() == 0 {
+        // An unlinked file cannot be linked again, except an O_TMPFILE one (I_LINKABLE,
+        // which the first link clears).
+        if inode.nlink() == 0 && !inode.has_flag(I_LINKABLE) {
             return Err(Errno::ENOENT);
         }
         dir.fs().link(dir, name, inode)?;
+        inode.set_flag(I_LINKABLE, false);
         self.dcache.instantiate(d, &dirp.dentry, inode.clone());
         Ok(())
     }
