@@ -22,7 +22,12 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("open/tmpfile/errors-and-flags", TMPFILE),
     ("open/tmpfile/user-permissions", TMPFILE),
     ("open/tmpfile/link-elsewhere", TMPFILE),
+    ("rename/whiteout/open", NODEV),
 ];
+
+/// Why opening a device node differs.
+const NODEV: &str = "fusermount3 mounts with nodev, where opening a device node (a \
+    whiteout is one) is EACCES; on tmpfs root gets ENXIO (no driver for 0/0)";
 
 /// Why O_TMPFILE differs.
 const TMPFILE: &str = "FUSE_TMPFILE needs protocol 7.42 and polyfuse 0.5.1 speaks 7.31: the \

@@ -39,10 +39,10 @@
 //!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
 //!   when a path walk ends in the mount or the last close of a file opened in it (Linux
 //!   clears it in every `mntput`, which also covers a ref-walk passing through it).
-//! * `RENAME_WHITEOUT` is not provided; `mknodat` makes
-//!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
-//!   (root only) device nodes, but no driver stands behind any device number: opening a
-//!   device node is `ENXIO`, as for a major number with no driver on Linux;
+//! * `mknodat` makes regular files, FIFOs (named pipes, opened as Linux's `fifo_open`
+//!   does), sockets and (root only) device nodes, but no driver stands behind any device
+//!   number: opening a device node (a whiteout included) is `ENXIO`, as for a major
+//!   number with no driver on Linux;
 //! * `openat2` takes every `RESOLVE_*` flag; a scoped (`BENEATH`/`IN_ROOT`) walk that
 //!   takes `..` (also one in a symlink's target) after a rename or a mount change answers
 //!   `EAGAIN`, as Linux's does. `RESOLVE_CACHED` answers what the rcu-walk can, which takes

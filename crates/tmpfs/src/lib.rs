@@ -654,6 +654,27 @@ impl FileSystem for Tmpfs {
         Ok(())
     }
 
+    fn rename_whiteout(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        (uid, gid): (u32, u32),
+    ) -> SysResult<()> {
+        // shmem_rename2: a non-empty target directory first, then the whiteout (it may
+        // fail: ENOSPC), then the rename; the whiteout takes the old name.
+        check_name(new_name)?;
+        if let Some(t) = dir_map(new_dir)?.read().get(new_name) {
+            if t.is_dir() && !dir_map(t)?.read().is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+        }
+        let w = self.new_inode(old_dir.sb(), (libc::S_IFCHR, 0), uid, gid, Node::Special)?;
+        self.rename(old_dir, old_name, new_dir, new_name, 0)?;
+        self.add_entry(old_dir, old_name, w)
+    }
+
     fn rename(
         &self,
         old_dir: &Inode,

@@ -108,6 +108,20 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> SysResult<()> {
         Err(Errno::EPERM)
     }
+    /// `rename` with `RENAME_WHITEOUT` (a plain rename otherwise, `RENAME_NOREPLACE`
+    /// already checked): leaves a whiteout, a character device 0/0 with mode 0 owned by
+    /// `owner` (uid, gid), at the old name. The default: a file system without whiteouts
+    /// (`simple_rename`'s `EINVAL`).
+    fn rename_whiteout(
+        &self,
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _owner: (u32, u32),
+    ) -> SysResult<()> {
+        Err(Errno::EINVAL)
+    }
     /// Emits entries from position `pos` (0 = start, including `.` and `..`) until `emit`
     /// returns false; returns true if it reached the end of the directory. Entries that
     /// exist throughout a directory scan are emitted exactly once.

@@ -16,6 +16,7 @@ mod paths;
 mod perms;
 mod punch;
 mod tmpfile;
+mod whiteout;
 mod xattr;
 
 use crate::script::Script;
@@ -29,6 +30,7 @@ pub fn all() -> Vec<Script> {
     punch::cases(&mut v);
     meta::cases(&mut v);
     namespace::cases(&mut v);
+    whiteout::cases(&mut v);
     paths::cases(&mut v);
     fds::cases(&mut v);
     perms::cases(&mut v);
