@@ -366,6 +366,11 @@ impl Target for HostTarget {
         // SAFETY: no pointers involved.
         unit(unsafe { libc::syscall(libc::SYS_fallocate, fd, mode, off, len) })
     }
+    fn ioctl(&mut self, fd: i32, request: u32, arg: &mut [u8]) -> SysResult<i32> {
+        // SAFETY: the kernel reads or writes at most what the request uses; the harness
+        // passes as many bytes as `scalevfs::ioctl_arg` says it does (or a null pointer).
+        ok(unsafe { libc::syscall(libc::SYS_ioctl, fd, request, out_ptr(arg)) }).map(|v| v as i32)
+    }
     fn dup(&mut self, fd: i32) -> SysResult<i32> {
         // SAFETY: no pointers involved.
         ok(unsafe { libc::syscall(libc::SYS_dup, fd) }).map(|v| v as i32)
@@ -780,6 +785,38 @@ fn child_main(wfd: i32, root: &CString, script: &Script) -> ! {
     }
 }
 
+/// Clears the inode flags (`FS_IOC_SETFLAGS` 0) of every file and directory below `dir`,
+/// so that it can be removed. Errors are ignored: what cannot be cleared stays.
+fn clear_inode_flags(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let clear = |p: &std::path::Path| {
+        let Ok(c) = CString::new(p.as_os_str().as_encoded_bytes()) else {
+            return;
+        };
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is NUL-terminated.
+        let fd = unsafe { libc::open(c.as_ptr(), flags) };
+        if fd >= 0 {
+            let zero: libc::c_int = 0;
+            // SAFETY: FS_IOC_SETFLAGS reads an int from the pointer; `fd` is ours.
+            unsafe {
+                libc::ioctl(fd, scalevfs::fileattr::FS_IOC_SETFLAGS as _, &zero);
+                libc::close(fd);
+            }
+        }
+    };
+    clear(dir);
+    for e in entries.flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => clear_inode_flags(&e.path()),
+            Ok(t) if t.is_file() => clear(&e.path()),
+            _ => {}
+        }
+    }
+}
+
 impl Backend for HostBackend {
     fn describe(&self) -> String {
         format!(
@@ -795,7 +832,11 @@ impl Backend for HostBackend {
             return vec![Outcome::Harness(format!("mkdir {}: {e}", dir.display()))];
         }
         let out = self.run_in(&dir, script);
-        let _ = std::fs::remove_dir_all(&dir);
+        if std::fs::remove_dir_all(&dir).is_err() {
+            // A case may leave an immutable or append-only file (chattr) behind.
+            clear_inode_flags(&dir);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         out
     }
     fn compare_options(&self) -> CompareOptions {

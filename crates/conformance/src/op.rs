@@ -209,6 +209,13 @@ pub enum Op {
         off: i64,
         len: i64,
     },
+    /// `ioctl(fd, request, arg)` on a copy of `arg` (empty: a null pointer); the outcome
+    /// is the bytes afterwards.
+    Ioctl {
+        fd: Fd,
+        request: u32,
+        arg: Vec<u8>,
+    },
     Dup {
         fd: Fd,
         to: Slot,

@@ -47,6 +47,11 @@
 //!   takes `..` (also one in a symlink's target) after a rename or a mount change answers
 //!   `EAGAIN`, as Linux's does. `RESOLVE_CACHED` answers what the rcu-walk can, which takes
 //!   no `..` and follows no symlink (Linux's does both): those are `EAGAIN`.
+//! * [`Process::ioctl`] answers the requests Linux's tmpfs answers itself (the inode
+//!   flags: `FS_IOC_GETFLAGS`, `FS_IOC_SETFLAGS`, `FS_IOC_FSGETXATTR`,
+//!   `FS_IOC_FSSETXATTR`); the generic ones Linux's `do_vfs_ioctl` answers for any file
+//!   (`FIOCLEX`, `FIONCLEX`, `FIONBIO`, `FIOASYNC`, `FIONREAD`, `FIOQSIZE`, `FIGETBSZ`,
+//!   `FIFREEZE`, `FS_IOC_FIEMAP`, `FICLONE`, `FS_IOC_GETFSUUID`, ...) are `ENOTTY` here.
 //! * `close_range` with `CLOSE_RANGE_UNSHARE` closes in the table the process's threads
 //!   share (Linux would unshare it for the calling thread first);
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no
@@ -88,10 +93,11 @@ pub mod pollfiles;
 pub mod process;
 mod vfs;
 
-pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
+pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
+pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
     DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
 };

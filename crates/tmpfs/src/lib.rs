@@ -944,6 +944,14 @@ impl FileSystem for Tmpfs {
         }
     }
 
+    fn fileattr_flags(&self, inode: &Inode) -> Option<u32> {
+        use scalevfs_vfs::fileattr::*;
+        // shmem: regular files and directories (special files and symlinks have no
+        // fileattr operations); SHMEM_FL_USER_MODIFIABLE without casefolding.
+        matches!(node(inode), Node::File(_) | Node::Dir(_))
+            .then_some(FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL)
+    }
+
     fn readlink(&self, inode: &Inode) -> SysResult<Vec<u8>> {
         match node(inode) {
             Node::Symlink(t) => Ok(t.to_vec()),

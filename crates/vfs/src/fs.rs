@@ -175,6 +175,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn llseek(&self, _f: &OpenFile, _pos: i64, _off: i64, _whence: i32) -> Option<SysResult<i64>> {
         None
     }
+    /// The `chattr` flags (`FS_*_FL`, see [`crate::fileattr`]) the inode may carry, or
+    /// `None` for an inode without `->fileattr_get`/`->fileattr_set` (its
+    /// `FS_IOC_GETFLAGS` is `ENOTTY`). The VFS keeps and enforces them. Default: `None`.
+    fn fileattr_flags(&self, _inode: &Inode) -> Option<u32> {
+        None
+    }
     /// `->setattr` of `chmod`/`chown` (the VFS checked permission and computed the new
     /// values, type bits included): the file system may refuse (`ENOENT` for a node
     /// removed behind the VFS) or record them in its own objects, before the VFS updates

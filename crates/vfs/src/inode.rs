@@ -105,7 +105,8 @@ pub struct Inode {
     sb: *const SuperBlock,
     /// Type and permission bits (16 bits hold them), beside `flags` in one word.
     mode: AtomicU16,
-    /// Inode flags: [`I_LINKABLE`].
+    /// Inode flags: the `chattr` flags the file system keeps (`FS_*_FL` below 0x100, see
+    /// [`crate::fileattr`]) and [`I_LINKABLE`].
     flags: AtomicU16,
     uid: AtomicU32,
     gid: AtomicU32,
@@ -143,6 +144,8 @@ unsafe impl Sync for Inode {}
 /// Inode flag: an `O_TMPFILE` file opened without `O_EXCL`, which `linkat` may give a
 /// name although its link count is 0 (Linux's `I_LINKABLE`); the first link clears it.
 pub const I_LINKABLE: u16 = 1 << 15;
+/// Where the `chattr` flags sit in the flag word.
+const FS_FLAGS: u16 = 0xff;
 
 /// The attributes a file system gives a new inode.
 pub struct NewInode {
@@ -184,6 +187,28 @@ impl Inode {
         let t = self.file_type();
         self.mode
             .store((t | (perm & 0o7777)) as u16, Ordering::Relaxed);
+    }
+    /// The `chattr` flags (`FS_IMMUTABLE_FL`, ...).
+    pub fn fs_flags(&self) -> u32 {
+        u32::from(self.flags.load(Ordering::Relaxed) & FS_FLAGS)
+    }
+    /// Sets the `chattr` flags (the file system supports them; below 0x100).
+    pub fn set_fs_flags(&self, f: u32) {
+        debug_assert!(f & !u32::from(FS_FLAGS) == 0);
+        let f = f as u16 & FS_FLAGS;
+        let _ = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                Some(o & !FS_FLAGS | f)
+            });
+    }
+    /// `IS_IMMUTABLE`.
+    pub fn is_immutable(&self) -> bool {
+        self.fs_flags() & crate::fileattr::FS_IMMUTABLE_FL != 0
+    }
+    /// `IS_APPEND`.
+    pub fn is_append(&self) -> bool {
+        self.fs_flags() & crate::fileattr::FS_APPEND_FL != 0
     }
     /// Whether flag `f` (such as [`I_LINKABLE`]) is set.
     pub fn has_flag(&self, f: u16) -> bool {
@@ -243,6 +268,9 @@ impl Inode {
     /// Most reads of a file update nothing, so they must not pay for a precise clock: the
     /// day-old test uses the coarse clock (a tick's error is nothing against a day).
     pub fn touch_atime(&self) {
+        if self.fs_flags() & crate::fileattr::FS_NOATIME_FL != 0 {
+            return;
+        }
         let a = self.atime.get();
         if a <= self.mtime.get() || a <= self.ctime.get() || now_coarse().sec - a.sec >= 24 * 3600 {
             self.atime.set(now());

@@ -6,6 +6,7 @@
 //! says what it checks. Each script sets up its world as root, then (for permission cases)
 //! drops to an unprivileged identity.
 
+mod chattr;
 mod fds;
 mod io;
 mod meta;
@@ -36,6 +37,7 @@ pub fn all() -> Vec<Script> {
     perms::cases(&mut v);
     mounts::cases(&mut v);
     xattr::cases(&mut v);
+    chattr::cases(&mut v);
     v
 }
 

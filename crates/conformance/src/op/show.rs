@@ -111,6 +111,17 @@ fn falloc_mode(mode: i32) -> String {
     )
 }
 
+fn ioctl_name(r: u32) -> String {
+    use scalevfs::fileattr::*;
+    match r {
+        FS_IOC_GETFLAGS => "FS_IOC_GETFLAGS".into(),
+        FS_IOC_SETFLAGS => "FS_IOC_SETFLAGS".into(),
+        FS_IOC_FSGETXATTR => "FS_IOC_FSGETXATTR".into(),
+        FS_IOC_FSSETXATTR => "FS_IOC_FSSETXATTR".into(),
+        r => format!("{r:#x}"),
+    }
+}
+
 fn access_mode(mode: i32) -> String {
     names(
         mode as i64,
@@ -349,6 +360,14 @@ impl fmt::Display for Op {
             Op::Ftruncate { fd, len } => write!(f, "ftruncate({fd}, {len})"),
             Op::Fallocate { fd, mode, off, len } => {
                 write!(f, "fallocate({fd}, {}, {off}, {len})", falloc_mode(*mode))
+            }
+            Op::Ioctl { fd, request, arg } => {
+                write!(
+                    f,
+                    "ioctl({fd}, {}, {})",
+                    ioctl_name(*request),
+                    show_bytes(arg)
+                )
             }
             Op::Dup { fd, to } => write!(f, "${} = dup({fd})", to.0),
             Op::Dup2 { old, new, to } => write!(f, "${} = dup2({old}, {new})", to.0),

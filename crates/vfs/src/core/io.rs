@@ -232,6 +232,9 @@ impl VfsCore {
         if !inode.is_reg() || !f.writable() {
             return Err(Errno::EINVAL);
         }
+        if len >= 0 && inode.is_append() {
+            return Err(Errno::EPERM);
+        }
         self.do_truncate(ctx, inode, len, true)
     }
 
@@ -264,6 +267,10 @@ impl VfsCore {
             return Err(Errno::EBADF);
         }
         let inode = f.inode();
+        // Only plain allocation on an append-only file; nothing on an immutable one.
+        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 && inode.is_append() || inode.is_immutable() {
+            return Err(Errno::EPERM);
+        }
         if inode.file_type() == libc::S_IFIFO {
             return Err(Errno::ESPIPE);
         }

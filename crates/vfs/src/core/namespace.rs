@@ -206,7 +206,7 @@ impl VfsCore {
         d: &DentryRef,
         name: &[u8],
     ) -> SysResult<()> {
-        if inode.is_dir() {
+        if inode.is_append() || inode.is_immutable() || inode.is_dir() {
             return Err(Errno::EPERM);
         }
         let _i = inode.rwsem.write();

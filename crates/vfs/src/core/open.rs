@@ -202,6 +202,12 @@ impl VfsCore {
             return Err(Errno::EISDIR);
         }
         permission(inode, ctx.cred, mask)?;
+        // may_open: an append-only file is written only by appending, never truncated.
+        if inode.is_append()
+            && (acc != libc::O_RDONLY && flags & libc::O_APPEND == 0 || flags & libc::O_TRUNC != 0)
+        {
+            return Err(Errno::EPERM);
+        }
         if flags & libc::O_NOATIME != 0 && !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
