@@ -149,6 +149,9 @@ impl Target for ScalevfsTarget {
     fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> SysResult<()> {
         self.proc.fallocate(fd, mode, off, len)
     }
+    fn ioctl(&mut self, fd: i32, request: u32, arg: &mut [u8]) -> SysResult<i32> {
+        self.proc.ioctl(fd, request, arg)
+    }
     fn dup(&mut self, fd: i32) -> SysResult<i32> {
         self.proc.dup(fd)
     }

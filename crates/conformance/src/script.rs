@@ -192,6 +192,14 @@ impl Script {
     pub fn fstat(&mut self, fd: impl Into<Fd>) -> &mut Self {
         self.push(Op::Fstat(fd.into()))
     }
+    /// `st_blocks` of an open file.
+    pub fn blocks(&mut self, fd: impl Into<Fd>) -> &mut Self {
+        self.push(Op::Blocks(fd.into()))
+    }
+    /// `st_rdev` of `path` (not following a trailing symlink).
+    pub fn rdev(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::Rdev(b(path)))
+    }
     pub fn chmod(&mut self, path: impl AsRef<[u8]>, mode: u32) -> &mut Self {
         self.chmod_at(Fd::Cwd, path, mode, 0)
     }
@@ -431,6 +439,36 @@ impl Script {
             off,
             len,
         })
+    }
+
+    // --- ioctl: inode flags ---
+
+    /// `ioctl(fd, request, arg)`; the outcome is `arg` afterwards.
+    pub fn ioctl(&mut self, fd: impl Into<Fd>, request: u32, arg: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::Ioctl {
+            fd: fd.into(),
+            request,
+            arg: b(arg),
+        })
+    }
+    /// `FS_IOC_GETFLAGS` into an `int`.
+    pub fn getflags(&mut self, fd: impl Into<Fd>) -> &mut Self {
+        self.ioctl(fd, scalevfs::fileattr::FS_IOC_GETFLAGS, [0xff; 4])
+    }
+    /// `FS_IOC_SETFLAGS` from an `int`.
+    pub fn setflags(&mut self, fd: impl Into<Fd>, flags: u32) -> &mut Self {
+        self.ioctl(fd, scalevfs::fileattr::FS_IOC_SETFLAGS, flags.to_ne_bytes())
+    }
+    /// `FS_IOC_FSGETXATTR` into a `struct fsxattr`.
+    pub fn fsgetxattr(&mut self, fd: impl Into<Fd>) -> &mut Self {
+        let arg = [0xffu8; scalevfs::fileattr::FsxAttr::SIZE];
+        self.ioctl(fd, scalevfs::fileattr::FS_IOC_FSGETXATTR, arg)
+    }
+    /// `FS_IOC_FSSETXATTR` from a `struct fsxattr`.
+    pub fn fssetxattr(&mut self, fd: impl Into<Fd>, x: scalevfs::fileattr::FsxAttr) -> &mut Self {
+        let mut arg = [0u8; scalevfs::fileattr::FsxAttr::SIZE];
+        x.write_to(&mut arg);
+        self.ioctl(fd, scalevfs::fileattr::FS_IOC_FSSETXATTR, arg)
     }
 
     // --- descriptors and directories ---

@@ -69,6 +69,9 @@ pub trait Target {
     fn truncate(&mut self, path: &[u8], len: i64) -> SysResult<()>;
     fn ftruncate(&mut self, fd: i32, len: i64) -> SysResult<()>;
     fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> SysResult<()>;
+    /// `ioctl(fd, request, arg)` with `arg` the memory the argument points to (an empty
+    /// `arg` passes a null pointer).
+    fn ioctl(&mut self, fd: i32, request: u32, arg: &mut [u8]) -> SysResult<i32>;
     fn dup(&mut self, fd: i32) -> SysResult<i32>;
     fn dup2(&mut self, old: i32, new: i32) -> SysResult<i32>;
     fn dup3(&mut self, old: i32, new: i32, flags: i32) -> SysResult<i32>;
@@ -338,6 +341,14 @@ impl<'t> Executor<'t> {
                 stat(self.target.newfstatat(self.fd(*dir), path, *flags))
             }
             Op::Fstat(fd) => stat(self.target.fstat(self.fd(*fd))),
+            Op::Blocks(fd) => match self.target.fstat(self.fd(*fd)) {
+                Ok(s) => O::Val(s.blocks),
+                Err(e) => O::from_errno(e),
+            },
+            Op::Rdev(path) => match self.stat_of(path) {
+                Ok(s) => O::Val(s.rdev as i64),
+                Err(e) => O::from_errno(e),
+            },
             Op::Chmod {
                 dir,
                 path,
@@ -440,6 +451,13 @@ impl<'t> Executor<'t> {
             Op::Ftruncate { fd, len } => unit(self.target.ftruncate(self.fd(*fd), *len)),
             Op::Fallocate { fd, mode, off, len } => {
                 unit(self.target.fallocate(self.fd(*fd), *mode, *off, *len))
+            }
+            Op::Ioctl { fd, request, arg } => {
+                let mut buf = arg.clone();
+                match self.target.ioctl(self.fd(*fd), *request, &mut buf) {
+                    Ok(_) => O::Bytes(buf),
+                    Err(e) => O::from_errno(e),
+                }
             }
             Op::Dup { fd, to } => {
                 let r = self.target.dup(self.fd(*fd));

@@ -39,19 +39,26 @@
 //!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
 //!   when a path walk ends in the mount or the last close of a file opened in it (Linux
 //!   clears it in every `mntput`, which also covers a ref-walk passing through it).
-//! * `O_TMPFILE` gives `EOPNOTSUPP`; `RENAME_WHITEOUT` is not provided; `mknodat` makes
-//!   regular files, FIFOs (named pipes, opened as Linux's `fifo_open` does), sockets and
-//!   (root only) device nodes, but no driver stands behind any device number: opening a
-//!   device node is `ENXIO`, as for a major number with no driver on Linux;
+//! * `mknodat` makes regular files, FIFOs (named pipes, opened as Linux's `fifo_open`
+//!   does), sockets and (root only) device nodes, but no driver stands behind any device
+//!   number: opening a device node (a whiteout included) is `ENXIO`, as for a major
+//!   number with no driver on Linux;
 //! * `openat2` takes every `RESOLVE_*` flag; a scoped (`BENEATH`/`IN_ROOT`) walk that
 //!   takes `..` (also one in a symlink's target) after a rename or a mount change answers
 //!   `EAGAIN`, as Linux's does. `RESOLVE_CACHED` answers what the rcu-walk can, which takes
 //!   no `..` and follows no symlink (Linux's does both): those are `EAGAIN`.
+//! * [`Process::ioctl`] answers the requests Linux's tmpfs answers itself (the inode
+//!   flags: `FS_IOC_GETFLAGS`, `FS_IOC_SETFLAGS`, `FS_IOC_FSGETXATTR`,
+//!   `FS_IOC_FSSETXATTR`); the generic ones Linux's `do_vfs_ioctl` answers for any file
+//!   (`FIOCLEX`, `FIONCLEX`, `FIONBIO`, `FIOASYNC`, `FIONREAD`, `FIOQSIZE`, `FIGETBSZ`,
+//!   `FIFREEZE`, `FS_IOC_FIEMAP`, `FICLONE`, `FS_IOC_GETFSUUID`, ...) are `ENOTTY` here.
 //! * `close_range` with `CLOSE_RANGE_UNSHARE` closes in the table the process's threads
 //!   share (Linux would unshare it for the calling thread first);
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no
 //!   `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie;
-//!   `fallocate` supports mode 0 and `FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
+//!   `fallocate` takes what Linux's tmpfs takes: mode 0, `FALLOC_FL_KEEP_SIZE` and
+//!   `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`), but does not
+//!   clear set-user-ID bits as Linux's `file_modified` does.
 //! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
 //!   except that deadlock detection follows wait chains of any length (Linux stops after
 //!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.
@@ -86,10 +93,11 @@ pub mod pollfiles;
 pub mod process;
 mod vfs;
 
-pub use process::{Credentials, Locking, Process, Vfs, VfsOptions};
+pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
+pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
     DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
 };

@@ -27,6 +27,11 @@
 //! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
 //! the two directory locks one after the other, never nested.
 
+mod dirmap;
+
+use dirmap::DirMap;
+#[cfg(test)]
+use dirmap::{NameRef, ThinName};
 use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
@@ -35,10 +40,8 @@ use scalevfs_vfs::fs::DirEmit;
 use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBlock, SysResult};
-use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Page size of file data chunks.
@@ -97,130 +100,6 @@ enum Node {
     /// A FIFO: its pipe while open (no bigger than the `File` variant).
     Fifo(FifoSlot),
     Special,
-}
-
-/// A directory's entries. Each name is stored once, in `by_name`'s key (a [`ThinName`]);
-/// `by_cookie` borrows it through a [`NameRef`]. Both maps change together, under the
-/// directory lock (`&mut self`), so a `NameRef` never outlives its name.
-#[derive(Default)]
-struct DirMap {
-    /// Cookies are below `DIR_OFFSET_EOD` (`i32::MAX`), so `u32` holds them: 4-byte B-tree keys.
-    by_name: HashMap<ThinName, u32>,
-    by_cookie: BTreeMap<u32, (NameRef, InodeRef)>,
-    next_cookie: u64,
-}
-
-/// An owned file name in one allocation: a length byte, then the bytes (a name is at most
-/// `NAME_MAX` = 255 bytes). A thin pointer: 8 bytes in a hash bucket, where `Box<[u8]>` takes 16.
-struct ThinName(NonNull<u8>);
-
-// SAFETY: an owned, immutable byte buffer.
-unsafe impl Send for ThinName {}
-// SAFETY: as above.
-unsafe impl Sync for ThinName {}
-
-impl ThinName {
-    fn layout(len: usize) -> Layout {
-        Layout::from_size_align(1 + len, 1).expect("at most 256 bytes")
-    }
-    /// `None` if `name` is longer than `NAME_MAX`.
-    fn new(name: &[u8]) -> Option<ThinName> {
-        let len = u8::try_from(name.len()).ok()?;
-        let layout = Self::layout(name.len());
-        // SAFETY: the layout has a non-zero size.
-        let p =
-            NonNull::new(unsafe { alloc(layout) }).unwrap_or_else(|| handle_alloc_error(layout));
-        // SAFETY: `p` has room for the length byte and `name`; the regions do not overlap.
-        unsafe {
-            p.as_ptr().write(len);
-            std::ptr::copy_nonoverlapping(name.as_ptr(), p.as_ptr().add(1), name.len());
-        }
-        Some(ThinName(p))
-    }
-    fn as_ref(&self) -> NameRef {
-        NameRef(self.0)
-    }
-}
-
-impl Drop for ThinName {
-    fn drop(&mut self) {
-        // SAFETY: the name is still allocated; `new` allocated it with this layout.
-        let len = unsafe { self.as_ref().bytes() }.len();
-        // SAFETY: as above.
-        unsafe { dealloc(self.0.as_ptr(), Self::layout(len)) }
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for ThinName {
-    fn borrow(&self) -> &[u8] {
-        // SAFETY: the name lives as long as `self`.
-        unsafe { self.as_ref().bytes() }
-    }
-}
-
-// Hash and Eq agree with `[u8]`'s, as `Borrow` requires (lookups are by `&[u8]`).
-impl std::hash::Hash for ThinName {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        std::borrow::Borrow::<[u8]>::borrow(self).hash(h)
-    }
-}
-impl PartialEq for ThinName {
-    fn eq(&self, o: &Self) -> bool {
-        std::borrow::Borrow::<[u8]>::borrow(self) == std::borrow::Borrow::<[u8]>::borrow(o)
-    }
-}
-impl Eq for ThinName {}
-
-/// A borrowed [`ThinName`] (see [`DirMap`] for why it stays valid).
-#[derive(Clone, Copy)]
-struct NameRef(NonNull<u8>);
-
-// SAFETY: a read-only view of a `ThinName`, which is Send + Sync.
-unsafe impl Send for NameRef {}
-// SAFETY: as above.
-unsafe impl Sync for NameRef {}
-
-impl NameRef {
-    /// # Safety
-    /// The `ThinName` this came from must outlive `'a`.
-    unsafe fn bytes<'a>(self) -> &'a [u8] {
-        // SAFETY: per the contract, the buffer holds a length byte and that many bytes.
-        unsafe {
-            let len = *self.0.as_ptr() as usize;
-            std::slice::from_raw_parts(self.0.as_ptr().add(1), len)
-        }
-    }
-}
-
-impl DirMap {
-    fn get(&self, name: &[u8]) -> Option<&InodeRef> {
-        self.by_name
-            .get(name)
-            .and_then(|c| self.by_cookie.get(c))
-            .map(|e| &e.1)
-    }
-    fn insert(&mut self, name: &[u8], inode: InodeRef) {
-        // Positions 0 and 1 are "." and "..", 2 means "the newest entry", and the end of
-        // the directory is DIR_OFFSET_EOD; entries get cookies from 3 up, as Linux's
-        // simple_offset directories (tmpfs) do.
-        let c = self.next_cookie.clamp(DIR_OFFSET_MIN, DIR_OFFSET_EOD - 1);
-        self.next_cookie = c + 1;
-        let c = c as u32; // below DIR_OFFSET_EOD
-                          // Callers reject names longer than NAME_MAX (`check_name`) before they get here.
-        let n = ThinName::new(name).expect("name checked against NAME_MAX");
-        self.by_cookie.insert(c, (n.as_ref(), inode));
-        self.by_name.insert(n, c);
-    }
-    fn remove(&mut self, name: &[u8]) -> Option<InodeRef> {
-        // The cookie entry goes first: it borrows the name `by_name` owns.
-        let c = *self.by_name.get(name)?;
-        let e = self.by_cookie.remove(&c);
-        self.by_name.remove(name);
-        e.map(|e| e.1)
-    }
-    fn is_empty(&self) -> bool {
-        self.by_name.is_empty()
-    }
 }
 
 /// `ENAMETOOLONG` for a name longer than `NAME_MAX`, as shmem's `simple_lookup` gives
@@ -363,6 +242,42 @@ impl Tmpfs {
             i.set_size(2 * BOGO_DIRENT_SIZE);
         }
         Ok(i)
+    }
+
+    /// `FALLOC_FL_PUNCH_HOLE`: frees the pages wholly inside `[off, off+len)` and zeroes
+    /// the covered part of a page it cuts into, as `shmem_truncate_range` does; the size
+    /// does not change. Walks only the pages that exist, so a huge range costs nothing.
+    fn punch_hole(&self, inode: &Inode, off: u64, len: u64) -> SysResult<()> {
+        let mut p = pages(inode)?.write();
+        let pg = PAGE as u64;
+        let end = off.saturating_add(len);
+        // Pages [first, last) are covered whole.
+        let (first, last) = (off.div_ceil(pg), end / pg);
+        let mut zero = |from: u64, to: u64| {
+            if let Some(Some(page)) = p.get_mut(&(from / pg)) {
+                let at = (from % pg) as usize;
+                page[at..at + (to - from) as usize].fill(0);
+            }
+        };
+        if first > last {
+            // Within one page.
+            zero(off, end);
+        } else {
+            if !off.is_multiple_of(pg) {
+                zero(off, first * pg);
+            }
+            if !end.is_multiple_of(pg) {
+                zero(last * pg, end);
+            }
+        }
+        if first < last {
+            let gone: Vec<u64> = p.range(first..last).map(|(&i, _)| i).collect();
+            for i in &gone {
+                p.remove(i);
+            }
+            self.unreserve_pages(gone.len() as u64);
+        }
+        Ok(())
     }
 
     /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
@@ -578,6 +493,14 @@ impl FileSystem for Tmpfs {
         Ok(i)
     }
 
+    fn tmpfile(&self, dir: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<InodeRef> {
+        // shmem_tmpfile: a new file, then d_tmpfile drops its link count to 0.
+        let node = Node::File(RwLock::new(BTreeMap::new()));
+        let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
+        i.set_nlink(0);
+        Ok(i)
+    }
+
     fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()> {
         self.add_entry(dir, name, inode.clone())?;
         inode.inc_nlink();
@@ -608,6 +531,27 @@ impl FileSystem for Tmpfs {
         inode.touch_c();
         drop(removed);
         Ok(())
+    }
+
+    fn rename_whiteout(
+        &self,
+        old_dir: &Inode,
+        old_name: &[u8],
+        new_dir: &Inode,
+        new_name: &[u8],
+        (uid, gid): (u32, u32),
+    ) -> SysResult<()> {
+        // shmem_rename2: a non-empty target directory first, then the whiteout (it may
+        // fail: ENOSPC), then the rename; the whiteout takes the old name.
+        check_name(new_name)?;
+        if let Some(t) = dir_map(new_dir)?.read().get(new_name) {
+            if t.is_dir() && !dir_map(t)?.read().is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+        }
+        let w = self.new_inode(old_dir.sb(), (libc::S_IFCHR, 0), uid, gid, Node::Special)?;
+        self.rename(old_dir, old_name, new_dir, new_name, 0)?;
+        self.add_entry(old_dir, old_name, w)
     }
 
     fn rename(
@@ -829,6 +773,14 @@ impl FileSystem for Tmpfs {
     }
 
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()> {
+        // shmem_fallocate: allocation (with or without KEEP_SIZE) and hole punching; the
+        // VFS already refused PUNCH_HOLE without KEEP_SIZE.
+        if mode & !(libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
+            return self.punch_hole(inode, off, len);
+        }
         let mut p = pages(inode)?.write();
         let end = off + len;
         let (first, last) = (off / PAGE as u64, (end - 1) / PAGE as u64);
@@ -871,6 +823,14 @@ impl FileSystem for Tmpfs {
         }
     }
 
+    fn fileattr_flags(&self, inode: &Inode) -> Option<u32> {
+        use scalevfs_vfs::fileattr::*;
+        // shmem: regular files and directories (special files and symlinks have no
+        // fileattr operations); SHMEM_FL_USER_MODIFIABLE without casefolding.
+        matches!(node(inode), Node::File(_) | Node::Dir(_))
+            .then_some(FS_IMMUTABLE_FL | FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL)
+    }
+
     fn readlink(&self, inode: &Inode) -> SysResult<Vec<u8>> {
         match node(inode) {
             Node::Symlink(t) => Ok(t.to_vec()),
@@ -891,192 +851,4 @@ impl FileSystem for Tmpfs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use scalevfs_primitives::Locking;
-    use std::sync::Arc;
-
-    fn setup(opts: TmpfsOptions) -> (Arc<Tmpfs>, Arc<SuperBlock>, InodeRef) {
-        let fs = Arc::new(Tmpfs::new(opts));
-        let sb = Arc::new(SuperBlock::new(1, fs.clone(), Locking::Scalable));
-        let root = fs.fill_super(&sb).unwrap();
-        (fs, sb, root)
-    }
-
-    fn names(fs: &Tmpfs, dir: &Inode, from: i64) -> Vec<(Vec<u8>, i64)> {
-        let mut v = Vec::new();
-        fs.readdir(dir, 1, from, &mut |e| {
-            v.push((e.name.to_vec(), e.next_pos));
-            true
-        })
-        .unwrap();
-        v
-    }
-
-    #[test]
-    fn names_are_stored_once_in_thin_buffers() {
-        // Regression guard for memory per file: an 8-byte hash key, a 16-byte cookie value.
-        assert_eq!(std::mem::size_of::<ThinName>(), 8);
-        assert_eq!(std::mem::size_of::<(NameRef, InodeRef)>(), 16);
-        let (fs, _sb, root) = setup(TmpfsOptions::default());
-        let long = [b'x'; NAME_MAX];
-        for n in [&b"a"[..], &long[..], "é".as_bytes()] {
-            fs.create(&root, n, libc::S_IFREG | 0o644, 0, 0).unwrap();
-            assert!(fs.lookup(&root, n).unwrap().is_some());
-        }
-        let mut got: Vec<_> = names(&fs, &root, 0).into_iter().map(|e| e.0).collect();
-        got.sort();
-        let mut want = vec![
-            b".".to_vec(),
-            b"..".to_vec(),
-            b"a".to_vec(),
-            long.to_vec(),
-            "é".as_bytes().to_vec(),
-        ];
-        want.sort();
-        assert_eq!(got, want);
-        let too_long = [b'x'; NAME_MAX + 1];
-        let r = fs.create(&root, &too_long, libc::S_IFREG | 0o644, 0, 0);
-        assert_eq!(r.err(), Some(Errno::ENAMETOOLONG));
-        assert!(fs.lookup(&root, &too_long).unwrap().is_none());
-        let li = fs.lookup(&root, &long).unwrap().unwrap();
-        fs.unlink(&root, &long, &li).unwrap();
-        assert!(fs.lookup(&root, &long).unwrap().is_none());
-        assert!(fs.lookup(&root, b"a").unwrap().is_some());
-    }
-
-    #[test]
-    fn sparse_files_read_holes_as_zeros() {
-        let (fs, _sb, root) = setup(TmpfsOptions::default());
-        let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        assert_eq!(fs.write(&f, 1 << 30, b"end").unwrap(), 3);
-        assert_eq!(f.size(), (1 << 30) + 3);
-        assert_eq!(fs.blocks(&f), 8, "one page allocated");
-        let mut buf = [1u8; 10];
-        assert_eq!(fs.read(&f, 4096 * 7, &mut buf).unwrap(), 10);
-        assert_eq!(buf, [0; 10]);
-        assert_eq!(fs.read(&f, (1 << 30) + 1, &mut buf).unwrap(), 2);
-        assert_eq!(&buf[..2], b"nd");
-        assert_eq!(fs.seek_data(&f, 0, true).unwrap(), 1 << 30);
-        assert_eq!(fs.seek_data(&f, 0, false).unwrap(), 0);
-        assert_eq!(fs.seek_data(&f, 1 << 30, false).unwrap(), (1 << 30) + 3);
-        // Write across a page boundary, then truncate into the middle of it.
-        fs.write(&f, 4090, &[9u8; 20]).unwrap();
-        fs.setsize(&f, 4095).unwrap();
-        assert_eq!(fs.blocks(&f), 8);
-        fs.setsize(&f, 8192).unwrap();
-        let mut b2 = [7u8; 8];
-        fs.read(&f, 4090, &mut b2).unwrap();
-        assert_eq!(
-            b2,
-            [9, 9, 9, 9, 9, 0, 0, 0],
-            "truncated bytes read back as zeros"
-        );
-    }
-
-    #[test]
-    fn readdir_cookies_resume_after_changes() {
-        let (fs, _sb, root) = setup(TmpfsOptions::default());
-        for n in [b"a", b"b", b"c"] {
-            fs.create(&root, n, libc::S_IFREG | 0o644, 0, 0).unwrap();
-        }
-        let all = names(&fs, &root, 0);
-        let got: Vec<_> = all.iter().map(|(n, _)| n.clone()).collect();
-        assert_eq!(
-            got,
-            vec![
-                b".".to_vec(),
-                b"..".to_vec(),
-                b"c".to_vec(),
-                b"b".to_vec(),
-                b"a".to_vec()
-            ],
-            "newest first, as Linux lists tmpfs directories"
-        );
-        // Resume after "c"; remove "b" and add "d" meanwhile: only "a" follows. "d" is newer
-        // than the resume point, and "b" is gone: nothing is returned twice.
-        let after_c = all[2].1;
-        let b = fs.lookup(&root, b"b").unwrap().unwrap();
-        fs.unlink(&root, b"b", &b).unwrap();
-        fs.create(&root, b"d", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        let rest: Vec<_> = names(&fs, &root, after_c)
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect();
-        assert_eq!(rest, vec![b"a".to_vec()]);
-        // Positions: 2 is "the newest entry", a cookie resumes at that entry, the end is EOD.
-        let from =
-            |pos| -> Vec<Vec<u8>> { names(&fs, &root, pos).into_iter().map(|(n, _)| n).collect() };
-        assert_eq!(from(2), vec![b"d".to_vec(), b"c".to_vec(), b"a".to_vec()]);
-        assert_eq!(from(DIR_OFFSET_MIN as i64), vec![b"a".to_vec()]);
-        assert!(from(DIR_OFFSET_EOD as i64).is_empty());
-        assert_eq!(root.size(), 40 + 3 * 20);
-    }
-
-    #[test]
-    fn link_counts_and_rename() {
-        let (fs, _sb, root) = setup(TmpfsOptions::default());
-        let d1 = fs
-            .create(&root, b"d1", libc::S_IFDIR | 0o755, 0, 0)
-            .unwrap();
-        let d2 = fs
-            .create(&root, b"d2", libc::S_IFDIR | 0o755, 0, 0)
-            .unwrap();
-        assert_eq!(root.nlink(), 4);
-        let sub = fs.create(&d1, b"sub", libc::S_IFDIR | 0o755, 0, 0).unwrap();
-        let f = fs.create(&d2, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        fs.link(&d2, b"g", &f).unwrap();
-        assert_eq!(f.nlink(), 2);
-        assert_eq!(fs.link(&d2, b"g", &f), Err(Errno::EEXIST));
-        fs.rename(&d1, b"sub", &d2, b"sub", 0).unwrap();
-        assert_eq!((d1.nlink(), d2.nlink()), (2, 3));
-        // Exchange a directory and a file across directories: parents' counts follow.
-        let x = fs.create(&d1, b"x", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        fs.rename(&d1, b"x", &d2, b"sub", libc::RENAME_EXCHANGE)
-            .unwrap();
-        assert_eq!((d1.nlink(), d2.nlink()), (3, 2));
-        assert!(Erc::ptr_eq(&fs.lookup(&d1, b"x").unwrap().unwrap(), &sub));
-        assert!(Erc::ptr_eq(&fs.lookup(&d2, b"sub").unwrap().unwrap(), &x));
-        assert_eq!(fs.rmdir(&root, b"d1", &d1), Err(Errno::ENOTEMPTY));
-        fs.rmdir(&d1, b"x", &sub).unwrap();
-        assert_eq!((sub.nlink(), d1.nlink()), (0, 2));
-    }
-
-    #[test]
-    fn limits_give_enospc_and_eviction_returns_space() {
-        let (fs, sb, root) = setup(TmpfsOptions {
-            size_limit: Some(3 * PAGE as u64),
-            inode_limit: Some(3),
-        });
-        let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        assert_eq!(fs.write(&f, 0, &[1u8; 5 * PAGE]).unwrap(), 3 * PAGE);
-        assert_eq!(fs.write(&f, 4 * PAGE as u64, b"x"), Err(Errno::ENOSPC));
-        assert_eq!(fs.fallocate(&f, 0, 0, 4 * PAGE as u64), Err(Errno::ENOSPC));
-        fs.create(&root, b"g", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        assert_eq!(
-            fs.create(&root, b"h", libc::S_IFREG | 0o644, 0, 0).err(),
-            Some(Errno::ENOSPC)
-        );
-        assert_eq!(fs.used_pages(), 3);
-        fs.unlink(&root, b"f", &f).unwrap();
-        assert_eq!(fs.used_pages(), 3, "still open");
-        drop(f);
-        assert_eq!(fs.used_pages(), 0, "evicted at the last reference");
-        fs.create(&root, b"h", libc::S_IFREG | 0o644, 0, 0).unwrap();
-        assert_eq!(sb.inode_count(), 3);
-        fs.kill_sb(&root);
-        drop(root);
-        assert_eq!(sb.inode_count(), 0, "kill_sb drops the whole tree");
-    }
-
-    #[test]
-    fn symlinks_keep_their_target() {
-        let (fs, _sb, root) = setup(TmpfsOptions::default());
-        let l = fs.symlink(&root, b"l", b"../target", 5, 6).unwrap();
-        assert_eq!(fs.readlink(&l).unwrap(), b"../target");
-        assert_eq!((l.size(), l.uid(), l.gid()), (9, 5, 6));
-        assert_eq!(fs.readlink(&root), Err(Errno::EINVAL));
-        let mut b = [0u8; 1];
-        assert_eq!(fs.read(&root, 0, &mut b), Err(Errno::EISDIR));
-    }
-}
+mod tests;

@@ -81,6 +81,11 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> SysResult<InodeRef> {
         Err(Errno::EPERM)
     }
+    /// `->tmpfile` (`O_TMPFILE`): a new regular file (`mode` includes the type) with no
+    /// name in `dir`, link count 0. The default: a file system without it (`EOPNOTSUPP`).
+    fn tmpfile(&self, _dir: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<InodeRef> {
+        Err(Errno::EOPNOTSUPP)
+    }
     fn link(&self, _dir: &Inode, _name: &[u8], _inode: &InodeRef) -> SysResult<()> {
         Err(Errno::EPERM)
     }
@@ -103,6 +108,20 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> SysResult<()> {
         Err(Errno::EPERM)
     }
+    /// `rename` with `RENAME_WHITEOUT` (a plain rename otherwise, `RENAME_NOREPLACE`
+    /// already checked): leaves a whiteout, a character device 0/0 with mode 0 owned by
+    /// `owner` (uid, gid), at the old name. The default: a file system without whiteouts
+    /// (`simple_rename`'s `EINVAL`).
+    fn rename_whiteout(
+        &self,
+        _old_dir: &Inode,
+        _old_name: &[u8],
+        _new_dir: &Inode,
+        _new_name: &[u8],
+        _owner: (u32, u32),
+    ) -> SysResult<()> {
+        Err(Errno::EINVAL)
+    }
     /// Emits entries from position `pos` (0 = start, including `.` and `..`) until `emit`
     /// returns false; returns true if it reached the end of the directory. Entries that
     /// exist throughout a directory scan are emitted exactly once.
@@ -117,7 +136,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize>;
     /// Truncates or extends (with a hole) to `size`.
     fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()>;
-    /// Allocates `[off, off+len)` (mode 0: extends the size).
+    /// Allocates `[off, off+len)` (mode 0: extends the size; `FALLOC_FL_KEEP_SIZE`: does
+    /// not), or with `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` frees it. The VFS checked
+    /// that the mode is a valid combination; one the file system does not provide is
+    /// `EOPNOTSUPP`.
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()>;
     /// `SEEK_DATA` (`data == true`) or `SEEK_HOLE` from `off` (`off < size`).
     fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64>;
@@ -151,6 +173,12 @@ pub trait FileSystem: Send + Sync + 'static {
     /// differ from the generic ones (kernfs: a 2^31-1 limit, `ENODEV` once removed):
     /// `Some(new position)` or `Some(errno)`; `None` (the default) is the generic seek.
     fn llseek(&self, _f: &OpenFile, _pos: i64, _off: i64, _whence: i32) -> Option<SysResult<i64>> {
+        None
+    }
+    /// The `chattr` flags (`FS_*_FL`, see [`crate::fileattr`]) the inode may carry, or
+    /// `None` for an inode without `->fileattr_get`/`->fileattr_set` (its
+    /// `FS_IOC_GETFLAGS` is `ENOTTY`). The VFS keeps and enforces them. Default: `None`.
+    fn fileattr_flags(&self, _inode: &Inode) -> Option<u32> {
         None
     }
     /// `->setattr` of `chmod`/`chown` (the VFS checked permission and computed the new

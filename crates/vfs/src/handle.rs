@@ -319,8 +319,9 @@ impl VfsCore {
         self.unlink_locked(&self.checked_ctx(dir), &dir.path, name, true, false)
     }
 
-    /// `renameat2(dir/name, newdir/newname, flags)` with `RENAME_NOREPLACE` or
-    /// `RENAME_EXCHANGE` (others: `EINVAL`).
+    /// `renameat2(dir/name, newdir/newname, flags)` with `RENAME_NOREPLACE`,
+    /// `RENAME_EXCHANGE` or `RENAME_WHITEOUT` (whose whiteout `owner` creates; invalid
+    /// combinations: `EINVAL`).
     pub fn node_rename(
         &self,
         dir: &Node,
@@ -328,13 +329,9 @@ impl VfsCore {
         newdir: &Node,
         newname: &[u8],
         flags: u32,
+        owner: Owner,
     ) -> SysResult<()> {
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
-        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
-        if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace)
-        {
-            return Err(Errno::EINVAL);
-        }
+        crate::core::check_rename_flags(flags)?;
         let (o, n) = (last(name)?, last(newname)?);
         self.rename_parents(
             &self.checked_ctx(dir),
@@ -343,6 +340,7 @@ impl VfsCore {
             &newdir.path,
             &n,
             flags,
+            &owner.cred(),
         )
     }
 

@@ -40,7 +40,7 @@ use parking_lot::RwLock;
 use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::Locking;
 use std::any::Any;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A counted inode reference.
@@ -103,7 +103,11 @@ fn now_coarse() -> Timespec {
 pub struct Inode {
     pub ino: u64,
     sb: *const SuperBlock,
-    mode: AtomicU32,
+    /// Type and permission bits (16 bits hold them), beside `flags` in one word.
+    mode: AtomicU16,
+    /// Inode flags: the `chattr` flags the file system keeps (`FS_*_FL` below 0x100, see
+    /// [`crate::fileattr`]) and [`I_LINKABLE`].
+    flags: AtomicU16,
     uid: AtomicU32,
     gid: AtomicU32,
     nlink: AtomicU32,
@@ -137,6 +141,12 @@ unsafe impl Send for Inode {}
 // SAFETY: as above.
 unsafe impl Sync for Inode {}
 
+/// Inode flag: an `O_TMPFILE` file opened without `O_EXCL`, which `linkat` may give a
+/// name although its link count is 0 (Linux's `I_LINKABLE`); the first link clears it.
+pub const I_LINKABLE: u16 = 1 << 15;
+/// Where the `chattr` flags sit in the flag word.
+const FS_FLAGS: u16 = 0xff;
+
 /// The attributes a file system gives a new inode.
 pub struct NewInode {
     pub ino: u64,
@@ -158,7 +168,7 @@ impl Inode {
         &*self.sb().fs
     }
     pub fn mode(&self) -> u32 {
-        self.mode.load(Ordering::Relaxed)
+        self.mode.load(Ordering::Relaxed).into()
     }
     pub fn file_type(&self) -> u32 {
         self.mode() & libc::S_IFMT
@@ -175,7 +185,43 @@ impl Inode {
     /// Sets the permission bits (07777), keeping the type.
     pub fn set_perm(&self, perm: u32) {
         let t = self.file_type();
-        self.mode.store(t | (perm & 0o7777), Ordering::Relaxed);
+        self.mode
+            .store((t | (perm & 0o7777)) as u16, Ordering::Relaxed);
+    }
+    /// The `chattr` flags (`FS_IMMUTABLE_FL`, ...).
+    pub fn fs_flags(&self) -> u32 {
+        u32::from(self.flags.load(Ordering::Relaxed) & FS_FLAGS)
+    }
+    /// Sets the `chattr` flags (the file system supports them; below 0x100).
+    pub fn set_fs_flags(&self, f: u32) {
+        debug_assert!(f & !u32::from(FS_FLAGS) == 0);
+        let f = f as u16 & FS_FLAGS;
+        let _ = self
+            .flags
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |o| {
+                Some(o & !FS_FLAGS | f)
+            });
+    }
+    /// `IS_IMMUTABLE`.
+    pub fn is_immutable(&self) -> bool {
+        self.fs_flags() & crate::fileattr::FS_IMMUTABLE_FL != 0
+    }
+    /// `IS_APPEND`.
+    pub fn is_append(&self) -> bool {
+        self.fs_flags() & crate::fileattr::FS_APPEND_FL != 0
+    }
+    /// Whether flag `f` (such as [`I_LINKABLE`]) is set.
+    pub fn has_flag(&self, f: u16) -> bool {
+        self.flags.load(Ordering::Relaxed) & f != 0
+    }
+    /// Sets or clears flag `f`; returns whether it was set before.
+    pub fn set_flag(&self, f: u16, on: bool) -> bool {
+        let old = if on {
+            self.flags.fetch_or(f, Ordering::Relaxed)
+        } else {
+            self.flags.fetch_and(!f, Ordering::Relaxed)
+        };
+        old & f != 0
     }
     pub fn uid(&self) -> u32 {
         self.uid.load(Ordering::Relaxed)
@@ -222,6 +268,9 @@ impl Inode {
     /// Most reads of a file update nothing, so they must not pay for a precise clock: the
     /// day-old test uses the coarse clock (a tick's error is nothing against a day).
     pub fn touch_atime(&self) {
+        if self.fs_flags() & crate::fileattr::FS_NOATIME_FL != 0 {
+            return;
+        }
         let a = self.atime.get();
         if a <= self.mtime.get() || a <= self.ctime.get() || now_coarse().sec - a.sec >= 24 * 3600 {
             self.atime.set(now());
@@ -310,7 +359,8 @@ impl SuperBlock {
         let r = Erc::new(Inode {
             ino: n.ino,
             sb: self,
-            mode: AtomicU32::new(n.mode),
+            mode: AtomicU16::new(u16::try_from(n.mode).expect("type and permission bits")),
+            flags: AtomicU16::new(0),
             uid: AtomicU32::new(n.uid),
             gid: AtomicU32::new(n.gid),
             nlink: AtomicU32::new(n.nlink),

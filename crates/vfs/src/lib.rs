@@ -12,6 +12,7 @@
 //! | [`namei`]   | path resolution: lock-free rcu-walk, ref-walk fallback                 |
 //! | [`mount`]   | mounts and the lock-free mount table                                   |
 //! | [`file`](mod@file) | open file descriptions                                                 |
+//! | [`fileattr`] | inode flags (`chattr`): append-only, immutable, no-dump, no-atime      |
 //! | [`handle`]  | inode handles: operations by inode for a FUSE server                   |
 //! | [`core`]    | `VfsCore`: every operation with Linux semantics and errno              |
 //! | [`perm`]    | credentials and permission checks                                      |
@@ -34,6 +35,7 @@ pub mod erc;
 pub mod errno;
 pub mod eventfd;
 pub mod file;
+pub mod fileattr;
 pub mod fs;
 pub mod handle;
 pub mod inode;

@@ -37,8 +37,12 @@ impl Cred {
     }
 }
 
-/// `generic_permission`: `mask` is a combination of MAY_READ/WRITE/EXEC.
+/// `inode_permission`: `mask` is a combination of MAY_READ/WRITE/EXEC. Nobody may write
+/// an immutable inode (`EPERM`); then `generic_permission`.
 pub fn permission(inode: &Inode, cred: &Cred, mask: u32) -> SysResult<()> {
+    if mask & MAY_WRITE != 0 && inode.is_immutable() {
+        return Err(Errno::EPERM);
+    }
     let mode = inode.mode();
     if cred.is_root() {
         // CAP_DAC_OVERRIDE: read and write always; exec if a directory or any x bit is set.
@@ -59,6 +63,15 @@ pub fn permission(inode: &Inode, cred: &Cred, mask: u32) -> SysResult<()> {
     } else {
         Err(Errno::EACCES)
     }
+}
+
+/// `notify_change`'s rule: the mode, owner and explicit times of an append-only or
+/// immutable inode do not change (`EPERM`).
+pub fn may_setattr(inode: &Inode) -> SysResult<()> {
+    if inode.is_append() || inode.is_immutable() {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
 }
 
 /// The sticky-directory rule: in a sticky directory only the file's owner, the
@@ -84,9 +97,17 @@ pub fn may_create(dir: &Inode, cred: &Cred) -> SysResult<()> {
 }
 
 /// `may_delete` of `victim` from `dir`; `isdir` is what the caller wants to remove.
+/// Append-only directories keep their entries, append-only and immutable inodes their
+/// names (`EPERM`).
 pub fn may_delete(dir: &Inode, victim: &Inode, isdir: bool, cred: &Cred) -> SysResult<()> {
     permission(dir, cred, MAY_WRITE | MAY_EXEC)?;
+    if dir.is_append() {
+        return Err(Errno::EPERM);
+    }
     check_sticky(dir, victim, cred)?;
+    if victim.is_append() || victim.is_immutable() {
+        return Err(Errno::EPERM);
+    }
     if isdir {
         if !victim.is_dir() {
             return Err(Errno::ENOTDIR);

@@ -94,6 +94,9 @@ fn namespace(name: &[u8]) -> SysResult<Namespace> {
 /// MAY_WRITE, before the namespace is resolved, in Linux's order.
 fn xattr_permission(inode: &Inode, cred: &Cred, name: &[u8], mask: u32) -> SysResult<()> {
     let write = mask & MAY_WRITE != 0;
+    if write && (inode.is_immutable() || inode.is_append()) {
+        return Err(Errno::EPERM);
+    }
     if name.starts_with(SECURITY) || name.starts_with(SYSTEM) {
         return Ok(());
     }

@@ -6,6 +6,7 @@
 //! says what it checks. Each script sets up its world as root, then (for permission cases)
 //! drops to an unprivileged identity.
 
+mod chattr;
 mod fds;
 mod io;
 mod meta;
@@ -14,6 +15,9 @@ mod namespace;
 mod open;
 mod paths;
 mod perms;
+mod punch;
+mod tmpfile;
+mod whiteout;
 mod xattr;
 
 use crate::script::Script;
@@ -22,14 +26,18 @@ use crate::script::Script;
 pub fn all() -> Vec<Script> {
     let mut v = Vec::new();
     open::cases(&mut v);
+    tmpfile::cases(&mut v);
     io::cases(&mut v);
+    punch::cases(&mut v);
     meta::cases(&mut v);
     namespace::cases(&mut v);
+    whiteout::cases(&mut v);
     paths::cases(&mut v);
     fds::cases(&mut v);
     perms::cases(&mut v);
     mounts::cases(&mut v);
     xattr::cases(&mut v);
+    chattr::cases(&mut v);
     v
 }
 

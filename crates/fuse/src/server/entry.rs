@@ -195,6 +195,7 @@ impl Dispatcher {
                 &nd,
                 name_bytes(op.newname()),
                 op.flags(),
+                owner_of(req),
             )
             .map_err(e)
         });

@@ -161,39 +161,39 @@ fn rename_flags_follow_linux() {
     let b = c.node_mkdir(&root, b"b", 0o755, ME).unwrap();
     let sub = c.node_mkdir(&b, b"sub", 0o755, ME).unwrap();
     assert_eq!(
-        c.node_rename(&root, b"a", &root, b"b", libc::RENAME_NOREPLACE)
+        c.node_rename(&root, b"a", &root, b"b", libc::RENAME_NOREPLACE, ME)
             .err(),
         Some(Errno::EEXIST)
     );
     assert_eq!(
-        c.node_rename(&root, b"a", &root, b"zz", libc::RENAME_EXCHANGE)
+        c.node_rename(&root, b"a", &root, b"zz", libc::RENAME_EXCHANGE, ME)
             .err(),
         Some(Errno::ENOENT)
     );
     assert_eq!(
-        c.node_rename(&root, b"a", &root, b"b", 1 << 7).err(),
+        c.node_rename(&root, b"a", &root, b"b", 1 << 7, ME).err(),
         Some(Errno::EINVAL)
     );
     assert_eq!(
-        c.node_rename(&root, b"a", &root, b"b", 0).err(),
+        c.node_rename(&root, b"a", &root, b"b", 0, ME).err(),
         Some(Errno::EISDIR)
     );
     assert_eq!(
-        c.node_rename(&root, b"b", &sub, b"x", 0).err(),
+        c.node_rename(&root, b"b", &sub, b"x", 0, ME).err(),
         Some(Errno::EINVAL),
         "a directory into itself"
     );
-    c.node_rename(&root, b"a", &root, b"b", libc::RENAME_EXCHANGE)
+    c.node_rename(&root, b"a", &root, b"b", libc::RENAME_EXCHANGE, ME)
         .unwrap();
     assert_eq!(c.node_lookup(&root, b"b").unwrap().ino(), a.ino());
     assert_eq!(c.node_lookup(&root, b"a").unwrap().ino(), b.ino());
     // The node follows its inode across the rename.
     assert_eq!(
-        c.node_rename(&root, b"a", &sub, b"moved", 0).err(),
+        c.node_rename(&root, b"a", &sub, b"moved", 0, ME).err(),
         Some(Errno::EINVAL),
         "\"a\" is now the directory holding sub"
     );
-    c.node_rename(&root, b"b", &sub, b"moved", 0).unwrap();
+    c.node_rename(&root, b"b", &sub, b"moved", 0, ME).unwrap();
     assert_eq!(a.stat().nlink, 1);
     assert_eq!(c.node_lookup(&sub, b"moved").unwrap().ino(), a.ino());
 }

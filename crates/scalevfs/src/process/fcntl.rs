@@ -142,6 +142,10 @@ impl Process {
                     return Err(Errno::EBADF);
                 }
                 let v = int(&arg)? as i32;
+                // setfl: an append-only file's descriptors keep O_APPEND.
+                if (v ^ f.flags()) & libc::O_APPEND != 0 && f.inode().is_append() {
+                    return Err(Errno::EPERM);
+                }
                 if v & libc::O_NOATIME != 0
                     && f.flags() & libc::O_NOATIME == 0
                     && !self.cred.owns(f.inode())

@@ -21,10 +21,12 @@
 //! | `namespace`   | mkdir, mknod, unlink, rename, link, symlink, readlink, getdents, mount, chdir, getcwd |
 //! | `fcntl`       | descriptors (close, dup, close_range), fcntl, file locks              |
 //! | `events`      | pipes, eventfds, epoll, poll                                          |
+//! | `ioctl`       | ioctl: the inode flags (`FS_IOC_GETFLAGS`, ...)                        |
 
 mod events;
 mod fcntl;
 mod io;
+mod ioctl;
 mod meta;
 mod namespace;
 mod xattr;
@@ -38,6 +40,7 @@ use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
 pub use crate::vfs::{Vfs, VfsOptions};
+pub use ioctl::{ioctl_arg, IoctlArg};
 pub use scalevfs_primitives::Locking;
 
 /// Who a process is, for permission checks and new files' ownership.

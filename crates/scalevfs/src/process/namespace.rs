@@ -73,6 +73,11 @@ impl Process {
         self.core()
             .rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
     }
+    /// `linkat`. With `AT_EMPTY_PATH` and an empty `oldpath` it links the file `olddirfd`
+    /// refers to (an `O_TMPFILE` file opened without `O_EXCL` included). Linux 6.10+ lets
+    /// a caller without `CAP_DAC_READ_SEARCH` do so only for a file opened with its own
+    /// credentials; here a process's descriptors always are (credentials are fixed per
+    /// process, and `fork` keeps them), so every caller may.
     pub fn linkat(
         &self,
         olddirfd: i32,

@@ -89,6 +89,7 @@ impl VfsCore {
 
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        perm::may_setattr(inode)?;
         if !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
@@ -108,6 +109,7 @@ impl VfsCore {
     pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         let cred = ctx.cred;
+        perm::may_setattr(inode)?;
         let _w = inode.rwsem.write();
         if !cred.is_root() {
             // chown_ok / chgrp_ok: only the owner may change the group, to one of its groups;
@@ -147,6 +149,12 @@ impl VfsCore {
         // Only "set both to now" (NULL, or both UTIME_NOW) is allowed to a writer who is not
         // the owner; anything else (explicit times, or UTIME_OMIT for one) needs ownership.
         let explicit = times.is_some_and(|t| t.iter().any(|x| x.nsec != libc::UTIME_NOW));
+        // notify_change: explicit times like a chmod; "now" like a write.
+        if explicit {
+            perm::may_setattr(inode)?;
+        } else if inode.is_immutable() {
+            return Err(Errno::EPERM);
+        }
         if !ctx.cred.owns(inode) {
             if explicit {
                 return Err(Errno::EPERM);
@@ -215,6 +223,9 @@ impl VfsCore {
             return Err(Errno::EINVAL);
         }
         permission(inode, ctx.cred, MAY_WRITE)?;
+        if inode.is_append() {
+            return Err(Errno::EPERM);
+        }
         self.do_truncate(ctx, inode, len, true)
     }
 

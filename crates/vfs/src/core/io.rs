@@ -232,6 +232,9 @@ impl VfsCore {
         if !inode.is_reg() || !f.writable() {
             return Err(Errno::EINVAL);
         }
+        if len >= 0 && inode.is_append() {
+            return Err(Errno::EPERM);
+        }
         self.do_truncate(ctx, inode, len, true)
     }
 
@@ -264,6 +267,10 @@ impl VfsCore {
             return Err(Errno::EBADF);
         }
         let inode = f.inode();
+        // Only plain allocation on an append-only file; nothing on an immutable one.
+        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 && inode.is_append() || inode.is_immutable() {
+            return Err(Errno::EPERM);
+        }
         if inode.file_type() == libc::S_IFIFO {
             return Err(Errno::ESPIPE);
         }
@@ -277,10 +284,8 @@ impl VfsCore {
         if end as u64 > inode.fs().max_file_size() {
             return Err(Errno::EFBIG);
         }
-        if mode & !libc::FALLOC_FL_KEEP_SIZE != 0 {
-            // Valid, but not provided (README: fallocate supports 0 and KEEP_SIZE).
-            return Err(Errno::EOPNOTSUPP);
-        }
+        // A valid mode the file system does not provide is its `EOPNOTSUPP` (tmpfs:
+        // allocation and hole punching), as `->fallocate` answers after these checks.
         let _w = inode.rwsem.write();
         inode.fs().fallocate(inode, mode, off as u64, len as u64)?;
         inode.touch_mc();

@@ -32,12 +32,14 @@
 
 mod attr;
 mod dir;
+mod fileattr;
 mod io;
 mod mount;
 mod namespace;
 mod open;
 
 pub use dir::{d_type_of_mode, decode_dirents};
+pub use fileattr::SetAttr;
 pub use namespace::check_rename_flags;
 
 use crate::dentry::{DPathError, Dcache, Dentry, DentryRef};

@@ -4,7 +4,7 @@
 
 use super::VfsCore;
 use crate::dentry::DentryRef;
-use crate::inode::Inode;
+use crate::inode::{Inode, I_LINKABLE};
 use crate::mount::Path;
 use crate::namei::{Ctx, LastKind};
 use crate::perm::{self, permission, Cred, MAY_WRITE};
@@ -206,14 +206,17 @@ impl VfsCore {
         d: &DentryRef,
         name: &[u8],
     ) -> SysResult<()> {
-        if inode.is_dir() {
+        if inode.is_append() || inode.is_immutable() || inode.is_dir() {
             return Err(Errno::EPERM);
         }
         let _i = inode.rwsem.write();
-        if inode.nlink() == 0 {
+        // An unlinked file cannot be linked again, except an O_TMPFILE one (I_LINKABLE,
+        // which the first link clears).
+        if inode.nlink() == 0 && !inode.has_flag(I_LINKABLE) {
             return Err(Errno::ENOENT);
         }
         dir.fs().link(dir, name, inode)?;
+        inode.set_flag(I_LINKABLE, false);
         self.dcache.instantiate(d, &dirp.dentry, inode.clone());
         Ok(())
     }
@@ -283,10 +286,12 @@ impl VfsCore {
         check_rename_flags(flags)?;
         let (odp, olast) = self.lookup_parent(ctx, ostart, opath)?;
         let (ndp, nlast) = self.lookup_parent(ctx, nstart, npath)?;
-        self.rename_parents(ctx, &odp, &olast, &ndp, &nlast, flags)
+        self.rename_parents(ctx, &odp, &olast, &ndp, &nlast, flags, ctx.cred)
     }
 
-    /// `renameat2` after both walks: `olast` in `odp` to `nlast` in `ndp`.
+    /// `renameat2` after both walks: `olast` in `odp` to `nlast` in `ndp`; `creator` owns
+    /// a `RENAME_WHITEOUT`'s whiteout.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn rename_parents(
         &self,
         ctx: &Ctx<'_>,
@@ -295,6 +300,7 @@ impl VfsCore {
         ndp: &Path,
         nlast: &crate::namei::Last,
         flags: u32,
+        creator: &Cred,
     ) -> SysResult<()> {
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
         let noreplace = flags & libc::RENAME_NOREPLACE != 0;
@@ -395,8 +401,17 @@ impl VfsCore {
         if od.is_mounted() || nd.is_mounted() {
             return Err(Errno::EBUSY);
         }
-        odir.fs()
-            .rename(odir, &olast.name, ndir, &nlast.name, flags)?;
+        if flags & libc::RENAME_WHITEOUT != 0 {
+            // The whiteout is a new inode in the old directory: its owner is the caller,
+            // its group the directory's if that is setgid (inode_init_owner).
+            let (gid, _) = self.new_owner(odir, creator, false);
+            let owner = (creator.uid, gid);
+            odir.fs()
+                .rename_whiteout(odir, &olast.name, ndir, &nlast.name, owner)?;
+        } else {
+            odir.fs()
+                .rename(odir, &olast.name, ndir, &nlast.name, flags)?;
+        }
         let _w = self.dcache.rename_lock.write();
         if exchange {
             self.dcache
@@ -424,9 +439,10 @@ impl VfsCore {
 /// `renameat2`'s flags: `EINVAL` for unknown bits and for `RENAME_EXCHANGE` with
 /// `RENAME_NOREPLACE` (`RENAME_WHITEOUT` is not provided: unknown here).
 pub fn check_rename_flags(flags: u32) -> SysResult<()> {
+    let all = libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT;
     let exchange = flags & libc::RENAME_EXCHANGE != 0;
-    let noreplace = flags & libc::RENAME_NOREPLACE != 0;
-    if flags & !(libc::RENAME_EXCHANGE | libc::RENAME_NOREPLACE) != 0 || (exchange && noreplace) {
+    let other = flags & (libc::RENAME_NOREPLACE | libc::RENAME_WHITEOUT) != 0;
+    if flags & !all != 0 || (exchange && other) {
         return Err(Errno::EINVAL);
     }
     Ok(())

@@ -3,10 +3,10 @@
 
 use super::VfsCore;
 use crate::file::{FileRef, OpenFile};
-use crate::inode::Inode;
+use crate::inode::{Inode, I_LINKABLE};
 use crate::mount::Path;
 use crate::namei::{check_path, Ctx, LastKind};
-use crate::perm::{self, permission, Cred, MAY_READ, MAY_WRITE};
+use crate::perm::{self, permission, Cred, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::{Errno, SysResult};
 
 impl VfsCore {
@@ -30,8 +30,7 @@ impl VfsCore {
             if flags & tmpfile_mask != libc::O_TMPFILE || flags & libc::O_ACCMODE == 0 {
                 return Err(Errno::EINVAL);
             }
-            // Valid, but not provided (README).
-            return Err(Errno::EOPNOTSUPP);
+            return self.open_tmpfile(ctx, start, path, flags, mode & 0o7777 & !umask);
         }
         if flags & libc::O_CREAT != 0 && flags & libc::O_DIRECTORY != 0 {
             return Err(Errno::EINVAL);
@@ -121,6 +120,40 @@ impl VfsCore {
         }
     }
 
+    /// `O_TMPFILE` (`do_tmpfile`, `vfs_tmpfile`): an unnamed regular file in the directory
+    /// `path` names, which must be writable and searchable. Without `O_EXCL` `linkat`
+    /// may name it later ([`I_LINKABLE`]). `mode` has the umask applied.
+    fn open_tmpfile(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> SysResult<FileRef> {
+        let dirp = self.lookup(ctx, start, path, flags & libc::O_NOFOLLOW == 0, true)?;
+        let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
+        permission(dir, ctx.cred, MAY_WRITE | MAY_EXEC)?;
+        let (gid, _) = self.new_owner(dir, ctx.cred, false);
+        let m = self.strip_sgid(dir, ctx.cred, libc::S_IFREG | mode);
+        let inode = dir.fs().tmpfile(dir, m, ctx.cred.uid, gid)?;
+        if flags & libc::O_EXCL == 0 {
+            inode.set_flag(I_LINKABLE, true);
+        }
+        let private = inode.fs().open(&inode, flags)?;
+        // Linux's file has an unhashed dentry below the directory; no walk can reach it,
+        // so an unhashed dentry of its own serves.
+        let dentry = self.dcache.alloc_root(inode);
+        Ok(OpenFile::with_private(
+            Path {
+                mnt: dirp.mnt,
+                dentry,
+            },
+            flags,
+            private,
+        ))
+    }
+
     /// The group and mode adjustment of a new inode in `dir` (setgid directories pass their
     /// group on, and their setgid bit to subdirectories).
     /// `mode_strip_sgid`: a new group-executable setgid file in a setgid directory whose
@@ -169,6 +202,12 @@ impl VfsCore {
             return Err(Errno::EISDIR);
         }
         permission(inode, ctx.cred, mask)?;
+        // may_open: an append-only file is written only by appending, never truncated.
+        if inode.is_append()
+            && (acc != libc::O_RDONLY && flags & libc::O_APPEND == 0 || flags & libc::O_TRUNC != 0)
+        {
+            return Err(Errno::EPERM);
+        }
         if flags & libc::O_NOATIME != 0 && !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
