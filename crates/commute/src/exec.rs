@@ -1,9 +1,11 @@
 //! Running a case: two persistent worker threads (thread 1 and thread 2), the warm-up, the
 //! measured calls between marker stores, and the native commutativity check.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+
+use scalevfs::Vfs;
 
 use crate::catalogue::{Case, Form, Scratch};
 use crate::world::{Base, Env, World};
@@ -52,6 +54,16 @@ pub fn mark(ev: Event) {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// A worker's mailbox: a job to run, and whether it ran. A mutex and condition variable,
+/// not a channel: a waiting thread blocks in `futex` at once instead of spinning, so under
+/// valgrind (which runs one thread at a time) no waiting thread executes inside another
+/// thread's measured window.
+#[derive(Default)]
+struct Mailbox {
+    job: Mutex<(Option<Job>, bool)>,
+    cv: Condvar,
+}
+
 /// A thread's stack, `[lo, hi)`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Stack {
@@ -98,44 +110,77 @@ fn pin_to(cpu: usize) {
 /// Thread 1 and thread 2: each pinned (CPU override 0 and 1), running jobs in turn while
 /// the other waits.
 pub struct Workers {
-    tx: Vec<Sender<Job>>,
+    boxes: Vec<Arc<Mailbox>>,
     /// The workers' stacks (excluded from the trace).
     pub stacks: [Stack; 2],
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Workers {
     /// Starts both threads.
     pub fn start() -> Workers {
-        let mut tx = Vec::new();
+        let mut boxes = Vec::new();
         let mut stacks = [Stack::default(); 2];
         for (t, slot) in stacks.iter_mut().enumerate() {
-            let (jtx, jrx) = channel::<Job>();
-            let (stx, srx) = channel();
+            let mb = Arc::new(Mailbox::default());
+            let out = Arc::new(Mutex::new(None));
+            let (m, o) = (mb.clone(), out.clone());
             std::thread::Builder::new()
                 .name(format!("commute-{}", t + 1))
                 .spawn(move || {
                     pin_to(t);
-                    stx.send(own_stack()).ok();
-                    while let Ok(job) = jrx.recv() {
+                    *lock(&o) = Some(own_stack());
+                    m.cv.notify_all();
+                    loop {
+                        let job = {
+                            let mut g = lock(&m.job);
+                            loop {
+                                if let Some(j) = g.0.take() {
+                                    break j;
+                                }
+                                g = m.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                            }
+                        };
                         job();
+                        lock(&m.job).1 = true;
+                        m.cv.notify_all();
                     }
                 })
                 .expect("spawning a worker thread");
-            *slot = srx.recv().expect("worker reports its stack");
-            tx.push(jtx);
+            let mut g = lock(&out);
+            while g.is_none() {
+                g = mb.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            *slot = g.take().expect("the worker reported its stack");
+            boxes.push(mb);
         }
-        Workers { tx, stacks }
+        Workers { boxes, stacks }
     }
 
     /// Runs `f` on thread `t` (0 or 1) and waits for its result; the other thread waits.
     pub fn run<R: Send + 'static>(&self, t: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
-        let (rtx, rrx): (Sender<R>, Receiver<R>) = channel();
-        self.tx[t]
-            .send(Box::new(move || {
-                rtx.send(f()).ok();
-            }))
-            .expect("worker alive");
-        rrx.recv().expect("worker ran the job")
+        let out = Arc::new(Mutex::new(None));
+        let o = out.clone();
+        let m = &self.boxes[t];
+        {
+            let mut g = lock(&m.job);
+            g.0 = Some(Box::new(move || {
+                let r = f();
+                *lock(&o) = Some(r);
+            }));
+            g.1 = false;
+        }
+        m.cv.notify_all();
+        let mut g = lock(&m.job);
+        while !g.1 {
+            g = m.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(g);
+        let r = lock(&out).take();
+        r.expect("the worker ran the job")
     }
 }
 
@@ -156,115 +201,184 @@ pub struct Outcome {
     pub b: String,
     /// The canonical state afterwards (only if asked for).
     pub dump: Option<String>,
+    /// Well-known objects of the case (see [`objects`]); only in a shared tree.
+    pub objects: Vec<Object>,
 }
 
-/// Builds the case's world: shared part here, each thread's objects on that thread.
-pub fn build(w: &Workers, case: &Case, form: Form) -> Result<Arc<World>, String> {
+/// A well-known object of a case: its name, address and size, to name the conflicting
+/// lines that fall in it.
+#[derive(Clone, Debug)]
+pub struct Object {
+    /// E.g. `Process 1`, `open file of thread 2`.
+    pub name: String,
+    /// Its address in the process that ran the case.
+    pub addr: u64,
+    /// Its size in bytes (the object itself, not what it points to).
+    pub size: u64,
+}
+
+fn object<T: ?Sized>(name: impl Into<String>, r: &T) -> Object {
+    Object {
+        name: name.into(),
+        addr: r as *const T as *const u8 as u64,
+        size: std::mem::size_of_val(r) as u64,
+    }
+}
+
+/// The objects of `world` that the public API shows: the tree's top-level structures
+/// (`Vfs`, its `VfsCore`, the lock manager, the epoll context), the processes, and the
+/// open file descriptions behind each thread's descriptors.
+pub fn objects(world: &World) -> Vec<Object> {
+    let b = &world.base;
+    let mut out = vec![
+        object("Vfs", &*b.vfs),
+        object("VfsCore", &**b.vfs.core()),
+        object("LockManager", b.vfs.locks()),
+        object("EpollContext", &**b.vfs.epoll_context()),
+    ];
+    if Arc::ptr_eq(&b.procs[0], &b.procs[1]) {
+        out.push(object("Process (shared)", &*b.procs[0]));
+    } else {
+        out.push(object("Process 1", &*b.procs[0]));
+        out.push(object("Process 2", &*b.procs[1]));
+    }
+    for e in &world.env {
+        let fds = [
+            ("file", e.fd),
+            ("directory", e.dfd),
+            ("eventfd", e.efd),
+            ("epoll", e.ep),
+            ("pipe read end", e.pipe[0]),
+            ("pipe write end", e.pipe[1]),
+            ("kernfs attribute", e.kfd),
+        ];
+        for (what, fd) in fds {
+            if fd < 0 {
+                continue;
+            }
+            if let Ok(f) = e.p.file(fd) {
+                out.push(object(format!("open {what} of thread {}", e.t + 1), &*f));
+            }
+        }
+    }
+    out
+}
+
+/// Where a case runs: in a fresh tree (the native check), or in one tree shared by the
+/// cases of a traced run (each case in its own directories, `tag` apart), where building
+/// and tearing down a tree per case would dominate the trace.
+#[derive(Clone, Default)]
+pub struct Place {
+    /// The shared tree, if any.
+    pub vfs: Option<Arc<Vfs>>,
+    /// The case's directories are `/w<tag>` and `/c<tag>`.
+    pub tag: usize,
+}
+
+/// Builds the case's world (the shared directories here; each thread's objects on that
+/// thread) and runs the warm-up: A on thread 1's and B on thread 2's warm-up objects.
+pub fn build(w: &Workers, case: &Case, form: Form, place: &Place) -> Result<Arc<World>, String> {
     let base = Arc::new(Base::new(
+        place.vfs.clone(),
+        place.tag,
         case.scenario,
         case.needs(),
         form == Form::Shared,
     )?);
-    let mut envs: Vec<Env> = Vec::new();
-    for prefix in ["/w", "/c"] {
-        for t in 0..2 {
-            let b = base.clone();
-            envs.push(w.run(t, move || b.make_env(prefix, t))?);
-        }
+    let mut envs = Vec::new();
+    for t in 0..2 {
+        let b = base.clone();
+        let run = if t == 0 { case.a.run } else { case.b.run };
+        envs.push(w.run(t, move || {
+            let warm = b.make_env(true, t)?;
+            let env = b.make_env(false, t)?;
+            with_scratch(|s| run(&warm, s)).ok();
+            Ok::<_, String>((warm, env))
+        })?);
     }
     let base = Arc::try_unwrap(base).map_err(|_| "setup kept a reference".to_string())?;
-    let mut it = envs.into_iter();
-    let mut next = || it.next().expect("four environments");
-    let warm = [next(), next()];
-    let env = [next(), next()];
-    Ok(Arc::new(World { base, warm, env }))
+    let [(w0, e0), (w1, e1)]: [(Env, Env); 2] = envs
+        .try_into()
+        .map_err(|_| "two environments".to_string())?;
+    Ok(Arc::new(World {
+        base,
+        warm: [w0, w1],
+        env: [e0, e1],
+    }))
 }
 
-/// One call on thread `t`'s objects (of `world.env` or `world.warm`), between the
-/// `begin` and `end` markers when given.
-fn call(
-    w: &Workers,
-    world: &Arc<World>,
-    case: &Case,
-    t: usize,
-    warm: bool,
-    markers: Option<(Event, Event)>,
-) -> String {
-    let world = world.clone();
-    let op = if t == 0 { case.a } else { case.b };
-    let run = op.run;
-    w.run(t, move || {
-        let env = if warm { &world.warm[t] } else { &world.env[t] };
-        let mut s = Scratch::default();
-        if let Some((begin, _)) = markers {
-            mark(begin);
-        }
-        let r = run(env, &mut s);
-        if let Some((_, end)) = markers {
-            mark(end);
-        }
-        s.render(&r)
+thread_local! {
+    /// The thread's scratch buffers, allocated once (a fresh zeroed buffer per call would
+    /// be a `rep stosb` memset that valgrind traces byte by byte).
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with the thread's scratch buffers, outputs cleared.
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        s.n = 0;
+        s.v = [0; 4];
+        f(&mut s)
     })
 }
 
-/// Runs `case` in `form` from a fresh world: the warm-up (A and B on thread 1's and thread
-/// 2's warm-up objects), then A and B in `order`, each between its markers; the state
-/// dump afterwards if `dump`.
+/// Call A (`t` = 0, thread 1) or B (`t` = 1, thread 2) on the thread's measured objects,
+/// between its markers.
+fn call(w: &Workers, world: &Arc<World>, case: &Case, t: usize) -> String {
+    let world = world.clone();
+    let (run, begin, end) = if t == 0 {
+        (case.a.run, Event::ABegin, Event::AEnd)
+    } else {
+        (case.b.run, Event::BBegin, Event::BEnd)
+    };
+    w.run(t, move || {
+        let env = &world.env[t];
+        with_scratch(|s| {
+            mark(begin);
+            let r = run(env, s);
+            mark(end);
+            s.render(&r)
+        })
+    })
+}
+
+/// Runs `case` in `form`: setup and warm-up ([`build`]), then A and B in `order`, each
+/// between its markers; the state dump afterwards if `dump`.
 pub fn run_case(
     w: &Workers,
     case: &Case,
     form: Form,
     order: Order,
+    place: &Place,
     dump: bool,
 ) -> Result<Outcome, String> {
     mark(Event::CaseBegin);
-    let world = build(w, case, form)?;
-    call(w, &world, case, 0, true, None);
-    call(w, &world, case, 1, true, None);
+    let world = build(w, case, form, place)?;
     let (a, b) = match order {
         Order::AB => {
-            let a = call(
-                w,
-                &world,
-                case,
-                0,
-                false,
-                Some((Event::ABegin, Event::AEnd)),
-            );
-            let b = call(
-                w,
-                &world,
-                case,
-                1,
-                false,
-                Some((Event::BBegin, Event::BEnd)),
-            );
-            (a, b)
+            let a = call(w, &world, case, 0);
+            (a, call(w, &world, case, 1))
         }
         Order::BA => {
-            let b = call(
-                w,
-                &world,
-                case,
-                1,
-                false,
-                Some((Event::BBegin, Event::BEnd)),
-            );
-            let a = call(
-                w,
-                &world,
-                case,
-                0,
-                false,
-                Some((Event::ABegin, Event::AEnd)),
-            );
-            (a, b)
+            let b = call(w, &world, case, 1);
+            (call(w, &world, case, 0), b)
         }
     };
     let dump = dump.then(|| world.dump());
+    let objects = if place.vfs.is_some() {
+        objects(&world)
+    } else {
+        Vec::new()
+    };
     // Drop the world here, outside every window.
     drop(world);
-    Ok(Outcome { a, b, dump })
+    Ok(Outcome {
+        a,
+        b,
+        dump,
+        objects,
+    })
 }
 
 /// The verdict of the native check.
@@ -282,8 +396,8 @@ pub fn check_commutes(w: &Workers, case: &Case, form: Form) -> Result<Commutes, 
     if let Some(why) = case.declared_noncommuting(form) {
         return Ok(Commutes::No(why.into()));
     }
-    let ab = run_case(w, case, form, Order::AB, true)?;
-    let ba = run_case(w, case, form, Order::BA, true)?;
+    let ab = run_case(w, case, form, Order::AB, &Place::default(), true)?;
+    let ba = run_case(w, case, form, Order::BA, &Place::default(), true)?;
     if ab.a != ba.a {
         return Ok(Commutes::No(format!("A returns {} vs {}", ab.a, ba.a)));
     }

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub struct LineReport {
     /// The line's address in the traced child (hex).
     pub line: String,
+    /// The well-known object it is in (`Process 1+0x40`), if any.
+    pub object: Option<String>,
     /// What call A did (`r`, `w`, `rw`) and B did.
     pub access: [String; 2],
     /// Call A's instructions on the line: the blamed frame of each.
@@ -200,8 +202,15 @@ impl Report {
                 for l in &c.lines {
                     let _ = writeln!(
                         s,
-                        "* line {} (A {}, B {}):\n  * A: {}\n  * B: {}",
-                        l.line, l.access[0], l.access[1], l.a_chain, l.b_chain
+                        "* line {}{} (A {}, B {}):\n  * A: {}\n  * B: {}",
+                        l.line,
+                        l.object
+                            .as_ref()
+                            .map_or(String::new(), |o| format!(" in {o}")),
+                        l.access[0],
+                        l.access[1],
+                        l.a_chain,
+                        l.b_chain
                     );
                 }
                 let _ = writeln!(s);

@@ -42,13 +42,11 @@ pub struct Site {
 }
 
 impl Site {
-    /// The frame to blame: the innermost one in this workspace, else the innermost one.
+    /// The frame to blame: the innermost one in this workspace, else the outermost one
+    /// (the function the code was inlined into, e.g. a hash map's insert rather than the
+    /// `MaybeUninit::write` inside it).
     pub fn blame(&self) -> String {
-        let f = self
-            .frames
-            .iter()
-            .find(|f| f.ours())
-            .or(self.frames.first());
+        let f = self.frames.iter().find(|f| f.ours()).or(self.frames.last());
         match (f, &self.other) {
             (Some(f), _) => f.show(),
             (None, Some(o)) => o.clone(),
@@ -93,40 +91,29 @@ fn strip_hash(name: &str) -> String {
     }
 }
 
-/// Symbolizes the child's addresses against this executable (the child is this binary
-/// re-executed).
+/// Symbolizes traced children's addresses against this executable (each child is this
+/// binary re-executed; each [`ChildInfo`] says where it was loaded).
 pub struct Symbolizer {
     loader: Option<addr2line::Loader>,
-    info: ChildInfo,
     exe_name: Option<String>,
-    cache: HashMap<u64, Site>,
+    /// By (bias, address).
+    cache: HashMap<(u64, u64), Site>,
 }
 
 impl Symbolizer {
     /// Loads the debug information of `exe`.
-    pub fn new(exe: &Path, info: ChildInfo) -> Symbolizer {
+    pub fn new(exe: &Path) -> Symbolizer {
         let exe_name = exe.file_name().map(|n| n.to_string_lossy().into_owned());
         Symbolizer {
             loader: addr2line::Loader::new(exe).ok(),
-            info,
             exe_name,
             cache: HashMap::new(),
         }
     }
 
-    fn in_exe(&self, addr: u64) -> Option<bool> {
-        let m = self
-            .info
-            .maps
-            .iter()
-            .find(|(lo, hi, _, _)| addr >= *lo && addr < *hi)?;
-        let name = Path::new(&m.3).file_name()?.to_string_lossy().into_owned();
-        Some(Some(&name) == self.exe_name.as_ref())
-    }
-
-    /// What `addr` (a runtime address in the child) is.
-    pub fn site(&mut self, addr: u64) -> Site {
-        if let Some(s) = self.cache.get(&addr) {
+    /// What `addr` (a runtime address in the child described by `info`) is.
+    pub fn site(&mut self, addr: u64, info: &ChildInfo) -> Site {
+        if let Some(s) = self.cache.get(&(info.bias, addr)) {
             return s.clone();
         }
         let mut site = Site {
@@ -134,22 +121,22 @@ impl Symbolizer {
             frames: Vec::new(),
             other: None,
         };
-        match self.in_exe(addr) {
-            Some(false) => {
-                let m = self
-                    .info
-                    .maps
-                    .iter()
-                    .find(|(lo, hi, _, _)| addr >= *lo && addr < *hi)
-                    .expect("in_exe found it");
-                let name = Path::new(&m.3)
-                    .file_name()
-                    .map_or_else(|| m.3.clone(), |n| n.to_string_lossy().into_owned());
+        let map = info
+            .maps
+            .iter()
+            .find(|(lo, hi, _, _)| addr >= *lo && addr < *hi);
+        let file = map.map(|m| {
+            Path::new(&m.3)
+                .file_name()
+                .map_or_else(|| m.3.clone(), |n| n.to_string_lossy().into_owned())
+        });
+        match (map, file) {
+            (Some(m), Some(name)) if Some(&name) != self.exe_name.as_ref() => {
                 site.other = Some(format!("{name}+{:#x}", addr - m.0 + m.2));
             }
             _ => {
                 if let Some(l) = &self.loader {
-                    let probe = addr.wrapping_sub(self.info.bias);
+                    let probe = addr.wrapping_sub(info.bias);
                     if let Ok(mut it) = l.find_frames(probe) {
                         while let Ok(Some(f)) = it.next() {
                             let function = f
@@ -175,7 +162,7 @@ impl Symbolizer {
                 }
             }
         }
-        self.cache.insert(addr, site.clone());
+        self.cache.insert((info.bias, addr), site.clone());
         site
     }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::catalogue::Case;
-use crate::exec::{self, Event, Order, Stack, Workers, MARKERS};
+use crate::exec::{self, Event, Object, Order, Stack, Workers, MARKERS};
 use crate::Selected;
 
 /// The cache-line size the checker assumes.
@@ -256,13 +256,24 @@ pub fn child(cases: &[Case]) -> Result<(), String> {
         }
         ids.push(l);
     }
-    for id in &ids {
+    let vfs = crate::world::new_vfs()?;
+    for (tag, id) in ids.iter().enumerate() {
         let Some((case, form)) = crate::find(cases, id) else {
+            exec::mark(Event::CaseBegin); // Keeps the trace's cases in step with the ids.
             writeln!(out, "done {id} err unknown case").map_err(io)?;
             continue;
         };
-        match exec::run_case(&w, case, form, Order::AB, false) {
-            Ok(_) => writeln!(out, "done {id} ok"),
+        let place = exec::Place {
+            vfs: Some(vfs.clone()),
+            tag,
+        };
+        match exec::run_case(&w, case, form, Order::AB, &place, false) {
+            Ok(o) => {
+                for ob in &o.objects {
+                    writeln!(out, "obj {:x} {:x} {}", ob.addr, ob.size, ob.name).map_err(io)?;
+                }
+                writeln!(out, "done {id} ok")
+            }
             Err(e) => writeln!(out, "done {id} err {e}"),
         }
         .map_err(io)?;
@@ -293,6 +304,8 @@ pub fn valgrind_available() -> Result<(), String> {
 pub struct Traced {
     /// `name@form`.
     pub id: String,
+    /// Its well-known objects.
+    pub objects: Vec<Object>,
     /// Its trace.
     pub trace: Result<CaseTrace, String>,
 }
@@ -301,6 +314,7 @@ pub struct Traced {
 /// process and returns each case's trace, with what the child told about itself.
 pub fn trace(sel: &[Selected], fixtures: bool) -> Result<(ChildInfo, Vec<Traced>), String> {
     valgrind_available()?;
+    let started = std::time::Instant::now();
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array.
@@ -342,7 +356,8 @@ pub fn trace(sel: &[Selected], fixtures: bool) -> Result<(ChildInfo, Vec<Traced>
     let mut stdin = child.stdin.take().expect("piped stdin");
     let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
     let mut info = ChildInfo::default();
-    let mut done: Vec<(String, Result<(), String>)> = Vec::new();
+    let mut done: Vec<(String, Result<(), String>, Vec<Object>)> = Vec::new();
+    let mut objects = Vec::new();
     let mut ended = false;
     for l in stdout.lines() {
         let l = l.map_err(|e| e.to_string())?;
@@ -391,8 +406,21 @@ pub fn trace(sel: &[Selected], fixtures: bool) -> Result<(ChildInfo, Vec<Traced>
                 } else {
                     Err(f.get(3).unwrap_or(&"").to_string())
                 };
-                done.push((f[1].to_string(), r));
+                done.push((f[1].to_string(), r, std::mem::take(&mut objects)));
+                if done.len().is_multiple_of(50) {
+                    eprintln!(
+                        "scalevfs commute: traced {}/{} ({:.0} s)",
+                        done.len(),
+                        sel.len(),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
             }
+            "obj" if f.len() == 4 => objects.push(Object {
+                addr: hex(f[1].as_bytes()),
+                size: hex(f[2].as_bytes()),
+                name: f[3].to_string(),
+            }),
             "end" => ended = true,
             _ => {}
         }
@@ -419,8 +447,9 @@ pub fn trace(sel: &[Selected], fixtures: bool) -> Result<(ChildInfo, Vec<Traced>
     let out = done
         .into_iter()
         .zip(traces)
-        .map(|((id, r), t)| Traced {
+        .map(|((id, r, objects), t)| Traced {
             id,
+            objects,
             trace: r.map(|()| t),
         })
         .collect();

@@ -8,7 +8,7 @@
 //! and only the directories the threads share are made by the driver.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use scalevfs::{Credentials, EpollEvent, Errno, Process, SysResult, Vfs, VfsOptions};
 use scalevfs_kernfs::{demo, Kernfs, KernfsFs, Locking};
@@ -73,7 +73,8 @@ pub struct Env {
     pub dir: String,
     /// Another directory of the thread's, for cross-directory renames.
     pub dir2: String,
-    /// The thread's regular file (8 KiB, with a `user.x` attribute).
+    /// The thread's regular file (8 KiB in the same-file scenario, else 1 KiB; with a
+    /// `user.x` attribute).
     pub file: String,
     /// [`Env::file`]'s name in [`Env::dir`].
     pub file_name: String,
@@ -114,11 +115,36 @@ pub struct Env {
     pub kfd: i32,
 }
 
-/// The size of every case's regular files.
+/// The size of the file of the same-file scenario: its two threads' offsets are a page
+/// apart.
 pub const FILE_SIZE: usize = 8192;
 
-fn content(t: usize) -> Vec<u8> {
-    (0..FILE_SIZE).map(|i| (i * 7 + t * 13) as u8).collect()
+/// The size of the other scenarios' files (small: valgrind copies big buffers with
+/// `rep movsb` byte by byte, which makes the setup dominate the trace).
+pub const SMALL_FILE_SIZE: usize = 1024;
+
+fn content(t: usize) -> &'static [u8] {
+    static CONTENT: OnceLock<[Vec<u8>; 2]> = OnceLock::new();
+    let c = CONTENT
+        .get_or_init(|| [0, 1].map(|t| (0..FILE_SIZE).map(|i| (i * 7 + t * 13) as u8).collect()));
+    &c[t]
+}
+
+fn small_content(t: usize) -> &'static [u8] {
+    &content(t)[..SMALL_FILE_SIZE]
+}
+
+/// A tree with the kernfs demo tree mounted at `/sys`.
+pub fn new_vfs() -> Result<Arc<Vfs>, String> {
+    let vfs = Vfs::new(VfsOptions::default());
+    let p = Process::new(&vfs, Credentials::root());
+    let e = |what: &str, e: Errno| format!("setup: {what}: {e}");
+    p.mkdir("/sys", 0o755).map_err(|x| e("/sys", x))?;
+    let k = Kernfs::new(Locking::Scalable);
+    demo::demo_tree(&k).map_err(|x| e("kernfs demo tree", x))?;
+    vfs.mount("/sys", KernfsFs::new(k))
+        .map_err(|x| e("mount /sys", x))?;
+    Ok(vfs)
 }
 
 /// The shared part of a case's state (made by the driver before the threads make theirs).
@@ -131,12 +157,24 @@ pub struct Base {
     pub scenario: Scenario,
     /// What the calls need.
     pub needs: u32,
+    /// The case's directories are `/w<tag>` and `/c<tag>`.
+    pub tag: usize,
 }
 
 impl Base {
-    /// A fresh tree with the shared directories under `/w` and `/c`, and `/sys` if needed.
-    pub fn new(scenario: Scenario, needs: u32, shared: bool) -> Result<Base, String> {
-        let vfs = Vfs::new(VfsOptions::default());
+    /// The shared directories of a case under `/w<tag>` and `/c<tag>`, in `vfs` (one
+    /// tree for many cases, as the traced child has) or in a fresh tree.
+    pub fn new(
+        vfs: Option<Arc<Vfs>>,
+        tag: usize,
+        scenario: Scenario,
+        needs: u32,
+        shared: bool,
+    ) -> Result<Base, String> {
+        let vfs = match vfs {
+            Some(v) => v,
+            None => new_vfs()?,
+        };
         let p0 = Arc::new(Process::new(&vfs, Credentials::root()));
         let p1 = if shared {
             p0.clone()
@@ -144,8 +182,8 @@ impl Base {
             Arc::new(Process::new(&vfs, Credentials::root()))
         };
         let e = |what: &str, e: Errno| format!("setup: {what}: {e}");
-        for prefix in ["/w", "/c"] {
-            p0.mkdir(prefix, 0o755).map_err(|x| e(prefix, x))?;
+        for prefix in [format!("/w{tag}"), format!("/c{tag}")] {
+            p0.mkdir(&prefix, 0o755).map_err(|x| e(&prefix, x))?;
             if scenario != Scenario::DiffDirs {
                 for d in ["d", "e"] {
                     let path = format!("{prefix}/{d}");
@@ -154,30 +192,26 @@ impl Base {
             }
             if scenario == Scenario::SameFile {
                 let f = format!("{prefix}/d/f");
-                p0.write_file(&f, &content(0)).map_err(|x| e(&f, x))?;
+                p0.write_file(&f, content(0)).map_err(|x| e(&f, x))?;
                 p0.setxattr(&f, b"user.x", b"shared", 0)
                     .map_err(|x| e(&f, x))?;
                 p0.symlinkat("f", libc::AT_FDCWD, format!("{prefix}/d/l"))
                     .map_err(|x| e("symlink", x))?;
             }
         }
-        if needs & needs::KERNFS != 0 {
-            p0.mkdir("/sys", 0o755).map_err(|x| e("/sys", x))?;
-            let k = Kernfs::new(Locking::Scalable);
-            demo::demo_tree(&k).map_err(|x| e("kernfs demo tree", x))?;
-            vfs.mount("/sys", KernfsFs::new(k))
-                .map_err(|x| e("mount /sys", x))?;
-        }
         Ok(Base {
             vfs,
             procs: [p0, p1],
             scenario,
             needs,
+            tag,
         })
     }
 
-    /// Thread `t`'s objects under `prefix` (`/w` or `/c`), made by the calling thread.
-    pub fn make_env(&self, prefix: &str, t: usize) -> Result<Env, String> {
+    /// Thread `t`'s warm-up (under `/w<tag>`) or measured (`/c<tag>`) objects, made by
+    /// the calling thread.
+    pub fn make_env(&self, warm: bool, t: usize) -> Result<Env, String> {
+        let prefix = format!("{}{}", if warm { "/w" } else { "/c" }, self.tag);
         let p = self.procs[t].clone();
         let same_file = self.scenario == Scenario::SameFile;
         let (dir, dir2) = match self.scenario {
@@ -195,7 +229,7 @@ impl Base {
             format!("{dir}/l{t}")
         };
         // Warm-up objects read other attributes than the measured ones.
-        let attr = if prefix == "/w" { t + 2 } else { t };
+        let attr = if warm { t + 2 } else { t };
         let attr = if same_file { attr & !1 } else { attr };
         let mut env = Env {
             t,
@@ -240,7 +274,7 @@ impl Base {
             p.mkdir(&e.dir2, 0o755).map_err(|x| ("mkdir", x))?;
         }
         if self.scenario != Scenario::SameFile {
-            p.write_file(&e.file, &content(e.t))
+            p.write_file(&e.file, small_content(e.t))
                 .map_err(|x| ("file", x))?;
             p.setxattr(&e.file, b"user.x", b"mine", 0)
                 .map_err(|x| ("setxattr", x))?;
