@@ -96,9 +96,20 @@ fn own_stack() -> Stack {
 }
 
 fn pin_to(cpu: usize) {
+    // A diagnostic: `SCALEVFS_COMMUTE_PIN=none` (no override, no affinity: under valgrind
+    // both threads then share every per-CPU shard; compare mkdir/diff-dirs) or
+    // `=override` (the override alone).
+    let how = std::env::var("SCALEVFS_COMMUTE_PIN").unwrap_or_default();
+    if how == "none" {
+        return;
+    }
     scalevfs_primitives::cpu::set_cpu_override(Some(cpu));
-    // Pin for real too where the CPU exists (the per-CPU logic follows the override either
-    // way; under valgrind the threads share one host CPU anyway).
+    if how == "override" {
+        return;
+    }
+    // Pin for real too where the CPU exists: valgrind runs each guest thread on a kernel
+    // thread (one at a time), so `getcpu` then differs too; the per-CPU logic follows the
+    // override either way.
     // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it; sched_setaffinity reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -33,6 +33,14 @@
 //!    allocator's metadata, the standard library's.
 //! 3. The headline is the conflict-free share over the commuting cases, per form.
 //!
+//! The traced child runs all its cases in one tree (each case in its own `/w<k>`, `/c<k>`
+//! directories, with fresh processes): building and dropping a tree per case would be most
+//! of the trace. The native check uses a fresh tree per run. Some conflicts are periodic
+//! rather than per call: crossbeam's epoch-based reclamation advances the global epoch
+//! every 128 pins, so a case whose window happens to hold that advance conflicts on the
+//! epoch's line in one run and not in another. `--check` therefore traces a listed case
+//! that conflicted once more, alone, and fails only if it conflicts again.
+//!
 //! ## Tracing ([`trace`])
 //!
 //! The driver re-executes its own binary as `valgrind --tool=lackey --trace-mem=yes
@@ -65,9 +73,12 @@
 //! shard (dlock lists, per-CPU counters, lockstat). Each worker calls
 //! [`scalevfs_primitives::cpu::set_cpu_override`] (thread 1: CPU 0, thread 2: CPU 1),
 //! which [`scalevfs_primitives::cpu::current_cpu`] answers on that thread, and is pinned
-//! with `sched_setaffinity` where that CPU exists. Structures sized by the CPU count
-//! (`num_cpus()`) still have as many shards as the machine has CPUs, so the per-CPU results
-//! need a machine with at least two (CI's has two).
+//! with `sched_setaffinity` where that CPU exists (valgrind runs each guest thread on a
+//! kernel thread of its own, one at a time, so `getcpu` then differs as well). Structures
+//! sized by the CPU count (`num_cpus()`) still have as many shards as the machine has
+//! CPUs, so the per-CPU results need a machine with at least two (CI's has two). The
+//! diagnostic `SCALEVFS_COMMUTE_PIN=none` turns both off (then `mkdir/diff-dirs` conflicts
+//! on `PerCpuCounter::add`), `SCALEVFS_COMMUTE_PIN=override` keeps the override alone.
 //!
 //! ### Attribution ([`symbol`])
 //!
