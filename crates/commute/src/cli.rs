@@ -143,7 +143,9 @@ fn apply(r: &mut CaseResult, info: &trace::ChildInfo, t: trace::Traced, sym: &mu
             r.instructions = t.instructions;
             r.conflict_free = Some(cs.is_empty());
             r.conflicting_lines = cs.len();
-            let mut pairs: BTreeMap<(String, String), (usize, Option<String>)> = BTreeMap::new();
+            // (A's frame, B's frame) -> (lines, sides writing, first line's object).
+            let mut pairs: BTreeMap<(String, String), (usize, u8, Option<String>)> =
+                BTreeMap::new();
             for (k, cf) in cs.iter().enumerate() {
                 let first = |u: &LineUse| {
                     // Prefer a writing instruction: it is what makes the conflict.
@@ -157,8 +159,9 @@ fn apply(r: &mut CaseResult, info: &trace::ChildInfo, t: trace::Traced, sym: &mu
                 let (sa, sb) = (sym.site(first(&cf.a), info), sym.site(first(&cf.b), info));
                 let e = pairs.entry((sa.blame(), sb.blame())).or_default();
                 e.0 += 1;
-                if e.1.is_none() {
-                    e.1 = name(cf.line);
+                e.1 = e.1.max(u8::from(cf.a.write) + u8::from(cf.b.write));
+                if e.2.is_none() {
+                    e.2 = name(cf.line);
                 }
                 if k < 8 {
                     let list = |u: &LineUse, sym: &mut Symbolizer| -> Vec<String> {
@@ -184,10 +187,8 @@ fn apply(r: &mut CaseResult, info: &trace::ChildInfo, t: trace::Traced, sym: &mu
                     });
                 }
             }
-            r.top = pairs
-                .into_iter()
-                .max_by_key(|(_, (n, _))| *n)
-                .map(|((a, b), (n, obj))| {
+            r.top = pairs.into_iter().max_by_key(|(_, (n, w, _))| (*n, *w)).map(
+                |((a, b), (n, _, obj))| {
                     let b = if a == b { "same".to_string() } else { b };
                     let obj = obj.map_or(String::new(), |o| format!(" in {o}"));
                     let more = if n < cs.len() {
@@ -196,7 +197,8 @@ fn apply(r: &mut CaseResult, info: &trace::ChildInfo, t: trace::Traced, sym: &mu
                         String::new()
                     };
                     format!("{a} × {b}{obj}{more}")
-                });
+                },
+            );
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::Selected;
 /// The cache-line size the checker assumes.
 pub const LINE: u64 = 64;
 
-/// How many distinct instructions are remembered per line and phase.
+/// How many distinct reading (and writing) instructions are remembered per line and phase.
 const MAX_INSNS: usize = 4;
 
 /// What one phase did to one cache line.
@@ -35,7 +35,8 @@ pub struct LineUse {
     pub read: bool,
     /// Stored to.
     pub write: bool,
-    /// Instructions that touched it (the first few), with whether each wrote.
+    /// Instructions that touched it (the first few readers and writers), with whether
+    /// each wrote.
     pub insns: Vec<(u64, bool)>,
 }
 
@@ -144,7 +145,10 @@ impl Parser {
                     if store {
                         u.write = true;
                     }
-                    if u.insns.len() < MAX_INSNS
+                    // Up to MAX_INSNS readers and as many writers: a line read by many
+                    // instructions must still name the one that wrote it.
+                    let same_kind = u.insns.iter().filter(|&&(_, w)| w == store).count();
+                    if same_kind < MAX_INSNS
                         && !u.insns.iter().any(|&(i, w)| i == self.insn && w == store)
                     {
                         u.insns.push((self.insn, store));
