@@ -22,6 +22,16 @@ if ! command -v fusermount3 >/dev/null 2>&1; then
     fi
 fi
 
+# valgrind (lackey) traces the memory accesses of `scalevfs commute`, the scalability check.
+if ! command -v valgrind >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null) \
+            || echo "warning: could not install valgrind; the scalability check will fail"
+    else
+        echo "warning: valgrind missing and cannot install it (need root and apt); the scalability check will fail"
+    fi
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -33,6 +43,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 
 step "tests (release mode: the stress tests are many-threaded)"
 cargo test --workspace --release
+
+step "scalability check: the cases listed conflict-free must stay so (valgrind, a few minutes)"
+cargo run --release -q -p scalevfs-cli -- commute --check crates/commute/conflict-free.txt \
+    --out target/commute
 
 step "loom models (--cfg loom, bounded preemptions)"
 LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \

@@ -35,6 +35,9 @@ enum Command {
     Mount(mount::MountArgs),
     /// Unmount a scalevfs FUSE mount (the daemon then exits).
     Umount(mount::UmountArgs),
+    /// Check the scalable commutativity rule: pairs of commuting calls, traced under
+    /// valgrind, must share no cache line that one of them writes (needs valgrind).
+    Commute(scalevfs_commute::cli::CommuteArgs),
 }
 
 fn main() {
@@ -44,6 +47,7 @@ fn main() {
         Command::Sys(args) => ("sys", sys::run(args)),
         Command::Mount(args) => ("mount", mount::mount(args)),
         Command::Umount(args) => ("umount", mount::umount(args)),
+        Command::Commute(args) => ("commute", scalevfs_commute::cli::run(args)),
     };
     if let Err(e) = result {
         eprintln!("scalevfs {what}: {e}");

@@ -12,6 +12,17 @@
 //! A thread-local id would need as many shards as threads to give the same guarantee.
 //!
 //! Under loom (and if `sched_getcpu` fails) a per-thread round-robin id stands in for it.
+//!
+//! ## Test hook: a per-thread CPU override
+//!
+//! [`set_cpu_override`] makes [`current_cpu`] answer a fixed CPU on the calling thread.
+//! The scalability checker (`scalevfs commute`, crate `scalevfs-commute`) runs its two
+//! threads under valgrind, which serializes them on one host CPU and has no rseq area, so
+//! both would report the same CPU and share every per-CPU shard; it pins its thread 1 to
+//! CPU 0 and thread 2 to CPU 1 with this override (and `sched_setaffinity` where it can).
+//! The cost on the default path is one thread-local load and a predictable branch (a
+//! `const`-initialized `Cell`, no lazy-init check): a few tenths of a nanosecond next to
+//! the `sched_getcpu` call. It is ignored under loom.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -32,11 +43,49 @@ fn thread_index() -> usize {
     INDEX.with(|i| *i)
 }
 
-/// The CPU the calling thread is running on right now (a hint: it may migrate at once).
+/// "No override" in [`CPU_OVERRIDE`].
+#[cfg(not(loom))]
+const NO_OVERRIDE: usize = usize::MAX;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The calling thread's [`set_cpu_override`], or [`NO_OVERRIDE`].
+    static CPU_OVERRIDE: std::cell::Cell<usize> = const { std::cell::Cell::new(NO_OVERRIDE) };
+}
+
+/// Makes [`current_cpu`] (and so [`current_shard`]) on the calling thread answer `cpu`
+/// until it is called again; `None` goes back to asking the kernel. A test hook: the
+/// scalability checker uses it to put its two threads on different per-CPU shards when
+/// valgrind runs them on one host CPU (see the module docs). Only the calling thread is
+/// affected; a no-op under loom.
+pub fn set_cpu_override(cpu: Option<usize>) {
+    #[cfg(not(loom))]
+    CPU_OVERRIDE.with(|c| c.set(cpu.unwrap_or(NO_OVERRIDE)));
+    #[cfg(loom)]
+    let _ = cpu;
+}
+
+/// The calling thread's [`set_cpu_override`], if any.
+pub fn cpu_override() -> Option<usize> {
+    #[cfg(not(loom))]
+    {
+        let c = CPU_OVERRIDE.with(|c| c.get());
+        (c != NO_OVERRIDE).then_some(c)
+    }
+    #[cfg(loom)]
+    None
+}
+
+/// The CPU the calling thread is running on right now (a hint: it may migrate at once),
+/// or the thread's [`set_cpu_override`] if it has one.
 #[inline]
 pub fn current_cpu() -> usize {
     #[cfg(not(loom))]
     {
+        let forced = CPU_OVERRIDE.with(|c| c.get());
+        if forced != NO_OVERRIDE {
+            return forced;
+        }
         // SAFETY: sched_getcpu has no preconditions; it returns -1 on error.
         let cpu = unsafe { libc::sched_getcpu() };
         if cpu >= 0 {
@@ -63,6 +112,20 @@ mod tests {
             assert!(current_shard(n) < n);
         }
         assert!(num_cpus() >= 1);
+    }
+
+    #[cfg(not(loom))]
+    #[test]
+    fn cpu_override_is_per_thread() {
+        set_cpu_override(Some(5));
+        assert_eq!(current_cpu(), 5);
+        assert_eq!(current_shard(4), 1);
+        assert_eq!(cpu_override(), Some(5));
+        std::thread::spawn(|| assert_eq!(cpu_override(), None))
+            .join()
+            .unwrap();
+        set_cpu_override(None);
+        assert_eq!(cpu_override(), None);
     }
 
     #[test]
