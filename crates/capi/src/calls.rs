@@ -11,7 +11,9 @@ use std::io::{IoSlice, IoSliceMut};
 use std::sync::Arc;
 
 use libc::{mode_t, off_t, size_t, ssize_t};
-use scalevfs::{EpollEvent, Errno, FcntlArg, Flock, OpenHow, Process, Stat, SysResult, Timespec};
+use scalevfs_rs::{
+    EpollEvent, Errno, FcntlArg, Flock, OpenHow, Process, Stat, SysResult, Timespec,
+};
 
 use crate::{guard, process, svfs_process};
 
@@ -180,7 +182,7 @@ fn c_statx_time(t: Timespec) -> libc::statx_timestamp {
     ts
 }
 
-fn c_statx(s: &scalevfs::Statx) -> libc::statx {
+fn c_statx(s: &scalevfs_rs::Statx) -> libc::statx {
     // SAFETY: `struct statx` is plain integers: all-zero is a valid value.
     let mut x: libc::statx = unsafe { std::mem::zeroed() };
     x.stx_mask = s.mask;
@@ -210,7 +212,7 @@ fn c_statx(s: &scalevfs::Statx) -> libc::statx {
 ///
 /// # Safety
 /// `out` is `NULL` or valid for a write of a `struct statfs`.
-unsafe fn put_statfs(out: *mut libc::statfs, s: &scalevfs::Statfs) -> SysResult<()> {
+unsafe fn put_statfs(out: *mut libc::statfs, s: &scalevfs_rs::Statfs) -> SysResult<()> {
     // SAFETY: `struct statfs` is plain integers: all-zero is a valid value.
     let mut f: libc::statfs = unsafe { std::mem::zeroed() };
     f.f_type = s.f_type as _;
@@ -1686,7 +1688,7 @@ pub unsafe extern "C" fn svfs_mount_tmpfs(
     inode_limit: u64,
 ) -> c_int {
     int_call("svfs_mount_tmpfs", p, |p| {
-        let fs = scalevfs::Tmpfs::new(scalevfs::TmpfsOptions {
+        let fs = scalevfs_rs::Tmpfs::new(scalevfs_rs::TmpfsOptions {
             size_limit: (size_limit != 0).then_some(size_limit),
             inode_limit: (inode_limit != 0).then_some(inode_limit),
         });

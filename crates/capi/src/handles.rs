@@ -18,7 +18,7 @@
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
-use scalevfs::Errno;
+use scalevfs_rs::Errno;
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("scalevfs-capi encodes 64-bit handles in pointers: 64-bit targets only");

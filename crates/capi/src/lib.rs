@@ -68,7 +68,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use handles::Registry;
-use scalevfs::{Credentials, Errno, Process, Vfs, VfsOptions};
+use scalevfs_rs::{Credentials, Errno, Process, Vfs, VfsOptions};
 
 /// A VFS: a tree of mounts (a tmpfs at `/`) with its caches and lock tables. Opaque;
 /// made by [`svfs_vfs_new`], freed by [`svfs_vfs_free`].
@@ -303,4 +303,35 @@ pub extern "C" fn svfs_getpid(p: *mut svfs_process) -> libc::pid_t {
         Ok(p) => p.pid(),
         Err(e) => -e.0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn a_panic_is_eio_with_a_last_error() {
+        svfs_clear_last_error();
+        assert!(svfs_last_error().is_null());
+        let r = guard("svfs_test", -libc::EIO, || -> c_int {
+            panic!("boom {}", 42)
+        });
+        assert_eq!(r, -libc::EIO);
+        // SAFETY: svfs_last_error returned a non-NULL pointer to this thread's message.
+        let msg = unsafe { CStr::from_ptr(svfs_last_error()) };
+        assert_eq!(msg.to_str().unwrap(), "svfs_test: panic: boom 42");
+    }
+
+    #[test]
+    fn handles_round_trip_through_pointers() {
+        let v = svfs_vfs_new();
+        let p = svfs_process_new(v, 1, 2);
+        assert!(!p.is_null());
+        assert_eq!(svfs_getpid(p), process("t", p).unwrap().pid());
+        assert_eq!(svfs_process_free(p), 0);
+        assert_eq!(svfs_getpid(p), -libc::EBADF);
+        assert_eq!(svfs_process_free(p), -libc::EBADF);
+        assert_eq!(svfs_vfs_free(v), 0);
+    }
 }
