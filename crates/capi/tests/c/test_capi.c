@@ -5,7 +5,8 @@
  *    permissions, a POSIX lock conflict between two processes (EAGAIN), epoll on a
  *    pipe (with a thread that writes while another waits), a getdents64 listing.
  * 2. Many threads taking one lock with F_SETLKW (one process each) and F_OFD_SETLKW
- *    (one process handle shared by all threads): mutual exclusion and no lost update.
+ *    (one process handle shared by all threads): mutual exclusion and no lost update;
+ *    a process handle freed while threads are calling with it.
  * 3. Bad input: NULL pointers, bad descriptors, freed / NULL / made-up handles.
  *
  * Prints "test_capi: PASS (N checks)" or the failures and "test_capi: FAIL", and
@@ -341,6 +342,55 @@ static void lock_threads(int shared_handle) {
     svfs_vfs_free(vfs);
 }
 
+/* A handle freed while other threads are calling with it: each call returns its answer
+ * or -EBADF, never crashes, and once the free has returned every call is -EBADF. */
+struct racer {
+    svfs_process *p;
+    int fd;
+    atomic_int *freed;
+    atomic_int *ok, *ebadf, *other;
+};
+
+static void *racer_main(void *arg) {
+    struct racer *r = arg;
+    struct stat st;
+    for (;;) {
+        int was_freed = atomic_load(r->freed);
+        int rc = svfs_fstat(r->p, r->fd, &st);
+        if (rc == 0 && !was_freed)
+            atomic_fetch_add(r->ok, 1);
+        else if (rc == -EBADF)
+            atomic_fetch_add(r->ebadf, 1);
+        else
+            atomic_fetch_add(r->other, 1);
+        if (was_freed)
+            return NULL;
+    }
+}
+
+static void free_while_in_use(void) {
+    svfs_vfs *vfs = svfs_vfs_new();
+    svfs_process *p = svfs_process_new(vfs, 0, 0);
+    int fd = svfs_open(p, "/f", O_CREAT | O_RDWR, 0644);
+    atomic_int freed = 0, ok = 0, ebadf = 0, other = 0;
+    struct racer r = {p, fd, &freed, &ok, &ebadf, &other};
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, racer_main, &r);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    EQ(svfs_process_free(p), 0);
+    atomic_store(&freed, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&ok) > 0);
+    /* At least each thread's last call, made after the free returned (a call racing
+     * with the free may see the handle gone, or its descriptor closed by the exit). */
+    CHECK(atomic_load(&ebadf) >= 4);
+    EQ(atomic_load(&other), 0);
+    svfs_vfs_free(vfs);
+}
+
 /* --- 3. bad input --- */
 
 static void bad_input(void) {
@@ -423,6 +473,7 @@ int main(void) {
     embedder_sequence();
     lock_threads(0);
     lock_threads(1);
+    free_while_in_use();
     bad_input();
     if (failures) {
         printf("test_capi: FAIL (%d of %d checks failed)\n", failures, checks);
