@@ -67,7 +67,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use handles::Registry;
+use handles::{Ref, Registry};
 use scalevfs_rs::{Credentials, Errno, Process, Vfs, VfsOptions};
 
 /// A VFS: a tree of mounts (a tmpfs at `/`) with its caches and lock tables. Opaque;
@@ -83,7 +83,7 @@ pub struct svfs_process {
     _opaque: [u8; 0],
 }
 
-static VFSES: Registry<Vfs> = Registry::new(0x5f);
+static VFSES: Registry<Arc<Vfs>> = Registry::new(0x5f);
 static PROCESSES: Registry<Process> = Registry::new(0xa3);
 
 thread_local! {
@@ -113,15 +113,15 @@ fn guard<R>(name: &str, on_panic: R, f: impl FnOnce() -> R) -> R {
 }
 
 /// The process a handle names, or `EBADF` (with a last error).
-fn process(name: &str, p: *const svfs_process) -> Result<Arc<Process>, Errno> {
-    PROCESSES.get(p as usize as u64).inspect_err(|_| {
+fn process(name: &str, p: *const svfs_process) -> Result<Ref<'static, Process>, Errno> {
+    PROCESSES.enter(p as usize as u64).inspect_err(|_| {
         set_last_error(format!("{name}: invalid or freed process handle {p:p}"));
     })
 }
 
 /// The VFS a handle names, or `EBADF` (with a last error).
-fn vfs(name: &str, v: *const svfs_vfs) -> Result<Arc<Vfs>, Errno> {
-    VFSES.get(v as usize as u64).inspect_err(|_| {
+fn vfs(name: &str, v: *const svfs_vfs) -> Result<Ref<'static, Arc<Vfs>>, Errno> {
+    VFSES.enter(v as usize as u64).inspect_err(|_| {
         set_last_error(format!("{name}: invalid or freed vfs handle {v:p}"));
     })
 }
@@ -148,7 +148,7 @@ pub extern "C" fn svfs_clear_last_error() {
 }
 
 fn vfs_new(name: &str, options: VfsOptions) -> *mut svfs_vfs {
-    let h = guard(name, None, || VFSES.insert(Vfs::new(options)));
+    let h = guard(name, None, || VFSES.insert(Arc::new(Vfs::new(options))));
     match h {
         Some(h) => h as usize as *mut svfs_vfs,
         None => {
@@ -183,11 +183,8 @@ pub extern "C" fn svfs_vfs_new_with_limits(size_limit: u64, inode_limit: u64) ->
 #[no_mangle]
 pub extern "C" fn svfs_vfs_free(vfs: *mut svfs_vfs) -> c_int {
     guard("svfs_vfs_free", -libc::EIO, || {
-        match VFSES.remove(vfs as usize as u64) {
-            Ok(v) => {
-                drop(v);
-                0
-            }
+        match VFSES.free(vfs as usize as u64, |_| {}) {
+            Ok(()) => 0,
             Err(e) => {
                 set_last_error(format!(
                     "svfs_vfs_free: invalid or freed vfs handle {vfs:p}"
@@ -280,11 +277,8 @@ pub extern "C" fn svfs_process_fork(p: *mut svfs_process) -> *mut svfs_process {
 #[no_mangle]
 pub extern "C" fn svfs_process_free(p: *mut svfs_process) -> c_int {
     guard("svfs_process_free", -libc::EIO, || {
-        match PROCESSES.remove(p as usize as u64) {
-            Ok(proc_) => {
-                proc_.exit();
-                0
-            }
+        match PROCESSES.free(p as usize as u64, |proc_| proc_.exit()) {
+            Ok(()) => 0,
             Err(e) => {
                 set_last_error(format!(
                     "svfs_process_free: invalid or freed process handle {p:p}"
