@@ -496,3 +496,16 @@ def test_fork_shares_open_files_but_not_posix_locks(vfs, root):
         child.write(f.fileno(), b"from child")
         assert f.tell() == 10
         child.exit()
+
+
+def test_stat_result_both_constructions(root, monkeypatch):
+    """The fast positional os.stat_result and the portable keyword one agree."""
+    with root.open("/st", os.O_CREAT | os.O_WRONLY, 0o600) as f:
+        f.write(b"abc")
+    fast = root.stat("/st")
+    monkeypatch.setattr(scalevfs, "_POSITIONAL_STAT", False)
+    slow = root.stat("/st")
+    assert fast == slow
+    for name in scalevfs._STAT_EXTRA:
+        assert getattr(fast, name) == getattr(slow, name), name
+    assert fast.st_rdev == 0 and fast.st_blocks >= 0
