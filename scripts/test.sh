@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test scalevfs has, on a fresh machine (installs what it needs).
-#   fmt --check, clippy -D warnings, rustdoc -D warnings, unit/integration/stress tests,
-#   loom models.
+#   fmt --check, clippy -D warnings, rustdoc -D warnings, unit/integration/stress tests
+#   (the C API's C test program among them), loom models, the Python package's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,5 +51,12 @@ cargo run --release -q -p scalevfs-cli -- commute --check crates/commute/conflic
 step "loom models (--cfg loom, bounded preemptions)"
 LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
     CARGO_TARGET_DIR=target/loom cargo test -p scalevfs-primitives --release --lib -- loom
+
+# The C API's test program (crates/capi/tests/c/test_capi.c) is compiled with cc and run
+# by the `cargo test --workspace` step above (crates/capi/tests/capi.rs); it needs a C
+# compiler, which rustc's linker already requires.
+
+step "Python package: build the abi3 wheel with maturin, pip install it in a venv, pytest"
+./scripts/python-test.sh
 
 step "all checks passed"
