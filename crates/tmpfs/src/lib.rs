@@ -32,6 +32,7 @@ mod dirmap;
 use dirmap::DirMap;
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
+use crossbeam_utils::CachePadded;
 use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
@@ -70,8 +71,12 @@ pub struct TmpfsOptions {
 pub struct Tmpfs {
     opts: TmpfsOptions,
     max_pages: Option<u64>,
-    used_pages: AtomicU64,
-    used_inodes: AtomicU64,
+    /// The counters below are written by creates, writes and evictions of any file; each
+    /// has a cache line of its own, so that those writes do not move the line holding
+    /// what every operation reads (`opts`, `max_pages`, the `xattrs` table), nor a
+    /// neighbouring allocation's line, between CPUs.
+    used_pages: CachePadded<AtomicU64>,
+    used_inodes: CachePadded<AtomicU64>,
     /// Extended attributes, kept beside the inodes rather than in them, so that a file
     /// without any pays nothing: inode number -> its attributes, under a table of hashed
     /// mutexes (attributes of different files rarely share a lock).
@@ -80,7 +85,7 @@ pub struct Tmpfs {
     /// creating and removing files never touches its locks otherwise. Changed under the
     /// inode's `xattrs` lock; read Relaxed at eviction, which the last reference's
     /// Release/Acquire orders after every change that inode saw.
-    xattr_inodes: AtomicU64,
+    xattr_inodes: CachePadded<AtomicU64>,
 }
 
 /// One inode's extended attributes, kept sorted by name in *descending* byte order:
@@ -176,10 +181,10 @@ impl Tmpfs {
         Tmpfs {
             max_pages: opts.size_limit.map(|s| s.div_ceil(PAGE as u64)),
             opts,
-            used_pages: AtomicU64::new(0),
-            used_inodes: AtomicU64::new(0),
+            used_pages: CachePadded::new(AtomicU64::new(0)),
+            used_inodes: CachePadded::new(AtomicU64::new(0)),
             xattrs: HashedMutexes::new(),
-            xattr_inodes: AtomicU64::new(0),
+            xattr_inodes: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
