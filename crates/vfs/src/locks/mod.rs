@@ -180,8 +180,9 @@ pub use types::*;
 pub struct FileLockContext {
     inner: Arc<CtxInner>,
     /// The manager that made it: `OpenFile::release` reaches it through here, without an
-    /// `Arc` clone (a shared counter write) on every last close of a locked file.
-    mgr: LockManager,
+    /// `Arc` clone (a shared counter write) on every last close of a locked file. A
+    /// per-CPU proxy of the manager (see [`LockManager::new_context`]).
+    mgr: Arc<CachePadded<LockManager>>,
     slot: scalevfs_primitives::dlist::DListNode,
 }
 
@@ -226,10 +227,15 @@ struct Shared {
     registry: ContextList,
 }
 
-/// The file-lock subsystem of one `Vfs`. Cheap to clone (one `Arc`).
+/// The file-lock subsystem of one `Vfs`. Cheap to clone (two `Arc`s).
 #[derive(Clone)]
 pub struct LockManager {
     shared: Arc<Shared>,
+    /// One handle of this manager per CPU, for contexts to keep (`new_context`). `None` in
+    /// the handles themselves: a handle holding the others would keep them alive forever.
+    /// Each handle is line-aligned (`CachePadded` inside the `Arc`), so that its reference
+    /// count shares a line with no other handle's.
+    proxies: Option<Arc<[Arc<CachePadded<LockManager>>]>>,
 }
 
 impl std::fmt::Debug for LockManager {
@@ -271,13 +277,24 @@ impl Drop for Guard<'_> {
 impl LockManager {
     pub fn new(locking: Locking) -> Self {
         let legacy = locking == Locking::Legacy;
+        let shared = Arc::new(Shared {
+            locking,
+            legacy: legacy.then(|| Mutex::new(())),
+            graph: Graph::new(!legacy),
+            registry: ContextList::new(locking),
+        });
+        let proxy = || {
+            Arc::new(CachePadded::new(LockManager {
+                shared: shared.clone(),
+                proxies: None,
+            }))
+        };
+        let proxies = (0..scalevfs_primitives::cpu::num_cpus())
+            .map(|_| proxy())
+            .collect();
         LockManager {
-            shared: Arc::new(Shared {
-                locking,
-                legacy: legacy.then(|| Mutex::new(())),
-                graph: Graph::new(!legacy),
-                registry: ContextList::new(locking),
-            }),
+            shared,
+            proxies: Some(proxies),
         }
     }
 
@@ -286,6 +303,11 @@ impl LockManager {
     }
 
     /// A context for the inode `(dev, ino)` (`dev` as `st_dev` reports it).
+    ///
+    /// The context keeps a reference to the manager: the handle of the CPU it is made on,
+    /// so that first locks on different files, made on different CPUs, increment
+    /// different reference counts instead of the one `Arc` of the whole manager. Each
+    /// handle keeps the manager alive, so a context may outlive the `Vfs` that made it.
     pub fn new_context(&self, dev: u64, ino: u64) -> FileLockContext {
         let inner = Arc::new(CtxInner {
             dev,
@@ -297,7 +319,13 @@ impl LockManager {
         let slot = self.shared.registry.insert(&inner);
         FileLockContext {
             inner,
-            mgr: self.clone(),
+            mgr: match &self.proxies {
+                Some(p) => Arc::clone(&p[scalevfs_primitives::cpu::current_shard(p.len())]),
+                None => Arc::new(CachePadded::new(LockManager {
+                    shared: self.shared.clone(),
+                    proxies: None,
+                })),
+            },
             slot,
         }
     }

@@ -757,3 +757,31 @@ fn retarget_closes_cycle() {
         assert_eq!(m.shared.graph.len(), 0);
     }
 }
+
+/// Contexts made on different CPUs keep different handles of the manager (no shared
+/// reference count between first locks on different files), and a context keeps the
+/// manager alive after the `LockManager` that made it is gone.
+#[test]
+fn contexts_keep_per_cpu_handles_of_their_manager() {
+    use scalevfs_primitives::cpu::set_cpu_override;
+    let m = LockManager::new(Locking::Scalable);
+    set_cpu_override(Some(0));
+    let a = m.new_context(7, 1);
+    set_cpu_override(Some(1));
+    let b = m.new_context(7, 2);
+    set_cpu_override(None);
+    let ncpu = scalevfs_primitives::cpu::num_cpus();
+    assert_eq!(Arc::ptr_eq(&a.mgr, &b.mgr), ncpu < 2, "{ncpu} CPUs");
+    drop(m);
+    let req = LockRequest {
+        owner: LockOwner::File(9),
+        pid: -1,
+        ty: LockType::Write,
+        start: 0,
+        end: 0,
+    };
+    a.manager().setlk(&a, &req, None).unwrap();
+    assert_eq!(a.manager().list().len(), 1);
+    a.manager().release_file(&a, 9);
+    assert!(a.manager().list().is_empty());
+}
