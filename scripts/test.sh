@@ -59,4 +59,8 @@ LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
 step "Python package: build the abi3 wheel with maturin, pip install it in a venv, pytest"
 ./scripts/python-test.sh
 
+step "cargo package: every publishable library crate packages (a dry run: no verify build)"
+cargo package --no-verify -q -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs \
+    -p scalevfs-kernfs -p scalevfs -p scalevfs-fuse -p scalevfs-capi
+
 step "all checks passed"

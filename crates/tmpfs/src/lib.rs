@@ -29,10 +29,10 @@
 
 mod dirmap;
 
+use crossbeam_utils::CachePadded;
 use dirmap::DirMap;
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
-use crossbeam_utils::CachePadded;
 use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
