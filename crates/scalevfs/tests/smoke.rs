@@ -33,3 +33,21 @@ fn smoke() {
     vfs.drop_caches();
     assert_eq!(vfs.inode_count(), 1);
 }
+
+/// `write_file` into a file system that fills up writes what fits and says why it
+/// stopped, instead of reporting success for a short write.
+#[test]
+fn write_file_continues_short_writes_and_reports_enospc() {
+    let vfs = Vfs::new(VfsOptions {
+        size_limit: Some(8192),
+        ..VfsOptions::default()
+    });
+    let p = Process::new(&vfs, Credentials::root());
+    assert_eq!(p.write_file("/big", &[7u8; 20_000]), Err(Errno::ENOSPC));
+    assert_eq!(p.stat("/big").unwrap().size, 8192, "what fitted stays");
+    let data: Vec<u8> = (0..6000u32).map(|i| i as u8).collect();
+    p.write_file("/fits", &data).unwrap_err();
+    p.unlink("/big").unwrap();
+    p.write_file("/fits", &data).unwrap();
+    assert_eq!(p.read_file("/fits").unwrap(), data);
+}

@@ -282,11 +282,24 @@ impl Process {
         let _ = self.close(fd);
         r
     }
-    /// Creates (or truncates) a file with `data`.
+    /// Creates (or truncates) a file with `data`, writing until all of it is written: a
+    /// short write is continued, and the error that stops it (`ENOSPC` when the file
+    /// system fills, say) is returned, with the part written so far left in the file, as
+    /// a `write` loop in C would leave it. A write that makes no progress is `EIO`.
     pub fn write_file(&self, path: impl AsRef<[u8]>, data: &[u8]) -> SysResult<()> {
         let fd = self.open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644)?;
-        let r = self.write(fd, data).map(|_| ());
-        let _ = self.close(fd);
-        r
+        let mut rest = data;
+        let r = loop {
+            if rest.is_empty() {
+                break Ok(());
+            }
+            match self.write(fd, rest) {
+                Ok(0) => break Err(Errno::EIO),
+                Ok(n) => rest = &rest[n.min(rest.len())..],
+                Err(e) => break Err(e),
+            }
+        };
+        let closed = self.close(fd);
+        r.and(closed)
     }
 }
