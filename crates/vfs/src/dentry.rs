@@ -180,6 +180,21 @@ impl Dentry {
         f(name_bytes(unsafe { n.deref() }))
     }
     /// The parent (uncounted; valid under the epoch or while this dentry is referenced).
+    /// The parent directory's inode number, read as Linux's `parent_ino` reads it: under
+    /// the epoch, without taking a count (which would write the parent's line, shared by
+    /// every directory in it). A concurrent rename may give the old parent's number, as on
+    /// Linux. `None` for a root.
+    pub fn parent_ino(&self) -> Option<u64> {
+        let _g = crossbeam_epoch::pin();
+        let p = self.parent_ptr();
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: pinned: `p` was our parent, which our own reference kept alive until a
+        // concurrent rename dropped it, and dentries are freed through the epoch, so its
+        // memory (and its inode's, see `inode`) outlives the pin.
+        unsafe { &*p }.inode().map(|i| i.ino)
+    }
     pub fn parent_ptr(&self) -> *const Dentry {
         // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)

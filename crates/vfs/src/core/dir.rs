@@ -65,12 +65,7 @@ impl VfsCore {
         if inode.nlink() == 0 {
             return Err(Errno::ENOENT);
         }
-        let parent_ino = f
-            .path()
-            .dentry
-            .parent()
-            .and_then(|p| p.inode().map(|i| i.ino))
-            .unwrap_or(inode.ino);
+        let parent_ino = f.path().dentry.parent_ino().unwrap_or(inode.ino);
         let at_end = inode.fs().readdir(inode, parent_ino, pos, emit)?;
         inode.touch_atime();
         Ok(at_end)

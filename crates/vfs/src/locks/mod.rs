@@ -370,7 +370,10 @@ impl LockManager {
             }
             Some(Snapshot::Many) | None => {}
         }
-        let g = self.lock(ctx);
+        let mut g = self.lock(ctx);
+        // Keep the summary from now on: `F_GETLK` is asked again and again of a file some
+        // threads lock (a lock prober), and answered from it then without a lock.
+        g.contended = true;
         let list = &g.lists.posix;
         let i = if req.ty == LockType::Unlock {
             list.iter().position(|h| {

@@ -265,7 +265,13 @@ fn stress_nonblocking_contention_stays_exclusive() {
         for t in 0..8u64 {
             let (m, ctx, holders, granted, refused) = (&m, &ctx, &holders, &granted, &refused);
             s.spawn(move || {
-                for _ in 0..20_000 {
+                // Until the contention is real (EAGAINs seen) and every thread has done its
+                // share, or 20 s pass: on 2 busy cores the threads may otherwise run one
+                // after the other.
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let mut k = 0;
+                while (k < 20_000 || refused.load(SeqCst) < 1000) && Instant::now() < deadline {
+                    k += 1;
                     if t % 4 == 3 {
                         if let Some(h) = m.getlk(ctx, &req(t, LockType::Write)) {
                             assert_ne!(h.owner, LockOwner::File(t), "own lock reported");
@@ -277,6 +283,10 @@ fn stress_nonblocking_contention_stays_exclusive() {
                         Ok(()) => {
                             assert_eq!(holders.fetch_add(1, SeqCst), 0, "two holders");
                             granted.fetch_add(1, SeqCst);
+                            if k.is_multiple_of(64) {
+                                // Hold it across a reschedule now and then.
+                                std::thread::yield_now();
+                            }
                             holders.fetch_sub(1, SeqCst);
                             m.setlk(ctx, &req(t, LockType::Unlock), None).unwrap();
                         }
