@@ -50,7 +50,11 @@ fn mapping_past_the_size_limit_reports_enospc_and_keeps_what_fitted() {
     let err = errno();
     // SAFETY: as above; the mapping is not used after this.
     unsafe { libc::munmap(p, len) };
-    assert_eq!((r, err), (-1, libc::ENOSPC), "msync reports the refused write-back");
+    assert_eq!(
+        (r, err),
+        (-1, libc::ENOSPC),
+        "msync reports the refused write-back"
+    );
     drop(f);
     let data = std::fs::read(&path).unwrap();
     assert_eq!(data.len(), len, "the size stays");

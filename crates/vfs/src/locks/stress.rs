@@ -269,7 +269,7 @@ fn stress_nonblocking_contention_stays_exclusive() {
                 // share, or 20 s pass: on 2 busy cores the threads may otherwise run one
                 // after the other.
                 let deadline = Instant::now() + Duration::from_secs(20);
-                let mut k = 0;
+                let mut k = 0u32;
                 while (k < 20_000 || refused.load(SeqCst) < 1000) && Instant::now() < deadline {
                     k += 1;
                     if t % 4 == 3 {
