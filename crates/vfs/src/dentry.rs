@@ -354,13 +354,20 @@ fn put_last(d: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
             }
             return None;
         }
-        kill(dd, g)
+        kill(d, g)
     }
 }
 
 /// Kills `d` (count 0, `d_lock` held): unhash, off the LRU, dead; drops its inode; retires its
 /// memory; returns the parent whose reference the caller must now drop.
-fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
+///
+/// `dp` is a raw pointer, not a `&Dentry`: the memory is retired (and may be freed) through
+/// it, and a pointer derived from a shared reference may not free its allocation (Miri, Tree
+/// Borrows: "deallocation through a Frozen tag"); it must keep the `Box`'s provenance.
+fn kill(dp: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
+    // SAFETY: the caller holds its `d_lock` (`g`), so it is allocated; `d` is used only
+    // before the memory is retired below.
+    let d = unsafe { &*dp };
     let dc = d.dcache();
     let flags = d.flags.load(Ordering::Relaxed);
     if flags & HASHED != 0 {
@@ -382,7 +389,7 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     let parent = d.parent.load(Ordering::Acquire);
     // SAFETY: the dentry is unhashed, off the LRU and dead: no new reader can find it, and the
     // pinned ones unpin before it is freed (its drop frees memory only).
-    unsafe { crate::retire::retire_box(d as *const Dentry as *mut Dentry) };
+    unsafe { crate::retire::retire_box(dp) };
     if !ip.is_null() {
         // SAFETY: the dentry owned one count of its inode (published by `instantiate` or at
         // allocation); we give it back. The pointer stays in `inode` for pinned readers.
@@ -862,7 +869,7 @@ impl Dcache {
                 continue;
             }
             freed += 1;
-            if let Some(parent) = kill(d, g2) {
+            if let Some(parent) = kill(p as *mut Dentry, g2) {
                 dput(parent);
             }
         }
