@@ -80,4 +80,13 @@ RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
     --lib --test stress --test concurrency --test nodes --test locks --test umount \
     --test epoll_process --test copy_file_range --test openat2 -- --skip shuttle
 
+step "tests with debug assertions and overflow checks on (release otherwise)"
+# The crates with debug_assert!s that tests reach (primitives, vfs, kernfs, fuse) and the
+# ones that drive them (tmpfs, scalevfs). Left out: bench (its debug_asserts are in the
+# workloads, which no test runs), cli and conformance (none; heavy to build twice).
+CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
+    CARGO_TARGET_DIR=target/debug-assert cargo test -q --release \
+    -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs -p scalevfs-kernfs -p scalevfs \
+    -p scalevfs-fuse --lib --tests
+
 step "all checks passed"
