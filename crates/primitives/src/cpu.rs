@@ -11,7 +11,8 @@
 //! CPUs only the 2 running threads can contend, which is the best any sharding can do.
 //! A thread-local id would need as many shards as threads to give the same guarantee.
 //!
-//! Under loom (and if `sched_getcpu` fails) a per-thread round-robin id stands in for it.
+//! Under loom and Miri (which cannot call `sched_getcpu`, a foreign function it has no shim
+//! for), and if `sched_getcpu` fails, a per-thread round-robin id stands in for it.
 //!
 //! ## Test hook: a per-thread CPU override
 //!
@@ -80,7 +81,8 @@ pub fn cpu_override() -> Option<usize> {
 /// or the thread's [`set_cpu_override`] if it has one.
 #[inline]
 pub fn current_cpu() -> usize {
-    #[cfg(not(loom))]
+    // Miri cannot call foreign functions it has no shim for: it uses the fallback, as loom does.
+    #[cfg(not(any(loom, miri)))]
     {
         let forced = CPU_OVERRIDE.with(|c| c.get());
         if forced != NO_OVERRIDE {
@@ -129,6 +131,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "sysconf(_SC_NPROCESSORS_CONF) reads /sys, which Miri cannot"
+    )]
     fn current_cpu_is_a_valid_cpu() {
         // On Linux the CPU number is below the number of configured CPUs.
         // SAFETY: sysconf has no preconditions.

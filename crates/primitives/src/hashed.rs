@@ -393,6 +393,10 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "builds a 65536-lock table: 20 s interpreted, for arithmetic, not unsafe code"
+    )]
     fn table_bits_follow_kernfs() {
         assert_eq!(table_bits(0), MIN_TABLE_BITS);
         assert_eq!(table_bits(1), MIN_TABLE_BITS);
@@ -474,8 +478,9 @@ mod tests {
             std::hint::black_box(&v);
             *g = v + 1;
         }
-        const THREADS: u64 = 32;
-        const OPS: u64 = 10_000;
+        // Fewer under Miri, which interprets (about 1000x slower).
+        const THREADS: u64 = if cfg!(miri) { 4 } else { 32 };
+        const OPS: u64 = if cfg!(miri) { 50 } else { 10_000 };
         let table = Arc::new(table);
         let objs: Arc<Vec<u64>> = Arc::new((0..64).collect());
         let ts: Vec<_> = (0..THREADS)
@@ -547,13 +552,15 @@ mod tests {
     #[test]
     fn stress_rwlock_pairs() {
         let t = Arc::new(HashedRwLocks::<u64>::from_fn(2, None, |_| 0));
-        let ts: Vec<_> = (0..16u64)
+        // Fewer under Miri, which interprets (about 1000x slower).
+        let (threads, ops) = if cfg!(miri) { (4u64, 50) } else { (16, 5_000) };
+        let ts: Vec<_> = (0..threads)
             .map(|seed| {
                 let t = Arc::clone(&t);
                 std::thread::spawn(move || {
                     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
                     let mut written = 0;
-                    for _ in 0..5_000 {
+                    for _ in 0..ops {
                         let (a, b) = (rng.gen_range(0..4u64), rng.gen_range(0..4u64));
                         if seed % 2 == 0 {
                             let (mut ga, gb) = t.write_two_at(a as usize, b as usize);

@@ -945,7 +945,8 @@ mod tests {
                     let before = thread_stats();
                     r.get(); // finds the lock held (main holds it until all have waited)
                     let during = thread_stats().since(before);
-                    for _ in 0..1000 {
+                    // Fewer under Miri, which interprets (about 1000x slower).
+                    for _ in 0..if cfg!(miri) { 100 } else { 1000 } {
                         r.get();
                         assert!(r.put_return().is_some());
                     }
@@ -1020,8 +1021,9 @@ mod tests {
     #[test]
     fn stress_mixed() {
         fn run<R: RefCount + 'static>(r: R) {
-            const THREADS: usize = 32;
-            const ITERS: usize = 2000;
+            // Fewer under Miri, which interprets (about 1000x slower).
+            const THREADS: usize = if cfg!(miri) { 4 } else { 32 };
+            const ITERS: usize = if cfg!(miri) { 100 } else { 2000 };
             let r = Arc::new(r);
             let hs: Vec<_> = (0..THREADS)
                 .map(|t| {
@@ -1076,9 +1078,12 @@ mod tests {
     #[test]
     fn stress_teardown() {
         fn run<R: RefCount + 'static>(mk: fn(u32) -> R) {
-            const WORKERS: usize = 24;
-            const LOOKUPS: usize = 8;
-            for _round in 0..10 {
+            // Fewer under Miri, which interprets (about 1000x slower).
+            const WORKERS: usize = if cfg!(miri) { 4 } else { 24 };
+            const LOOKUPS: usize = if cfg!(miri) { 2 } else { 8 };
+            const ROUNDS: usize = if cfg!(miri) { 2 } else { 10 };
+            const GETS: usize = if cfg!(miri) { 20 } else { 200 };
+            for _round in 0..ROUNDS {
                 let r = Arc::new(mk(WORKERS as u32));
                 let kills = Arc::new(AtomicUsize::new(0));
                 let hs: Vec<_> = (0..WORKERS + LOOKUPS)
@@ -1087,7 +1092,7 @@ mod tests {
                         thread::spawn(move || {
                             let mut killed = 0;
                             if t < WORKERS {
-                                for _ in 0..200 {
+                                for _ in 0..GETS {
                                     r.get();
                                     killed += usize::from(dput(&*r));
                                 }
@@ -1213,12 +1218,14 @@ mod tests {
     /// waiters yield instead of burning a preempted holder's time slice).
     #[test]
     fn stress_oversubscribed() {
+        // Fewer under Miri, which interprets (about 1000x slower).
+        let (threads, iters) = if cfg!(miri) { (16, 50) } else { (64, 500) };
         let r = Arc::new(LockRef::new(1));
-        let hs: Vec<_> = (0..64)
+        let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let r = r.clone();
                 thread::spawn(move || {
-                    for i in 0..500 {
+                    for i in 0..iters {
                         if (i + t) % 16 == 0 {
                             let mut g = r.lock();
                             g.inc();

@@ -12,7 +12,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-const THREADS: usize = 16;
+const THREADS: usize = if cfg!(miri) { 4 } else { 16 };
+/// Rounds of the descriptor-table tests; Miri (which runs the two tests below the other
+/// ones) interprets about 1000x slower.
+const FD_ROUNDS: usize = if cfg!(miri) { 3 } else { 300 };
+const DUP2_ROUNDS: usize = if cfg!(miri) { 30 } else { 20_000 };
 
 fn vfs(locking: Locking) -> Arc<Vfs> {
     Vfs::new(VfsOptions {
@@ -488,7 +492,7 @@ fn dup2_against_open_and_close() {
         for _ in 0..3 {
             let p = &p;
             s.spawn(move || {
-                for _ in 0..20_000 {
+                for _ in 0..DUP2_ROUNDS {
                     let fd = p.open("/f", O_RDONLY, 0).unwrap();
                     // Another thread's dup2 may have replaced it, or closed it already.
                     let _ = p.close(fd);
@@ -497,7 +501,7 @@ fn dup2_against_open_and_close() {
         }
         let p = &p;
         s.spawn(move || {
-            for _ in 0..20_000 {
+            for _ in 0..DUP2_ROUNDS {
                 let src = p.open("/f", O_RDONLY, 0).unwrap();
                 for target in 0..6 {
                     if target != src {
@@ -528,7 +532,7 @@ fn fd_table_concurrent() {
         for _ in 0..THREADS {
             let p = &p;
             s.spawn(move || {
-                for _ in 0..300 {
+                for _ in 0..FD_ROUNDS {
                     let fds: Vec<i32> =
                         (0..8).map(|_| p.open("/f", O_RDONLY, 0).unwrap()).collect();
                     for &fd in &fds {

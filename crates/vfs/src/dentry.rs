@@ -65,7 +65,7 @@ use scalevfs_primitives::Locking;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 const HASHED: u32 = 1;
 const ON_LRU: u32 = 2;
@@ -82,7 +82,7 @@ pub struct Dentry {
     parent: AtomicPtr<Dentry>,
     /// One allocation: crossbeam's length-prefixed array, so a name costs its length plus a
     /// word (a `Vec` would add a 24-byte header allocation).
-    name: Atomic<[MaybeUninit<u8>]>,
+    name: Atomic<[NameByte]>,
     inode: AtomicPtr<ErcInner<Inode>>,
     lru: AtomicU64,
     dcache: *const Dcache,
@@ -369,13 +369,20 @@ fn put_last(d: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
             }
             return None;
         }
-        kill(dd, g)
+        kill(d, g)
     }
 }
 
 /// Kills `d` (count 0, `d_lock` held): unhash, off the LRU, dead; drops its inode; retires its
 /// memory; returns the parent whose reference the caller must now drop.
-fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
+///
+/// `dp` is a raw pointer, not a `&Dentry`: the memory is retired (and may be freed) through
+/// it, and a pointer derived from a shared reference may not free its allocation (Miri, Tree
+/// Borrows: "deallocation through a Frozen tag"); it must keep the `Box`'s provenance.
+fn kill(dp: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
+    // SAFETY: the caller holds its `d_lock` (`g`), so it is allocated; `d` is used only
+    // before the memory is retired below.
+    let d = unsafe { &*dp };
     let dc = d.dcache();
     let flags = d.flags.load(Ordering::Relaxed);
     if flags & HASHED != 0 {
@@ -397,7 +404,7 @@ fn kill(d: &Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry> {
     let parent = d.parent.load(Ordering::Acquire);
     // SAFETY: the dentry is unhashed, off the LRU and dead: no new reader can find it, and the
     // pinned ones unpin before it is freed (its drop frees memory only).
-    unsafe { crate::retire::retire_box(d as *const Dentry as *mut Dentry) };
+    unsafe { crate::retire::retire_box(dp) };
     if !ip.is_null() {
         // SAFETY: the dentry owned one count of its inode (published by `instantiate` or at
         // allocation); we give it back. The pointer stays in `inode` for pinned readers.
@@ -421,19 +428,32 @@ unsafe fn erc_from_owned(p: *mut ErcInner<Inode>) -> InodeRef {
     unsafe { Erc::from_raw(p) }
 }
 
+/// A byte of a name buffer. An `AtomicU8` (same layout as `u8`) and not a `u8` because
+/// crossbeam-epoch can hand out the fresh buffer only through a shared reference: its
+/// `DerefMut` for `[MaybeUninit<T>]` derives the `&mut` slice from a `&` to the array
+/// header, and writing through that is undefined behaviour (Miri, Tree Borrows: "write
+/// access through a Frozen tag"). The interior mutability of `AtomicU8` makes the bytes
+/// writable through the shared reference; once filled they are never written again.
+type NameByte = MaybeUninit<AtomicU8>;
+
 /// A name buffer: one epoch-managed allocation holding the length and the bytes.
-fn new_name(name: &[u8]) -> Owned<[MaybeUninit<u8>]> {
-    let mut o = Owned::<[MaybeUninit<u8>]>::init(name.len());
-    for (d, s) in o.iter_mut().zip(name) {
-        d.write(*s);
+fn new_name(name: &[u8]) -> Owned<[NameByte]> {
+    let o = Owned::<[NameByte]>::init(name.len());
+    for (d, s) in o.iter().zip(name) {
+        // SAFETY: `o` is ours alone (not yet published), so nothing reads the byte while it
+        // is written; `AtomicU8` is an `UnsafeCell`, so writing through a pointer derived
+        // from the shared reference is allowed; the pointer is valid and aligned (`u8`).
+        unsafe { d.as_ptr().cast_mut().write(AtomicU8::new(*s)) };
     }
     o
 }
 
 /// The bytes of a name buffer made by [`new_name`].
-fn name_bytes(n: &[MaybeUninit<u8>]) -> &[u8] {
-    // SAFETY: `new_name` initialized every byte, and `MaybeUninit<u8>` has `u8`'s layout.
-    unsafe { &*(n as *const [MaybeUninit<u8>] as *const [u8]) }
+fn name_bytes(n: &[NameByte]) -> &[u8] {
+    // SAFETY: `new_name` initialized every byte, `MaybeUninit<AtomicU8>` has `u8`'s layout,
+    // and a published buffer is never written again, so viewing it as plain bytes for the
+    // lifetime of `n` races with nothing.
+    unsafe { &*(n as *const [NameByte] as *const [u8]) }
 }
 
 /// A dentry's name buffer, referenced by its hash node instead of copied.
@@ -454,7 +474,7 @@ impl NameRef {
     /// The node holding this name must be reachable, or the caller pinned while it was.
     unsafe fn get<'a>(self) -> &'a [u8] {
         // SAFETY: per the contract; `self.0` came from `Shared::into_usize` of a name buffer.
-        name_bytes(unsafe { Shared::<[MaybeUninit<u8>]>::from_usize(self.0).deref() })
+        name_bytes(unsafe { Shared::<[NameByte]>::from_usize(self.0).deref() })
     }
 }
 
@@ -864,7 +884,7 @@ impl Dcache {
                 continue;
             }
             freed += 1;
-            if let Some(parent) = kill(d, g2) {
+            if let Some(parent) = kill(p as *mut Dentry, g2) {
                 dput(parent);
             }
         }

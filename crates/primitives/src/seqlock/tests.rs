@@ -211,8 +211,9 @@ fn seqrwlock_writer_grants_waiting_readers() {
     assert!(format!("{l:?}").contains("readers: 0"));
 }
 
-const WRITER_ITERS: u64 = 2_000;
-const READER_ITERS: usize = 2_000;
+// Fewer under Miri, which interprets (about 1000x slower).
+const WRITER_ITERS: u64 = if cfg!(miri) { 30 } else { 2_000 };
+const READER_ITERS: usize = if cfg!(miri) { 30 } else { 2_000 };
 
 /// Writers keep a 4-word value all-equal; optimistic readers must never accept a torn
 /// value, `read_or_lock` readers never return one.
@@ -358,8 +359,9 @@ fn stress_seqrwlock_exclusion() {
 /// and are preempted inside it; writers still never overlap them and nobody hangs.
 #[test]
 fn stress_seqrwlock_oversubscribed() {
-    const THREADS: usize = 64;
-    const ITERS: usize = 300;
+    // Fewer under Miri, which interprets (about 1000x slower); a multiple of 16 (writers).
+    const THREADS: usize = if cfg!(miri) { 16 } else { 64 };
+    const ITERS: usize = if cfg!(miri) { 20 } else { 300 };
     let lock = Arc::new(SeqRwLock::new());
     // Shared readers inside (high half) and writers inside (low bit), in one word.
     let inside = Arc::new(StdUsize::new(0));
@@ -418,7 +420,9 @@ fn shared_readers_overlap() {
 /// announced, at most one more pass per reader thread completes before it gets in.
 #[test]
 fn writer_not_starved_by_reader_stream() {
-    const READERS: usize = 16;
+    // Fewer under Miri, which interprets (about 1000x slower).
+    const READERS: usize = if cfg!(miri) { 4 } else { 16 };
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 50 };
     let lock = Arc::new(SeqRwLock::new());
     let passes = Arc::new(StdUsize::new(0));
     let stop = Arc::new(StdBool::new(false));
@@ -434,7 +438,7 @@ fn writer_not_starved_by_reader_stream() {
             })
         })
         .collect();
-    for _ in 0..50 {
+    for _ in 0..ROUNDS {
         // Let the stream run.
         let p0 = passes.load(SeqCst);
         while passes.load(SeqCst) < p0 + 2 * READERS {
@@ -465,7 +469,9 @@ fn writer_not_starved_by_reader_stream() {
 /// completes before it gets in.
 #[test]
 fn reader_not_starved_by_writer_stream() {
-    const WRITERS: usize = 8;
+    // Fewer under Miri, which interprets (about 1000x slower).
+    const WRITERS: usize = if cfg!(miri) { 4 } else { 8 };
+    const ROUNDS: usize = if cfg!(miri) { 3 } else { 50 };
     let lock = Arc::new(SeqRwLock::new());
     let passes = Arc::new(StdUsize::new(0));
     let stop = Arc::new(StdBool::new(false));
@@ -480,7 +486,7 @@ fn reader_not_starved_by_writer_stream() {
             })
         })
         .collect();
-    for _ in 0..50 {
+    for _ in 0..ROUNDS {
         let p0 = passes.load(SeqCst);
         while passes.load(SeqCst) < p0 + 2 * WRITERS {
             thread::yield_now();
