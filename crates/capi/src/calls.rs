@@ -255,18 +255,6 @@ fn from_flock(f: &Flock, c: &mut libc::flock) {
     c.l_pid = f.l_pid;
 }
 
-fn is_lock_cmd(cmd: c_int) -> bool {
-    matches!(
-        cmd,
-        libc::F_GETLK
-            | libc::F_SETLK
-            | libc::F_SETLKW
-            | libc::F_OFD_GETLK
-            | libc::F_OFD_SETLK
-            | libc::F_OFD_SETLKW
-    )
-}
-
 /// A lock command with its `struct flock`, copied in and (for the `GETLK`s) out.
 ///
 /// # Safety
@@ -1162,7 +1150,7 @@ pub unsafe extern "C" fn svfs_fcntl(
     cmd: c_int,
     arg: c_ulong,
 ) -> c_int {
-    if is_lock_cmd(cmd) {
+    if scalevfs_rs::locking::is_lock_cmd(cmd) {
         // SAFETY: the caller's contract: `arg` is a struct flock's address (or 0).
         return unsafe { svfs_fcntl_lock(p, fd, cmd, arg as usize as *mut libc::flock) };
     }
@@ -1192,7 +1180,7 @@ pub unsafe extern "C" fn svfs_fcntl_lock(
     lock: *mut libc::flock,
 ) -> c_int {
     int_call("svfs_fcntl_lock", p, |p| {
-        if !is_lock_cmd(cmd) {
+        if !scalevfs_rs::locking::is_lock_cmd(cmd) {
             return Err(Errno::EINVAL);
         }
         // SAFETY: the caller's contract for `lock`.
