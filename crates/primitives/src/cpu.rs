@@ -81,13 +81,16 @@ pub fn cpu_override() -> Option<usize> {
 /// or the thread's [`set_cpu_override`] if it has one.
 #[inline]
 pub fn current_cpu() -> usize {
-    // Miri cannot call foreign functions it has no shim for: it uses the fallback, as loom does.
-    #[cfg(not(any(loom, miri)))]
+    #[cfg(not(loom))]
     {
         let forced = CPU_OVERRIDE.with(|c| c.get());
         if forced != NO_OVERRIDE {
             return forced;
         }
+    }
+    // Miri cannot call foreign functions it has no shim for: it uses the fallback, as loom does.
+    #[cfg(not(any(loom, miri)))]
+    {
         // SAFETY: sched_getcpu has no preconditions; it returns -1 on error.
         let cpu = unsafe { libc::sched_getcpu() };
         if cpu >= 0 {
