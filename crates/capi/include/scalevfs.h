@@ -94,6 +94,174 @@ int svfs_process_free(struct svfs_process *p);
 // The process's pid (`F_GETLK`'s `l_pid`), or `-EBADF`.
 pid_t svfs_getpid(struct svfs_process *p);
 
+// Mounts a new tmpfs (`size=size_limit`, `nr_inodes=inode_limit`, 0: unlimited) on the
+// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", 0, ...)`.
+//
+// # Safety
+// `path` is `NULL` or a NUL-terminated string.
+int svfs_mount_tmpfs(struct svfs_process *p,
+                     const char *path,
+                     uint64_t size_limit,
+                     uint64_t inode_limit);
+
+// `umount2(2)` (`MNT_DETACH`, `MNT_EXPIRE`, `UMOUNT_NOFOLLOW`).
+//
+// # Safety
+// `path` is `NULL` or a NUL-terminated string.
+int svfs_umount2(struct svfs_process *p,
+                 const char *path,
+                 int flags);
+
+// `pipe2(2)`: `pipefd[0]` the read end, `pipefd[1]` the write end.
+//
+// # Safety
+// `pipefd` is `NULL` (`-EFAULT`) or writable for two `int`s.
+int svfs_pipe2(struct svfs_process *p,
+               int *pipefd,
+               int flags);
+
+// `eventfd2(2)` (`EFD_SEMAPHORE`, `EFD_NONBLOCK`, `EFD_CLOEXEC`).
+int svfs_eventfd(struct svfs_process *p,
+                 unsigned int initval,
+                 int flags);
+
+// `epoll_create1(2)`.
+int svfs_epoll_create1(struct svfs_process *p,
+                       int flags);
+
+// `epoll_ctl(2)`: `event` may be `NULL` for `EPOLL_CTL_DEL` (otherwise `-EFAULT`).
+//
+// # Safety
+// `event` is `NULL` or readable.
+int svfs_epoll_ctl(struct svfs_process *p,
+                   int epfd,
+                   int op,
+                   int fd,
+                   struct epoll_event *event);
+
+// `epoll_wait(2)`: the number of events written to `events`, or `-errno`. Blocks the
+// calling thread for up to `timeout` ms (-1: until an event).
+//
+// # Safety
+// `events` is `NULL` (`-EFAULT`) or writable for `maxevents` events.
+int svfs_epoll_wait(struct svfs_process *p,
+                    int epfd,
+                    struct epoll_event *events,
+                    int maxevents,
+                    int timeout);
+
+// `epoll_pwait` with glibc's arguments; the mask is ignored (no signals are modelled).
+//
+// # Safety
+// As [`svfs_epoll_wait`].
+int svfs_epoll_pwait(struct svfs_process *p,
+                     int epfd,
+                     struct epoll_event *events,
+                     int maxevents,
+                     int timeout,
+                     const sigset_t *_sigmask);
+
+// `poll(2)`: fills each `revents`; the number of descriptors with events.
+//
+// # Safety
+// `fds` is `NULL` (`-EFAULT` unless `nfds` is 0) or valid for reads and writes of
+// `nfds` `struct pollfd`s.
+int svfs_poll(struct svfs_process *p,
+              struct pollfd *fds,
+              nfds_t nfds,
+              int timeout);
+
+// `ppoll` with glibc's arguments: `timeout` `NULL` waits forever; the mask is ignored.
+//
+// # Safety
+// As [`svfs_poll`]; `timeout` is `NULL` or readable.
+int svfs_ppoll(struct svfs_process *p,
+               struct pollfd *fds,
+               nfds_t nfds,
+               const struct timespec *timeout,
+               const sigset_t *_sigmask);
+
+// `dup(2)`.
+int svfs_dup(struct svfs_process *p,
+             int oldfd);
+
+// `dup2(2)`.
+int svfs_dup2(struct svfs_process *p,
+              int oldfd,
+              int newfd);
+
+// `dup3(2)`.
+int svfs_dup3(struct svfs_process *p,
+              int oldfd,
+              int newfd,
+              int flags);
+
+// `fcntl(2)` with the kernel's `unsigned long` argument: an integer, or for the lock
+// commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`) a `struct flock *` cast to it
+// (see [`svfs_fcntl_lock`]).
+//
+// # Safety
+// For the lock commands, `arg` is 0 (`-EFAULT`) or the address of a readable and
+// writable `struct flock`.
+int svfs_fcntl(struct svfs_process *p,
+               int fd,
+               int cmd,
+               unsigned long arg);
+
+// `fcntl(fd, cmd, lock)` for the record-lock commands: `F_GETLK`, `F_SETLK`,
+// `F_SETLKW` (POSIX locks, owned by the process) and `F_OFD_GETLK`, `F_OFD_SETLK`,
+// `F_OFD_SETLKW` (owned by the open file description). `F_SETLKW` blocks the calling
+// thread; a deadlock between processes is `-EDEADLK`. Other commands: `-EINVAL`.
+//
+// # Safety
+// `lock` is `NULL` (`-EFAULT`) or valid for reads and writes of a `struct flock`.
+int svfs_fcntl_lock(struct svfs_process *p,
+                    int fd,
+                    int cmd,
+                    struct flock *lock);
+
+// `flock(2)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`.
+int svfs_flock(struct svfs_process *p,
+               int fd,
+               int operation);
+
+// `chdir(2)`.
+//
+// # Safety
+// `path` is `NULL` or a NUL-terminated string.
+int svfs_chdir(struct svfs_process *p,
+               const char *path);
+
+// `fchdir(2)`.
+int svfs_fchdir(struct svfs_process *p,
+                int fd);
+
+// The `getcwd` system call: the cwd, NUL-terminated, in `buf`; returns its length
+// *including* the NUL (the kernel's answer; glibc's wrapper returns `buf`), `-ERANGE`
+// if it does not fit.
+//
+// # Safety
+// `buf` is `NULL` or writable for `size` bytes.
+int svfs_getcwd(struct svfs_process *p,
+                char *buf,
+                size_t size);
+
+// `fsync(2)`.
+int svfs_fsync(struct svfs_process *p,
+               int fd);
+
+// `fdatasync(2)`.
+int svfs_fdatasync(struct svfs_process *p,
+                   int fd);
+
+// `syncfs(2)`.
+int svfs_syncfs(struct svfs_process *p,
+                int fd);
+
+// Sets the descriptor limit (`setrlimit(RLIMIT_NOFILE)`, default 1024).
+int svfs_set_fd_limit(struct svfs_process *p,
+                      unsigned int limit);
+
 // `openat(2)`: a new descriptor, or `-errno`.
 //
 // # Safety
@@ -493,156 +661,6 @@ int svfs_fallocate(struct svfs_process *p,
                    off_t offset,
                    off_t len);
 
-// `dup(2)`.
-int svfs_dup(struct svfs_process *p,
-             int oldfd);
-
-// `dup2(2)`.
-int svfs_dup2(struct svfs_process *p,
-              int oldfd,
-              int newfd);
-
-// `dup3(2)`.
-int svfs_dup3(struct svfs_process *p,
-              int oldfd,
-              int newfd,
-              int flags);
-
-// `fcntl(2)` with the kernel's `unsigned long` argument: an integer, or for the lock
-// commands (`F_GETLK`, `F_SETLK`, `F_SETLKW`, `F_OFD_*`) a `struct flock *` cast to it
-// (see [`svfs_fcntl_lock`]).
-//
-// # Safety
-// For the lock commands, `arg` is 0 (`-EFAULT`) or the address of a readable and
-// writable `struct flock`.
-int svfs_fcntl(struct svfs_process *p,
-               int fd,
-               int cmd,
-               unsigned long arg);
-
-// `fcntl(fd, cmd, lock)` for the record-lock commands: `F_GETLK`, `F_SETLK`,
-// `F_SETLKW` (POSIX locks, owned by the process) and `F_OFD_GETLK`, `F_OFD_SETLK`,
-// `F_OFD_SETLKW` (owned by the open file description). `F_SETLKW` blocks the calling
-// thread; a deadlock between processes is `-EDEADLK`. Other commands: `-EINVAL`.
-//
-// # Safety
-// `lock` is `NULL` (`-EFAULT`) or valid for reads and writes of a `struct flock`.
-int svfs_fcntl_lock(struct svfs_process *p,
-                    int fd,
-                    int cmd,
-                    struct flock *lock);
-
-// `flock(2)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`.
-int svfs_flock(struct svfs_process *p,
-               int fd,
-               int operation);
-
-// `chdir(2)`.
-//
-// # Safety
-// `path` is `NULL` or a NUL-terminated string.
-int svfs_chdir(struct svfs_process *p,
-               const char *path);
-
-// `fchdir(2)`.
-int svfs_fchdir(struct svfs_process *p,
-                int fd);
-
-// The `getcwd` system call: the cwd, NUL-terminated, in `buf`; returns its length
-// *including* the NUL (the kernel's answer; glibc's wrapper returns `buf`), `-ERANGE`
-// if it does not fit.
-//
-// # Safety
-// `buf` is `NULL` or writable for `size` bytes.
-int svfs_getcwd(struct svfs_process *p,
-                char *buf,
-                size_t size);
-
-// `fsync(2)`.
-int svfs_fsync(struct svfs_process *p,
-               int fd);
-
-// `fdatasync(2)`.
-int svfs_fdatasync(struct svfs_process *p,
-                   int fd);
-
-// `syncfs(2)`.
-int svfs_syncfs(struct svfs_process *p,
-                int fd);
-
-// Sets the descriptor limit (`setrlimit(RLIMIT_NOFILE)`, default 1024).
-int svfs_set_fd_limit(struct svfs_process *p,
-                      unsigned int limit);
-
-// `pipe2(2)`: `pipefd[0]` the read end, `pipefd[1]` the write end.
-//
-// # Safety
-// `pipefd` is `NULL` (`-EFAULT`) or writable for two `int`s.
-int svfs_pipe2(struct svfs_process *p,
-               int *pipefd,
-               int flags);
-
-// `eventfd2(2)` (`EFD_SEMAPHORE`, `EFD_NONBLOCK`, `EFD_CLOEXEC`).
-int svfs_eventfd(struct svfs_process *p,
-                 unsigned int initval,
-                 int flags);
-
-// `epoll_create1(2)`.
-int svfs_epoll_create1(struct svfs_process *p,
-                       int flags);
-
-// `epoll_ctl(2)`: `event` may be `NULL` for `EPOLL_CTL_DEL` (otherwise `-EFAULT`).
-//
-// # Safety
-// `event` is `NULL` or readable.
-int svfs_epoll_ctl(struct svfs_process *p,
-                   int epfd,
-                   int op,
-                   int fd,
-                   struct epoll_event *event);
-
-// `epoll_wait(2)`: the number of events written to `events`, or `-errno`. Blocks the
-// calling thread for up to `timeout` ms (-1: until an event).
-//
-// # Safety
-// `events` is `NULL` (`-EFAULT`) or writable for `maxevents` events.
-int svfs_epoll_wait(struct svfs_process *p,
-                    int epfd,
-                    struct epoll_event *events,
-                    int maxevents,
-                    int timeout);
-
-// `epoll_pwait` with glibc's arguments; the mask is ignored (no signals are modelled).
-//
-// # Safety
-// As [`svfs_epoll_wait`].
-int svfs_epoll_pwait(struct svfs_process *p,
-                     int epfd,
-                     struct epoll_event *events,
-                     int maxevents,
-                     int timeout,
-                     const sigset_t *_sigmask);
-
-// `poll(2)`: fills each `revents`; the number of descriptors with events.
-//
-// # Safety
-// `fds` is `NULL` (`-EFAULT` unless `nfds` is 0) or valid for reads and writes of
-// `nfds` `struct pollfd`s.
-int svfs_poll(struct svfs_process *p,
-              struct pollfd *fds,
-              nfds_t nfds,
-              int timeout);
-
-// `ppoll` with glibc's arguments: `timeout` `NULL` waits forever; the mask is ignored.
-//
-// # Safety
-// As [`svfs_poll`]; `timeout` is `NULL` or readable.
-int svfs_ppoll(struct svfs_process *p,
-               struct pollfd *fds,
-               nfds_t nfds,
-               const struct timespec *timeout,
-               const sigset_t *_sigmask);
-
 // `setxattr(2)`.
 //
 // # Safety
@@ -758,24 +776,6 @@ int svfs_lremovexattr(struct svfs_process *p,
 int svfs_fremovexattr(struct svfs_process *p,
                       int fd,
                       const char *name);
-
-// Mounts a new tmpfs (`size=size_limit`, `nr_inodes=inode_limit`, 0: unlimited) on the
-// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", 0, ...)`.
-//
-// # Safety
-// `path` is `NULL` or a NUL-terminated string.
-int svfs_mount_tmpfs(struct svfs_process *p,
-                     const char *path,
-                     uint64_t size_limit,
-                     uint64_t inode_limit);
-
-// `umount2(2)` (`MNT_DETACH`, `MNT_EXPIRE`, `UMOUNT_NOFOLLOW`).
-//
-// # Safety
-// `path` is `NULL` or a NUL-terminated string.
-int svfs_umount2(struct svfs_process *p,
-                 const char *path,
-                 int flags);
 
 #ifdef __cplusplus
 }  // extern "C"
