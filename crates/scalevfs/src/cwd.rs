@@ -58,7 +58,9 @@ impl Cwd {
     pub(crate) fn set(&self, p: Path) {
         let mut held = self.held.lock();
         self.seq.write_begin();
-        self.ptrs.store(words(&p));
+        // Release: pairs with the Acquire loads below, which follow the pointers before
+        // `read_retry` validates them.
+        self.ptrs.store_release(words(&p));
         self.seq.write_end();
         let old = std::mem::replace(&mut *held, p);
         drop(held);
@@ -71,7 +73,7 @@ impl Cwd {
         let _pin = crossbeam_epoch::pin();
         loop {
             let start = self.seq.read_begin();
-            let [mnt, dentry] = self.ptrs.load();
+            let [mnt, dentry] = self.ptrs.load_acquire();
             // SAFETY: every value `ptrs` ever held came from `MntRef::addr` of a mount that
             // a cwd path named; we pinned before the load, and a mount is freed only a
             // grace period after its last path went (`scalevfs_vfs::mount`).
@@ -92,7 +94,7 @@ impl Cwd {
         let _pin = crossbeam_epoch::pin();
         loop {
             let start = self.seq.read_begin();
-            let [mnt, dentry] = self.ptrs.load();
+            let [mnt, dentry] = self.ptrs.load_acquire();
             // SAFETY: allocated while we are pinned (module docs); `try_get` refuses a dead
             // dentry, which can only be a cwd that a racing `chdir` already replaced.
             let counted = unsafe { DentryRef::try_get(dentry as usize as *const Dentry) };

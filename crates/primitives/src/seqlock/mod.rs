@@ -312,6 +312,25 @@ impl<const N: usize> SeqCell<N> {
         self.words[i].load(Ordering::Relaxed)
     }
 
+    /// Reads every word with `Acquire`: for words that are pointers the reader follows
+    /// *before* `read_retry` validates them. Each load pairs with the `Release` store of
+    /// [`SeqCell::store_release`] it reads, so what the writer did before publishing the
+    /// pointer (initializing the object) happens-before the reader's use of it, also for
+    /// tools that do not model standalone fences (ThreadSanitizer).
+    #[inline]
+    pub fn load_acquire(&self) -> [u64; N] {
+        std::array::from_fn(|i| self.words[i].load(Ordering::Acquire))
+    }
+
+    /// Writes every word with `Release` (pairs with [`SeqCell::load_acquire`]). Call only
+    /// inside a write section of the lock guarding this cell.
+    #[inline]
+    pub fn store_release(&self, value: [u64; N]) {
+        for (w, v) in self.words.iter().zip(value) {
+            w.store(v, Ordering::Release);
+        }
+    }
+
     /// Writes every word. Call only inside a write section of the lock guarding this cell.
     #[inline]
     pub fn store(&self, value: [u64; N]) {
