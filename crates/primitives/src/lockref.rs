@@ -948,7 +948,10 @@ mod tests {
                     // Fewer under Miri, which interprets (about 1000x slower).
                     for _ in 0..if cfg!(miri) { 100 } else { 1000 } {
                         r.get();
-                        assert!(r.put_return().is_some());
+                        // The count stays > 1 (this thread holds a reference), so this
+                        // always drops one: locklessly, or under the lock if the budget
+                        // ran out.
+                        assert!(r.put_or_lock().is_none());
                     }
                     let after = thread_stats().since(before);
                     (during, after)
@@ -966,10 +969,13 @@ mod tests {
                 "{during:?}: the fast path saw the lock held"
             );
             assert_eq!(during.locked, 0, "{during:?}: and did not queue on it");
-            // The following 2000 operations only contend with 3 other fast paths: the
-            // budget of 100 failed compare-exchanges per operation is never exhausted.
-            assert_eq!(after.locked, 0, "{after:?}: back on the lockless path");
-            assert_eq!(after.fallbacks, 0, "{after:?}");
+            // Back on the lockless path: the lock is taken only where a fast path ran
+            // out of its budget of compare-exchanges, never because it had been held.
+            // Against 3 other fast paths the budget is rarely exhausted, but a thread
+            // that is descheduled or slowed (ThreadSanitizer, 4 threads on 2 cores) can
+            // lose it now and then; a few in 2000 operations is still lockless.
+            assert_eq!(after.locked, after.fallbacks, "{after:?}: locked only on budget");
+            assert!(after.fallbacks <= 20, "{after:?}: back on the lockless path");
         }
         assert_eq!(r.count(), 1 + threads as i32);
         // A single thread now never touches the lock.
