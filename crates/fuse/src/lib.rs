@@ -343,7 +343,9 @@ impl Server {
                 | init::AUTO_INVAL_DATA
                 | init::ASYNC_DIO
                 | init::POSIX_LOCKS
-                | init::FLOCK_LOCKS,
+                | init::FLOCK_LOCKS
+                | init::DO_READDIRPLUS
+                | init::READDIRPLUS_AUTO,
             // 128 KiB is Linux's default FUSE request size (max_pages 32); larger writes
             // arrive as several requests. Each worker's request buffer is this big.
             max_write: MAX_WRITE,

@@ -1,5 +1,6 @@
 //! Requests on open files: OPEN and RELEASE, READ and WRITE, FSYNC, COPY_FILE_RANGE,
-//! FALLOCATE and POLL.
+//! FALLOCATE, LSEEK (`SEEK_DATA`/`SEEK_HOLE`; the kernel does the others itself) and
+//! POLL.
 
 use std::io;
 use std::sync::Arc;
@@ -196,6 +197,22 @@ impl Dispatcher {
                     padding: 0,
                 })
             }
+            Err(err) => req.reply_error(err),
+        }
+    }
+
+    /// LSEEK: the kernel sends only `SEEK_DATA` and `SEEK_HOLE` (it moves the file
+    /// position itself); the answer is the VFS's (`ENXIO` at or past the end).
+    pub(super) fn lseek(&self, req: &Request<'_>, op: &abi::LseekIn) -> io::Result<()> {
+        let core = self.fs.vfs.core();
+        let r = self.fs.handle(op.fh).and_then(|h| {
+            let off = i64::try_from(op.offset).map_err(|_| libc::ENXIO)?;
+            core.lseek(&h.file, off, op.whence as i32).map_err(e)
+        });
+        match r {
+            Ok(offset) => req.reply(&abi::LseekOut {
+                offset: offset as u64,
+            }),
             Err(err) => req.reply_error(err),
         }
     }

@@ -7,14 +7,16 @@
 //! | module   | requests                                                                   |
 //! |----------|----------------------------------------------------------------------------|
 //! | `entry`  | LOOKUP, FORGET, GETATTR, SETATTR, READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, CREATE, STATFS, ACCESS |
-//! | `file`   | OPEN, READ, WRITE, RELEASE, FSYNC, COPY_FILE_RANGE, FALLOCATE, POLL         |
-//! | `dir`    | OPENDIR, READDIR, RELEASEDIR                                               |
+//! | `file`   | OPEN, READ, WRITE, RELEASE(DIR), FSYNC, COPY_FILE_RANGE, FALLOCATE, LSEEK, POLL |
+//! | `dir`    | OPENDIR, READDIR, READDIRPLUS                                              |
+//! | `ioctl`  | IOCTL (the inode-flag requests)                                            |
 //! | `xattr`  | SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR                                 |
 //! | `locks`  | GETLK, SETLK, SETLKW, FLOCK, FLUSH, INTERRUPT                              |
 
 mod dir;
 mod entry;
 mod file;
+mod ioctl;
 mod locks;
 #[cfg(test)]
 mod tests;
@@ -375,6 +377,7 @@ impl Dispatcher {
             Operation::Fsync(arg) => self.fsync(&req, &arg),
             Operation::Fsyncdir(_) => req.reply_empty(),
             Operation::Readdir(arg) => self.readdir(&req, &arg),
+            Operation::Readdirplus(arg) => self.readdirplus(&req, &arg),
             Operation::Statfs => self.statfs(&req),
             Operation::Access(arg) => self.access(&req, &arg),
             Operation::CopyFileRange(arg) => self.copy_file_range(&req, &arg),
@@ -390,6 +393,8 @@ impl Dispatcher {
             }
             Operation::Interrupt(arg) => self.interrupt(&req, &arg),
             Operation::Poll(arg) => self.poll(&req, &arg),
+            Operation::Lseek(arg) => self.lseek(&req, &arg),
+            Operation::Ioctl { arg, data } => self.ioctl(&req, &arg, data),
             // Extended attributes switched off: ENOSYS, so that the kernel answers
             // EOPNOTSUPP itself from then on and stops asking (see `MountOptions::xattrs`).
             Operation::Setxattr { .. }

@@ -1,0 +1,131 @@
+//! The protocol features the server negotiates beyond plain requests, seen through the
+//! kernel: READDIRPLUS (entries with attributes and exact lookup counts), and
+//! interrupts when every worker reads from its own cloned `/dev/fuse` descriptor.
+
+mod common;
+use common::*;
+
+use std::os::fd::AsRawFd;
+
+use scalevfs_fuse::proto::abi::init;
+
+#[test]
+fn the_connection_negotiates_readdirplus() {
+    require_fuse!();
+    let (_dir, server) = mount(2);
+    let p = server.protocol();
+    assert!(p.minor >= 31, "protocol 7.{}", p.minor);
+    if p.offered & init::DO_READDIRPLUS != 0 {
+        assert_ne!(p.flags & init::DO_READDIRPLUS, 0, "{p:?}");
+    }
+    assert_ne!(p.flags & init::POSIX_LOCKS, 0, "{p:?}");
+    assert_ne!(p.flags & init::FLOCK_LOCKS, 0, "{p:?}");
+    server.unmount().unwrap();
+}
+
+/// A listing hands the kernel a node for every entry (no LOOKUP per name), counted
+/// exactly: after the kernel forgets them all the table is empty and no inode leaked.
+#[test]
+fn readdirplus_gives_each_entry_a_node_and_counts_it_exactly() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let base = server.vfs().inode_count();
+    let sub = dir.path().join("d");
+    std::fs::create_dir(&sub).unwrap();
+    const N: usize = 300; // more than one READDIRPLUS reply holds
+    for i in 0..N {
+        std::fs::write(sub.join(format!("file-{i:03}")), b"x").unwrap();
+    }
+    if !forget_all(&server) {
+        eprintln!("SKIPPED: drop_caches cannot be written here");
+        return;
+    }
+    let before = server.stats().nodes;
+    let mut names: Vec<String> = std::fs::read_dir(&sub)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let expected: Vec<String> = (0..N).map(|i| format!("file-{i:03}")).collect();
+    assert_eq!(names, expected, "each name once, none skipped");
+    if server.protocol().flags & init::DO_READDIRPLUS != 0 {
+        // With READDIRPLUS_AUTO the kernel asks for attributes at the start of a listing
+        // and then only while they are being used, so not every reply is a "plus" one.
+        assert!(
+            server.stats().nodes > before + 10,
+            "entries came with nodes: {:?}",
+            server.stats()
+        );
+        // Their attributes are cached: stat needs no request and agrees.
+        for name in names.iter().take(5) {
+            assert_eq!(std::fs::metadata(sub.join(name)).unwrap().len(), 1);
+        }
+    }
+    for i in 0..N {
+        std::fs::remove_file(sub.join(format!("file-{i:03}"))).unwrap();
+    }
+    std::fs::remove_dir(&sub).unwrap();
+    unmount_leaking_nothing(server, base);
+}
+
+/// With a cloned descriptor per worker, the worker that reads an interrupt may not be
+/// the one that read its target: a blocked F_SETLKW is still ended by every signal,
+/// including ones sent the moment the request reaches the server.
+#[test]
+fn interrupts_reach_their_target_across_cloned_queues() {
+    require_fuse!();
+    let (dir, server) = mount(4);
+    let path = dir.path().join("lockme");
+    std::fs::write(&path, b"").unwrap();
+    let f = open_rw(&path);
+    let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
+    fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+    let p = cpath(&path);
+    for round in 0..20 {
+        let ready = Pipe::new();
+        let pid = fork_child(|| {
+            catch_sigusr1_without_restart();
+            ready.send(1);
+            // SAFETY: raw syscalls on a valid path.
+            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
+            if fd < 0 {
+                return 1;
+            }
+            let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
+            // The parent signals until the child exits: one that lands before the
+            // call only runs the handler, a later one interrupts the wait.
+            match fcntl_lock(fd, libc::F_SETLKW, &mut fl) {
+                Err(libc::EINTR) => 0,
+                Ok(()) => 2,
+                Err(_) => 3,
+            }
+        });
+        assert_eq!(ready.recv(), 1, "the child's handler is installed");
+        // Alternate: a signal as early as possible (racing the request's arrival) and
+        // one once the wait is surely published.
+        if round % 2 == 1 {
+            wait_for(&server, "the child to block", |s| s.waiting == 1);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, libc::SIGUSR1) };
+            let mut status = 0;
+            // SAFETY: waits for our own child without blocking.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                assert!(libc::WIFEXITED(status), "round {round}: {status:#x}");
+                assert_eq!(libc::WEXITSTATUS(status), 0, "round {round}: EINTR");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the blocked F_SETLKW never saw its interrupt"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        wait_for(&server, "the waiter to be gone", |s| s.waiting == 0);
+    }
+    drop(f);
+    server.unmount().unwrap();
+}
