@@ -86,19 +86,9 @@ fn interrupts_reach_their_target_across_cloned_queues() {
         let pid = fork_child(|| {
             catch_sigusr1_without_restart();
             ready.send(1);
-            // SAFETY: raw syscalls on a valid path.
-            let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
-            if fd < 0 {
-                return 1;
-            }
-            let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
             // The parent signals until the child exits: one that lands before the
             // call only runs the handler, a later one interrupts the wait.
-            match fcntl_lock(fd, libc::F_SETLKW, &mut fl) {
-                Err(libc::EINTR) => 0,
-                Ok(()) => 2,
-                Err(_) => 3,
-            }
+            setlkw_exit_code(&p)
         });
         assert_eq!(ready.recv(), 1, "the child's handler is installed");
         // Alternate: a signal as early as possible (racing the request's arrival) and
