@@ -10,13 +10,15 @@ use std::os::fd::AsRawFd;
 use scalevfs_fuse::proto::abi::init;
 
 #[test]
-fn the_connection_negotiates_readdirplus() {
+fn the_connection_negotiates_readdirplus_and_killpriv_v2() {
     require_fuse!();
     let (_dir, server) = mount(2);
     let p = server.protocol();
     assert!(p.minor >= 31, "protocol 7.{}", p.minor);
-    if p.offered & init::DO_READDIRPLUS != 0 {
-        assert_ne!(p.flags & init::DO_READDIRPLUS, 0, "{p:?}");
+    for flag in [init::DO_READDIRPLUS, init::HANDLE_KILLPRIV_V2] {
+        if p.offered & flag != 0 {
+            assert_ne!(p.flags & flag, 0, "{flag:#x} offered but not taken: {p:?}");
+        }
     }
     assert_ne!(p.flags & init::POSIX_LOCKS, 0, "{p:?}");
     assert_ne!(p.flags & init::FLOCK_LOCKS, 0, "{p:?}");

@@ -13,6 +13,29 @@ use crate::proto::{Forgets, Request};
 use crate::tables::Handle;
 
 impl Fs {
+    /// `FUSE_HANDLE_KILLPRIV_V2`: the kernel asks us to clear the set-id bits after a
+    /// write or truncate by a caller without `CAP_FSETID`, and after a chown: setuid, and
+    /// setgid if the file is group-executable (`should_remove_suid`).
+    pub(super) fn kill_suidgid(&self, node: &Node) {
+        let inode = node.inode();
+        let mode = inode.mode();
+        if !inode.is_reg() {
+            return;
+        }
+        let mut kill = mode & libc::S_ISUID;
+        if mode & libc::S_IXGRP != 0 {
+            kill |= mode & libc::S_ISGID;
+        }
+        if kill != 0 {
+            let a = SetAttr {
+                mode: Some(mode & 0o7777 & !kill),
+                ..SetAttr::default()
+            };
+            // Fails only for what no regular file is (a symlink's mode).
+            let _ = self.vfs.core().node_setattr(node, &a);
+        }
+    }
+
     /// CREATE: `open(dir/name, O_CREAT | flags, mode)`. The kernel sends it after its
     /// LOOKUP found no entry, and takes the reply as a file it created: it checks
     /// nothing on the file and does not truncate it. So if the name appeared meanwhile
@@ -122,11 +145,17 @@ impl Dispatcher {
             atime: set_time(v, fattr::ATIME, fattr::ATIME_NOW, op.atime, op.atimensec),
             mtime: set_time(v, fattr::MTIME, fattr::MTIME_NOW, op.mtime, op.mtimensec),
         };
+        let kill = v & fattr::KILL_SUIDGID != 0 && a.mode.is_none();
         match fs
             .node(req.nodeid())
             .and_then(|n| core.node_setattr(&n, &a).map_err(e).map(|_| n))
         {
-            Ok(n) => fs.reply_attr(req, &n),
+            Ok(n) => {
+                if kill {
+                    fs.kill_suidgid(&n);
+                }
+                fs.reply_attr(req, &n)
+            }
             Err(err) => req.reply_error(err),
         }
     }

@@ -102,6 +102,9 @@ impl Dispatcher {
                 let r = i64::try_from(op.offset)
                     .map_err(|_| libc::EINVAL)
                     .and_then(|off| core.file_write_at(&h.file, data, off).map_err(e));
+                if r.is_ok() && op.write_flags & abi::FUSE_WRITE_KILL_SUIDGID != 0 {
+                    self.fs.kill_suidgid(&h.node);
+                }
                 reply_written(req, r)
             }
             Err(err) => req.reply_error(err),
