@@ -121,3 +121,52 @@ fn interrupts_reach_their_target_across_cloned_queues() {
     drop(f);
     server.unmount().unwrap();
 }
+
+/// With `HANDLE_KILLPRIV_V2` the kernel stops asking for `security.capability` before
+/// every write (it did, one round trip per `write(2)`, without it), and set-id bits are
+/// still cleared by a write from a user without `CAP_FSETID`.
+#[test]
+fn writes_do_not_ask_for_security_capability_each() {
+    require_fuse!();
+    let (dir, server, root) = mount_for_everyone();
+    if server.protocol().flags & init::HANDLE_KILLPRIV_V2 == 0 {
+        eprintln!("SKIPPED: the kernel does not offer HANDLE_KILLPRIV_V2");
+        return;
+    }
+    let path = root.join("small-writes");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&path).unwrap();
+        let before = server.stats().getxattr_requests;
+        for _ in 0..1000 {
+            f.write_all(b"0123456789abcdef").unwrap();
+        }
+        let asked = server.stats().getxattr_requests - before;
+        assert!(asked < 10, "{asked} getxattr requests for 1000 writes");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o6777)).unwrap();
+    let p = cpath(&path);
+    let pid = fork_child(|| {
+        // SAFETY: drops to uid/gid 1000 in the child, then writes through the mount.
+        unsafe {
+            if libc::setgid(1000) != 0 || libc::setuid(1000) != 0 {
+                return 1;
+            }
+            let fd = libc::open(p.as_ptr(), libc::O_WRONLY | libc::O_APPEND);
+            if fd < 0 {
+                return 2;
+            }
+            if libc::write(fd, b"x".as_ptr().cast(), 1) != 1 {
+                return 3;
+            }
+            libc::close(fd);
+        }
+        0
+    });
+    assert_eq!(wait_child(pid), 0);
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o777, "setuid and (group-executable) setgid cleared");
+    server.unmount().unwrap();
+    drop(dir);
+}

@@ -69,6 +69,8 @@ pub struct Stats {
     /// COPY_FILE_RANGE requests (copies done in the server, not by the kernel's
     /// read/write fallback).
     pub copy_requests: u64,
+    /// GETXATTR requests (with `HANDLE_KILLPRIV_V2`, writes no longer send one each).
+    pub getxattr_requests: u64,
 }
 
 pub(crate) struct Fs {
@@ -88,6 +90,7 @@ pub(crate) struct Fs {
     interrupts: PerCpuCounter,
     create_races: PerCpuCounter,
     copy_requests: PerCpuCounter,
+    getxattr_requests: PerCpuCounter,
 }
 
 fn e(err: Errno) -> i32 {
@@ -147,6 +150,7 @@ impl Fs {
             interrupts: PerCpuCounter::new(true),
             create_races: PerCpuCounter::new(true),
             copy_requests: PerCpuCounter::new(true),
+            getxattr_requests: PerCpuCounter::new(true),
         }
     }
 
@@ -162,6 +166,7 @@ impl Fs {
             open_files: self.files.len() as u64,
             create_races: self.create_races.sum() as u64,
             copy_requests: self.copy_requests.sum() as u64,
+            getxattr_requests: self.getxattr_requests.sum() as u64,
         }
     }
 

@@ -73,6 +73,7 @@ impl Dispatcher {
         op: &abi::GetxattrIn,
         name: &[u8],
     ) -> io::Result<()> {
+        self.fs.getxattr_requests.add(1);
         let core = self.fs.vfs.core();
         let mut buf = xattr_buf(op.size);
         let r = self.fs.node(req.nodeid()).and_then(|n| {
