@@ -11,11 +11,6 @@ use scalevfs_conformance::{cases, HostBackend, Report};
 /// from host tmpfs").
 const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("xattr/list-larger-than-64k", LIST_MAX),
-    ("open/tmpfile/link-it", TMPFILE),
-    ("open/tmpfile/excl-and-wronly", TMPFILE),
-    ("open/tmpfile/errors-and-flags", TMPFILE),
-    ("open/tmpfile/user-permissions", TMPFILE),
-    ("open/tmpfile/link-elsewhere", TMPFILE),
     ("rename/whiteout/open", NODEV),
     ("chattr/immutable-file", INODE_FLAGS),
     ("chattr/append-file", INODE_FLAGS),
@@ -34,10 +29,6 @@ const INODE_FLAGS: &str = "FUSE has no attribute that tells the kernel an inode 
 /// Why opening a device node differs.
 const NODEV: &str = "fusermount3 mounts with nodev, where opening a device node (a \
     whiteout is one) is EACCES; on tmpfs root gets ENXIO (no driver for 0/0)";
-
-/// Why O_TMPFILE differs.
-const TMPFILE: &str = "FUSE_TMPFILE needs protocol 7.42 and polyfuse 0.5.1 speaks 7.31: the \
-    kernel answers EOPNOTSUPP to O_TMPFILE in the mount (its argument checks, EINVAL, agree)";
 
 /// Why a size query of a list longer than 64 KiB differs.
 const LIST_MAX: &str = "the kernel's fuse_listxattr caps the size a server reports for a \

@@ -170,3 +170,39 @@ fn writes_do_not_ask_for_security_capability_each() {
     server.unmount().unwrap();
     drop(dir);
 }
+
+/// O_TMPFILE through the mount: an unnamed file that a later `linkat` may name; one
+/// closed without a name is freed once the kernel forgets it.
+#[test]
+fn tmpfiles_are_served_and_freed() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let base = server.vfs().inode_count();
+    let d = cpath(dir.path());
+    for link in [false, true] {
+        // SAFETY: a valid directory path; O_TMPFILE with write access.
+        let fd = unsafe { libc::open(d.as_ptr(), libc::O_TMPFILE | libc::O_RDWR, 0o600) };
+        assert!(fd >= 0, "O_TMPFILE: errno {}", errno());
+        // SAFETY: writes 5 bytes from a live buffer to our descriptor.
+        assert_eq!(unsafe { libc::write(fd, b"hello".as_ptr().cast(), 5) }, 5);
+        if link {
+            let target = cpath(&dir.path().join("named"));
+            // SAFETY: AT_EMPTY_PATH links our descriptor's file at a valid path.
+            let r = unsafe {
+                libc::linkat(
+                    fd,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                )
+            };
+            assert_eq!(r, 0, "linkat: errno {}", errno());
+        }
+        // SAFETY: closes our descriptor.
+        unsafe { libc::close(fd) };
+    }
+    assert_eq!(std::fs::read(dir.path().join("named")).unwrap(), b"hello");
+    std::fs::remove_file(dir.path().join("named")).unwrap();
+    unmount_leaking_nothing(server, base);
+}

@@ -1,6 +1,6 @@
 //! Requests on names and inodes: LOOKUP and FORGET, GETATTR and SETATTR, READLINK, the
 //! requests that make and remove names (SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME,
-//! LINK, CREATE), STATFS and ACCESS.
+//! LINK, CREATE, TMPFILE), STATFS and ACCESS.
 
 use std::io;
 
@@ -253,6 +253,24 @@ impl Dispatcher {
         let r = fs
             .node(req.nodeid())
             .and_then(|d| fs.create(&d, name, op.mode, flags, req));
+        self.reply_created(req, r)
+    }
+
+    /// TMPFILE (`open(dir, O_TMPFILE)`): an unnamed file, answered as CREATE is. The
+    /// kernel checked the directory and applied the umask and setgid rules.
+    pub(super) fn tmpfile(&self, req: &Request<'_>, op: &abi::CreateIn) -> io::Result<()> {
+        let fs = &self.fs;
+        let core = fs.vfs.core();
+        let r = fs.node(req.nodeid()).and_then(|d| {
+            core.node_tmpfile(&d, op.mode, op.flags as i32, owner_of(req))
+                .map_err(e)
+        });
+        self.reply_created(req, r)
+    }
+
+    /// Answers a CREATE or TMPFILE: the entry and a new handle on the open file.
+    fn reply_created(&self, req: &Request<'_>, r: Res<(Node, FileRef)>) -> io::Result<()> {
+        let fs = &self.fs;
         match r {
             Ok((node, file)) => {
                 let fh = fs.files.insert(Handle::new(node.clone(), file));

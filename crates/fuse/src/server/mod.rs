@@ -6,7 +6,7 @@
 //!
 //! | module   | requests                                                                   |
 //! |----------|----------------------------------------------------------------------------|
-//! | `entry`  | LOOKUP, FORGET, GETATTR, SETATTR, READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, CREATE, STATFS, ACCESS |
+//! | `entry`  | LOOKUP, FORGET, GETATTR, SETATTR, READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, CREATE, TMPFILE, STATFS, ACCESS |
 //! | `file`   | OPEN, READ, WRITE, RELEASE(DIR), FSYNC, COPY_FILE_RANGE, FALLOCATE, LSEEK, POLL |
 //! | `dir`    | OPENDIR, READDIR, READDIRPLUS                                              |
 //! | `ioctl`  | IOCTL (the inode-flag requests)                                            |
@@ -373,6 +373,7 @@ impl Dispatcher {
             } => self.rename(&req, name, newdir, newname, flags),
             Operation::Link { oldnodeid, newname } => self.link(&req, oldnodeid, newname),
             Operation::Create { arg, name } => self.create(&req, &arg, name),
+            Operation::Tmpfile { arg } => self.tmpfile(&req, &arg),
             Operation::Open(arg) => self.open(&req, ino, arg.flags as i32),
             Operation::Opendir(arg) => self.opendir(&req, &arg),
             Operation::Read(arg) => self.read(&req, &arg),
