@@ -206,3 +206,37 @@ fn tmpfiles_are_served_and_freed() {
     std::fs::remove_file(dir.path().join("named")).unwrap();
     unmount_leaking_nothing(server, base);
 }
+
+/// Regular files open with `FOPEN_KEEP_CACHE`: what a reopen reads is still what was
+/// last written or truncated through the mount, by this process or another.
+#[test]
+fn kept_page_cache_stays_current_across_opens() {
+    require_fuse!();
+    let (dir, server) = mount(2);
+    let path = dir.path().join("cached");
+    std::fs::write(&path, b"first version").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"first version");
+    std::fs::write(&path, b"second").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"second");
+    let p = cpath(&path);
+    let pid = fork_child(|| {
+        // SAFETY: a valid path; writes 5 bytes from a live buffer at offset 0.
+        unsafe {
+            let fd = libc::open(p.as_ptr(), libc::O_WRONLY);
+            if fd < 0 || libc::pwrite(fd, b"THIRD".as_ptr().cast(), 5, 0) != 5 {
+                return 1;
+            }
+            libc::close(fd);
+        }
+        0
+    });
+    assert_eq!(wait_child(pid), 0);
+    assert_eq!(std::fs::read(&path).unwrap(), b"THIRDd");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"");
+    server.unmount().unwrap();
+}

@@ -35,16 +35,29 @@ impl Dispatcher {
     /// OPEN and OPENDIR: a new handle on `ino` opened with `flags`.
     pub(super) fn open(&self, req: &Request<'_>, ino: u64, flags: i32) -> io::Result<()> {
         let opened = self.fs.node(ino).and_then(|n| {
-            // Attribute files of kernfs: every read must reach us (sysfs re-reads after a
-            // poll), not the page cache.
-            let direct = !self.fs.in_root_fs(&n) && !n.is_dir();
-            Ok((self.fs.open_handle(n, flags)?, direct))
+            let open_flags = if !self.fs.in_root_fs(&n) {
+                // Attribute files of kernfs: every read must reach us (sysfs re-reads
+                // after a poll), not the page cache.
+                if n.is_dir() {
+                    0
+                } else {
+                    abi::FOPEN_DIRECT_IO
+                }
+            } else if n.inode().is_reg() {
+                // Every change to a tmpfs file goes through this mount, so the kernel's
+                // pages of it are current: keep them across opens (AUTO_INVAL_DATA
+                // still drops them if the size or mtime changes unexpectedly).
+                abi::FOPEN_KEEP_CACHE
+            } else {
+                0
+            };
+            Ok((self.fs.open_handle(n, flags)?, open_flags))
         });
         match opened {
-            Ok((fh, direct)) => {
+            Ok((fh, open_flags)) => {
                 let out = abi::OpenOut {
                     fh,
-                    open_flags: if direct { abi::FOPEN_DIRECT_IO } else { 0 },
+                    open_flags,
                     backing_id: 0,
                 };
                 let r = req.reply(&out);
