@@ -2,8 +2,9 @@
 //!
 //! Serves a scalevfs [`Vfs`] (a tmpfs root) through the kernel's FUSE driver, so that
 //! unmodified programs use it, with file locks that reach our lock manager. The design and
-//! the lessons of the spike that preceded it are in `docs/fuse.md`; polyfuse 0.5.1 was
-//! chosen because it passes `FUSE_LK_FLOCK` and `FUSE_INTERRUPT` through.
+//! the lessons of the spike that preceded it are in `docs/fuse.md`. The protocol is
+//! spoken by this crate ([`proto`]: the kernel's ABI structs, request decoding, the
+//! INIT handshake, replies), so every opcode the kernel offers can be served.
 //!
 //! ## Nodes and handles
 //!
@@ -64,7 +65,7 @@
 //!
 //! POSIX `fcntl` locks arrive with the kernel's hash of the caller's `files_struct` as
 //! `lock_owner`: [`LockOwner::Process`](scalevfs_vfs::locks::LockOwner). flock requests
-//! carry `FUSE_LK_FLOCK` (polyfuse's `Operation::Flock`) and are owned by the VFS open
+//! carry `FUSE_LK_FLOCK` in `lk_flags` and are owned by the VFS open
 //! file description behind the `fh` (`LockOwner::File(lock_id)`). OFD locks arrive
 //! indistinguishable from POSIX ones, owned by the hash of the `struct file`; they are
 //! released at `FUSE_RELEASE` through the per-handle owner set (`docs/fuse.md` section 5).
@@ -101,16 +102,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use polyfuse::{KernelConfig, Session};
 use scalevfs::{Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, DemoTree};
 use scalevfs_kernfs::{Kernfs, KernfsFs};
 
 mod idle;
 pub mod mounts;
+pub mod proto;
 mod server;
 mod tables;
 
+use proto::abi::init;
+use proto::{Channel, MountConfig, Request, Session};
 pub use server::Stats;
 use server::{Dispatcher, Fs};
 
@@ -155,7 +158,7 @@ impl fmt::Display for MountError {
 
 impl std::error::Error for MountError {}
 
-/// Finds `fusermount3` (polyfuse mounts through it; see `docs/fuse.md`).
+/// Finds `fusermount3` (we mount through it; see `docs/fuse.md`).
 pub fn fusermount_path() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
     std::env::split_paths(&path)
@@ -251,8 +254,11 @@ pub struct Server {
     stopped: bool,
     /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
     sys: Option<(Arc<KernfsFs>, DemoTree)>,
-    /// The path polyfuse's session was mounted through: disarmed by `stop`, and declared
-    /// after `inner` so that it outlives the session (fields drop in declaration order).
+    /// The connection (its first `/dev/fuse` fd, and `fusermount3` with `auto_unmount`).
+    session: Session,
+    /// The path the session was mounted through: disarmed by `stop`, and declared after
+    /// `session` so that it outlives it (fields drop in declaration order): with
+    /// `auto_unmount`, `fusermount3` unmounts that path when the session closes.
     decoy: mounts::UnmountDecoy,
 }
 
@@ -318,30 +324,38 @@ impl Server {
         options: &MountOptions,
     ) -> Result<Server, MountError> {
         let fusermount = preflight(mountpoint)?;
-        let mut config = KernelConfig::default();
+        let mut mount_options: Vec<String> =
+            ["default_permissions", "fsname=scalevfs", "subtype=scalevfs"]
+                .into_iter()
+                .map(String::from)
+                .collect();
         if options.allow_other {
-            config.mount_option("allow_other");
+            mount_options.push("allow_other".into());
         }
-        config
-            .auto_unmount(options.auto_unmount)
-            .fusermount_path(&fusermount)
-            .mount_option("default_permissions")
-            .mount_option("fsname=scalevfs")
-            .mount_option("subtype=scalevfs")
-            .posix_locks(true)
-            .flock_locks(true)
-            // The kernel computes set-id bit removal and sends it as a mode change, and
-            // sends O_TRUNC as a setattr (see the crate docs).
-            .handle_killpriv(false)
-            .atomic_o_trunc(false)
-            // polyfuse allocates and zeroes a buffer of max_write bytes for every request
-            // it reads; its 16 MiB default cost ~150 us of memset per request (75% of the
-            // server's time). 128 KiB is Linux's default FUSE request size (max_pages 32);
-            // larger writes arrive as several requests.
-            .max_write(MAX_WRITE);
+        let config = MountConfig {
+            options: mount_options,
+            auto_unmount: options.auto_unmount,
+            // HANDLE_KILLPRIV_V2: the kernel marks the superblock SB_NOSEC, so a write
+            // no longer costs a getxattr("security.capability") round trip each; it
+            // asks us to clear set-id bits with flags on WRITE and SETATTR instead of
+            // sending mode changes. Not FUSE_ATOMIC_O_TRUNC: O_TRUNC arrives as a
+            // setattr of the size (see the crate docs).
+            want: init::HANDLE_KILLPRIV_V2
+                | init::ASYNC_READ
+                | init::PARALLEL_DIROPS
+                | init::AUTO_INVAL_DATA
+                | init::ASYNC_DIO
+                | init::POSIX_LOCKS
+                | init::FLOCK_LOCKS
+                | init::DO_READDIRPLUS
+                | init::READDIRPLUS_AUTO,
+            // 128 KiB is Linux's default FUSE request size (max_pages 32); larger writes
+            // arrive as several requests. Each worker's request buffer is this big.
+            max_write: MAX_WRITE,
+        };
         let canonical = std::fs::canonicalize(mountpoint).map_err(MountError::Mount)?;
         let decoy = mounts::UnmountDecoy::new(&canonical).map_err(MountError::Mount)?;
-        let session = match Session::mount(decoy.path().to_owned(), config) {
+        let session = match Session::mount(&fusermount, decoy.path(), &config) {
             Ok(s) => s,
             Err(e) => {
                 decoy.disarm();
@@ -352,10 +366,25 @@ impl Server {
         // on top there is ours. Not stat(2): that would send GETATTR to a server with no
         // workers yet (`TopMount` asks the VFS only).
         let (mount_id, conn) = identify(&canonical).map_err(MountError::Mount)?;
+        // Every worker but the first reads from a clone of the connection's fd with its
+        // own processing queue (`FUSE_DEV_IOC_CLONE`); if cloning fails, it shares the
+        // first one (correct: the kernel's input queue is one for all anyway).
+        let first = session.channel().clone();
+        let channels: Vec<Arc<Channel>> = (0..options.threads.max(1))
+            .map(|i| match i {
+                0 => first.clone(),
+                _ => first
+                    .try_clone_queue()
+                    .map(Arc::new)
+                    .unwrap_or_else(|_| first.clone()),
+            })
+            .collect();
         let inner = Arc::new(Dispatcher {
-            session,
+            notifier: session.notifier(),
+            channels: channels.clone(),
             fs: Arc::new(Fs::new(vfs).with_xattrs(options.xattrs)),
         });
+        let max_write = session.negotiated().max_write;
         let mut server = Server {
             decoy,
             inner,
@@ -366,16 +395,17 @@ impl Server {
             conn,
             stopped: false,
             sys: None,
+            session,
         };
         if let Some(hook) = options.on_idle {
             server.idle = Some(idle::IdleWatch::start(hook).map_err(MountError::Mount)?);
         }
-        for i in 0..options.threads.max(1) {
+        for (i, chan) in channels.into_iter().enumerate() {
             let inner = server.inner.clone();
             let idle = server.idle.as_ref().map(|(w, _)| w.clone());
             let w = std::thread::Builder::new()
                 .name(format!("fuse-worker-{i}"))
-                .spawn(move || worker(&inner, idle.as_deref()))
+                .spawn(move || worker(&inner, &chan, max_write, idle.as_deref()))
                 .map_err(MountError::Mount)?; // Drop unmounts what is already running
             server.workers.push(w);
         }
@@ -385,6 +415,11 @@ impl Server {
     /// The mount point, canonical.
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// What the INIT handshake settled (protocol minor, flags).
+    pub fn protocol(&self) -> proto::Negotiated {
+        self.session.negotiated()
     }
 
     /// Our mount's id, as in `/proc/self/mountinfo`'s first field.
@@ -500,18 +535,26 @@ impl Drop for Server {
     }
 }
 
-fn worker(inner: &Arc<Dispatcher>, idle: Option<&idle::IdleWatch>) -> io::Result<()> {
+/// A worker: reads requests from `chan` into its own buffer and answers each.
+fn worker(
+    inner: &Arc<Dispatcher>,
+    chan: &Arc<Channel>,
+    max_write: u32,
+    idle: Option<&idle::IdleWatch>,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; proto::session::request_buffer_size(max_write)];
     loop {
-        match inner.session.next_request() {
-            Ok(Some(req)) => {
-                inner.dispatch(req);
-                if let Some(w) = idle {
-                    w.request_seen();
-                }
-            }
-            Ok(None) => return Ok(()), // ENODEV: the connection ended (abort or unmount)
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        // ENODEV: the connection ended (abort or unmount).
+        let Some(msg) = chan.read(&mut buf)? else {
+            return Ok(());
+        };
+        match Request::parse(msg, chan) {
+            Some(req) => inner.dispatch(req),
+            // Shorter than its header says: nothing to answer to.
+            None => continue,
+        }
+        if let Some(w) = idle {
+            w.request_seen();
         }
     }
 }

@@ -220,17 +220,17 @@ fn still_there(id: u64) -> Detach {
     }
 }
 
-/// The path we hand to polyfuse in place of the mount point.
+/// The path we hand to `fusermount3` in place of the mount point.
 ///
-/// polyfuse 0.5.1 mounts through `fusermount3`, and when its session drops it runs
-/// `/usr/bin/fusermount -u -q -z -- PATH` with the path it was given: an unmount by path,
-/// after ours is gone, of whatever is beneath (the bug this module exists to prevent). So
-/// it gets `DIR/parent/NAME`, where `DIR` is a private directory (mode 0700, ours) and
-/// `parent` a symlink to the mount point's parent. `fusermount3` resolves the parent
-/// (`realpath`) and mounts on the real directory; before the session drops,
+/// With `auto_unmount`, `fusermount3` stays running and, when our end of its socket
+/// closes (the session drops, or the daemon dies), unmounts by the path it was given:
+/// after ours is gone, that would be whatever is beneath (the bug this module exists to
+/// prevent). So it gets `DIR/parent/NAME`, where `DIR` is a private directory (mode 0700,
+/// ours) and `parent` a symlink to the mount point's parent. `fusermount3` resolves the
+/// parent (`realpath`) and mounts on the real directory; before the session drops,
 /// [`UnmountDecoy::disarm`] points the symlink at `DIR/inert`, which holds an empty
-/// directory `NAME`: polyfuse's unmount then finds a directory that is no mount point and
-/// fails quietly (`-q`), touching nothing. Nobody else can write in our directory.
+/// directory `NAME`: that unmount then finds a directory that is no mount point and
+/// touches nothing. Nobody else can write in our directory.
 pub(crate) struct UnmountDecoy {
     dir: tempfile::TempDir,
     link: std::path::PathBuf,
@@ -253,13 +253,13 @@ impl UnmountDecoy {
         Ok(UnmountDecoy { dir, link, path })
     }
 
-    /// What polyfuse mounts on (through the symlink, the real mount point).
+    /// What `fusermount3` mounts on (through the symlink, the real mount point).
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Makes the path lead to `DIR/inert/NAME`, an empty directory that is no mount
-    /// point (atomically: a new symlink renamed over the old). Call before the polyfuse
+    /// point (atomically: a new symlink renamed over the old). Call before the FUSE
     /// session drops; idempotent. Should this fail, the symlink is removed instead: the
     /// unmount then fails on a missing path (and says so on stderr).
     pub(crate) fn disarm(&self) {

@@ -122,19 +122,7 @@ fn blocked_setlkw_is_interrupted_by_a_signal() {
     let p = cpath(&path);
     let pid = fork_child(|| {
         catch_sigusr1_without_restart();
-        // SAFETY: raw syscalls on a valid path.
-        unsafe {
-            let fd = libc::open(p.as_ptr(), libc::O_RDWR);
-            if fd < 0 {
-                return 1;
-            }
-            let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
-            match fcntl_lock(fd, libc::F_SETLKW, &mut fl) {
-                Err(libc::EINTR) => 0,
-                Ok(()) => 2,
-                Err(_) => 3,
-            }
-        }
+        setlkw_exit_code(&p)
     });
     wait_for(&server, "the child to block in F_SETLKW", |s| {
         s.waiting == 1

@@ -302,6 +302,42 @@ impl VfsCore {
         Ok((node, f))
     }
 
+    /// `open(dir, O_TMPFILE | flags, mode)` for a server whose kernel checked the
+    /// directory (`vfs_tmpfile`: write and search permission, umask, setgid stripping):
+    /// an unnamed regular file owned by `owner` (or a setgid directory's group), its
+    /// node (an unhashed dentry of its own, as Linux's) and an open file description.
+    /// Without `O_EXCL` a later `node_link` may name it.
+    pub fn node_tmpfile(
+        &self,
+        dir: &Node,
+        mode: u32,
+        flags: i32,
+        owner: Owner,
+    ) -> SysResult<(Node, FileRef)> {
+        let dinode = dir.inode();
+        if !dinode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        if dinode.nlink() == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let cred = owner.cred();
+        let (gid, _) = self.new_owner(dinode, &cred, false);
+        let inode = dinode
+            .fs()
+            .tmpfile(dinode, libc::S_IFREG | (mode & 0o7777), cred.uid, gid)?;
+        if flags & libc::O_EXCL == 0 {
+            inode.set_flag(crate::inode::I_LINKABLE, true);
+        }
+        let private = inode.fs().open(&inode, flags)?;
+        let path = Path {
+            mnt: dir.path.mnt,
+            dentry: self.dcache.alloc_root(inode),
+        };
+        let file = OpenFile::with_private(path.clone(), flags, private);
+        Ok((Node { path }, file))
+    }
+
     /// `unlink(dir/name)`: `EISDIR` for a directory.
     pub fn node_unlink(&self, dir: &Node, name: &[u8]) -> SysResult<()> {
         entry_name(name, Errno::EISDIR)?;

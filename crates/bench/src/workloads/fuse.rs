@@ -11,6 +11,12 @@
 //! * `fuse-locks`: each thread `F_SETLK`-locks and unlocks byte 0 of its own file
 //!   (will-it-scale `lock1`). The server advertises POSIX locks, so every lock and unlock
 //!   is a SETLK request answered by scalevfs's lock manager, not the kernel's.
+//! * `fuse-proc-open-close`, `fuse-proc-stat`, `fuse-proc-locks`: the same loops run by
+//!   real forked client processes, one per thread (the benchmark thread only hands its
+//!   process a batch through a pipe and waits for it): the server then sees what other
+//!   programs send, each with its own pid, `files_struct` and so POSIX lock owner.
+//!
+//! The server's worker count is `SCALEVFS_BENCH_FUSE_THREADS` (default 2), read once.
 //!
 //! Designs: **scalable** is the FUSE mount (scalevfs's default, scalable design, served
 //! by `scalevfs_fuse::Server` with 2 request threads on a fresh temporary directory,
@@ -33,18 +39,37 @@ use crate::{Design, Instance, Workload};
 
 /// Operations per worker call.
 const BATCH: u64 = 32;
-/// FUSE request threads of the benchmark's mount.
+/// Operations per batch of a client process: large enough that the pipe round trip to
+/// the process (two wake-ups) is a small part of a batch even on host tmpfs.
+const PROC_BATCH: u64 = 512;
+/// FUSE request threads of the benchmark's mount, unless `SCALEVFS_BENCH_FUSE_THREADS`
+/// says otherwise.
 pub const SERVER_THREADS: usize = 2;
+
+/// The server's worker count: `SCALEVFS_BENCH_FUSE_THREADS` if it is a positive
+/// number, else [`SERVER_THREADS`].
+pub fn server_threads() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("SCALEVFS_BENCH_FUSE_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(SERVER_THREADS)
+    })
+}
 
 const FUSE_AND_HOST: &[Design] = &[Design::Scalable, Design::Host];
 const HOST_ONLY: &[Design] = &[Design::Host];
 
 pub fn workloads() -> Vec<Box<dyn Workload>> {
-    vec![
-        Box::new(Fuse(Kind::OpenClose)),
-        Box::new(Fuse(Kind::Stat)),
-        Box::new(Fuse(Kind::Locks)),
-    ]
+    let mut v: Vec<Box<dyn Workload>> = Vec::new();
+    for procs in [false, true] {
+        for kind in [Kind::OpenClose, Kind::Stat, Kind::Locks] {
+            v.push(Box::new(Fuse { kind, procs }));
+        }
+    }
+    v
 }
 
 /// Why the FUSE design cannot run here, if it cannot. Checked once per process (the
@@ -82,22 +107,45 @@ enum Kind {
     Locks,
 }
 
-struct Fuse(Kind);
+struct Fuse {
+    kind: Kind,
+    /// Driven by forked client processes, not by the benchmark's threads.
+    procs: bool,
+}
 
 impl Workload for Fuse {
     fn name(&self) -> &'static str {
-        match self.0 {
-            Kind::OpenClose => "fuse-open-close",
-            Kind::Stat => "fuse-stat",
-            Kind::Locks => "fuse-locks",
+        match (self.kind, self.procs) {
+            (Kind::OpenClose, false) => "fuse-open-close",
+            (Kind::Stat, false) => "fuse-stat",
+            (Kind::Locks, false) => "fuse-locks",
+            (Kind::OpenClose, true) => "fuse-proc-open-close",
+            (Kind::Stat, true) => "fuse-proc-stat",
+            (Kind::Locks, true) => "fuse-proc-locks",
         }
     }
     fn description(&self) -> &'static str {
-        match self.0 {
+        if self.procs {
+            return match self.kind {
+                Kind::OpenClose => {
+                    "open (O_RDONLY) and close one's own file, in a forked client process per \
+                     thread; scalable = a scalevfs FUSE mount, host = /dev/shm"
+                }
+                Kind::Stat => {
+                    "stat one's own file by path, in a forked client process per thread; \
+                     scalable = a scalevfs FUSE mount, host = /dev/shm"
+                }
+                Kind::Locks => {
+                    "F_SETLK-lock and unlock byte 0 of one's own file, in a forked client \
+                     process per thread; scalable = a scalevfs FUSE mount, host = /dev/shm"
+                }
+            };
+        }
+        match self.kind {
             Kind::OpenClose => {
                 "open (O_RDONLY) and close one's own file with real syscalls; scalable = a \
-                 scalevfs FUSE mount (2 server threads), host = /dev/shm: scalable/host is the \
-                 FUSE overhead (issue 7)"
+                 scalevfs FUSE mount, host = /dev/shm: scalable/host is the FUSE overhead \
+                 (issue 7)"
             }
             Kind::Stat => {
                 "stat one's own file by path with real syscalls; scalable = a scalevfs FUSE \
@@ -118,7 +166,12 @@ impl Workload for Fuse {
         }
     }
     fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
-        Ok(Box::new(FuseInst::new(self.0, design, threads)?))
+        let inst = FuseInst::new(self.kind, design, threads)?;
+        if self.procs {
+            Ok(Box::new(ProcInst::new(inst)?))
+        } else {
+            Ok(Box::new(inst))
+        }
     }
 }
 
@@ -137,7 +190,7 @@ impl Side {
     fn mount() -> Result<Side, String> {
         let mountpoint = HostDir::fresh_in(&std::env::temp_dir(), "fuse-mnt")?;
         let options = MountOptions {
-            threads: SERVER_THREADS,
+            threads: server_threads(),
             // No fusermount3 watchdog: `Server`'s drop cleans up after a panic, and the
             // watchdog would complain on stderr after every clean unmount.
             auto_unmount: false,
@@ -214,32 +267,162 @@ impl Instance for FuseInst {
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         let (path, fd) = &self.files[thread];
         let fd = *fd;
-        match self.kind {
-            Kind::OpenClose => Box::new(move || {
-                for _ in 0..BATCH {
-                    let fd = sys::open(path, libc::O_RDONLY);
-                    debug_assert!(fd >= 0, "open {path:?}");
-                    sys::close(fd);
-                }
-                BATCH
-            }),
-            Kind::Stat => Box::new(move || {
-                for _ in 0..BATCH {
-                    let size = std::hint::black_box(sys::stat_size(path));
-                    debug_assert!(size >= 0, "stat {path:?}");
-                }
-                BATCH
-            }),
-            Kind::Locks => Box::new(move || {
-                for _ in 0..BATCH {
-                    let locked = sys::lock(fd, libc::F_SETLK, libc::F_WRLCK, 1);
-                    debug_assert!(locked, "nobody else locks this file");
-                    let unlocked = sys::lock(fd, libc::F_SETLK, libc::F_UNLCK, 1);
-                    debug_assert!(unlocked, "unlock cannot fail");
-                }
-                BATCH
-            }),
+        let kind = self.kind;
+        Box::new(move || {
+            for _ in 0..BATCH {
+                one_op(kind, path, fd);
+            }
+            BATCH
+        })
+    }
+}
+
+/// One operation of `kind` on `path` (or on `fd`, for locks), as the loops run it.
+#[inline]
+fn one_op(kind: Kind, path: &std::ffi::CStr, fd: i32) {
+    match kind {
+        Kind::OpenClose => {
+            let fd = sys::open(path, libc::O_RDONLY);
+            debug_assert!(fd >= 0, "open {path:?}");
+            sys::close(fd);
         }
+        Kind::Stat => {
+            let size = std::hint::black_box(sys::stat_size(path));
+            debug_assert!(size >= 0, "stat {path:?}");
+        }
+        Kind::Locks => {
+            let locked = sys::lock(fd, libc::F_SETLK, libc::F_WRLCK, 1);
+            debug_assert!(locked, "nobody else locks this file");
+            let unlocked = sys::lock(fd, libc::F_SETLK, libc::F_UNLCK, 1);
+            debug_assert!(unlocked, "unlock cannot fail");
+        }
+    }
+}
+
+/// A forked client process running one thread's loop: each byte on `go` asks for a
+/// batch of [`PROC_BATCH`] operations, answered by a byte on `done`; a 0 byte (or the
+/// pipe's end) makes it exit.
+struct Client {
+    pid: i32,
+    go: i32,
+    done: i32,
+}
+
+/// A [`FuseInst`] whose loops run in forked client processes.
+struct ProcInst {
+    clients: Vec<Client>,
+    /// Its files are closed in the parent (the clients open their own).
+    inst: FuseInst,
+}
+
+fn pipe() -> Result<(i32, i32), String> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn write_byte(fd: i32, b: u8) -> bool {
+    // SAFETY: writes one byte from a live u8.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
+}
+
+/// 0 at the pipe's end or on an error.
+fn read_byte(fd: i32) -> u8 {
+    let mut b = 0u8;
+    // SAFETY: reads one byte into a live u8.
+    match unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) } {
+        1 => b,
+        _ => 0,
+    }
+}
+
+/// The client process's body (after `fork`, in a process that may have had other
+/// threads: only system calls here, no allocation, no lock).
+fn client_main(kind: Kind, path: &std::ffi::CStr, go: i32, done: i32) -> ! {
+    let fd = if kind == Kind::Locks {
+        sys::open(path, libc::O_RDWR)
+    } else {
+        -1
+    };
+    while read_byte(go) == 1 {
+        for _ in 0..PROC_BATCH {
+            one_op(kind, path, fd);
+        }
+        if !write_byte(done, 1) {
+            break;
+        }
+    }
+    // SAFETY: ends the forked child without running the parent's destructors.
+    unsafe { libc::_exit(0) }
+}
+
+impl ProcInst {
+    fn new(mut inst: FuseInst) -> Result<ProcInst, String> {
+        // Nothing of ours may be open on the mount while we fork (a child's copy would
+        // delay its RELEASE): the clients open their own files.
+        for f in &mut inst.files {
+            if f.1 >= 0 {
+                sys::close(f.1);
+                f.1 = -1;
+            }
+        }
+        let mut me = ProcInst {
+            clients: Vec::new(),
+            inst,
+        };
+        for t in 0..me.inst.files.len() {
+            let (go_r, go_w) = pipe()?;
+            let (done_r, done_w) = pipe()?;
+            // SAFETY: the child runs only `client_main` (system calls) and `_exit`.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                client_main(me.inst.kind, &me.inst.files[t].0, go_r, done_w);
+            }
+            sys::close(go_r);
+            sys::close(done_w);
+            if pid < 0 {
+                sys::close(go_w);
+                sys::close(done_r);
+                return Err(format!("fork: {}", std::io::Error::last_os_error()));
+            }
+            me.clients.push(Client {
+                pid,
+                go: go_w,
+                done: done_r,
+            });
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for ProcInst {
+    fn drop(&mut self) {
+        // Every client exits (closing its files on the mount) before the mount goes.
+        for c in &self.clients {
+            write_byte(c.go, 0);
+            sys::close(c.go);
+        }
+        for c in &self.clients {
+            let mut status = 0;
+            // SAFETY: reaps our own child.
+            unsafe { libc::waitpid(c.pid, &mut status, 0) };
+            sys::close(c.done);
+        }
+    }
+}
+
+impl Instance for ProcInst {
+    fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
+        let c = &self.clients[thread];
+        Box::new(move || {
+            if !write_byte(c.go, 1) || read_byte(c.done) != 1 {
+                panic!("fuse client process {} died", c.pid);
+            }
+            PROC_BATCH
+        })
     }
 }
 
@@ -288,8 +471,13 @@ mod tests {
             assert_eq!(w.designs(), expected);
             let ran = run_every_design(&*w, 2, 10);
             assert_eq!(ran.len(), expected.len());
+            let batch = if w.name().starts_with("fuse-proc-") {
+                PROC_BATCH
+            } else {
+                BATCH
+            };
             for (design, ops) in ran {
-                assert_eq!(ops, [10 * BATCH; 2], "{} {design}", w.name());
+                assert_eq!(ops, [10 * batch; 2], "{} {design}", w.name());
             }
         }
     }
@@ -315,6 +503,24 @@ mod tests {
         let path = dir.path().to_owned();
         drop(inst);
         assert!(!path.exists(), "teardown removes the directory");
+    }
+
+    /// Each client is a live process of its own, and it exits with the instance.
+    #[test]
+    fn process_clients_are_processes_of_their_own() {
+        let inst = ProcInst::new(FuseInst::new(Kind::Locks, Design::Host, 2).unwrap()).unwrap();
+        let pids: Vec<i32> = inst.clients.iter().map(|c| c.pid).collect();
+        // SAFETY: getpid has no preconditions.
+        let me = unsafe { libc::getpid() };
+        assert!(pids.iter().all(|&p| p != me) && pids[0] != pids[1]);
+        let mut work = inst.worker(1);
+        assert_eq!(work(), PROC_BATCH);
+        drop(work);
+        drop(inst);
+        for pid in pids {
+            // SAFETY: probes a pid we reaped: it no longer exists.
+            assert_eq!(unsafe { libc::kill(pid, 0) }, -1, "client {pid} exited");
+        }
     }
 
     #[test]

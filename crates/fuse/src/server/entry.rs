@@ -1,19 +1,41 @@
 //! Requests on names and inodes: LOOKUP and FORGET, GETATTR and SETATTR, READLINK, the
 //! requests that make and remove names (SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME,
-//! LINK, CREATE), STATFS and ACCESS.
+//! LINK, CREATE, TMPFILE), STATFS and ACCESS.
 
 use std::io;
 
-use polyfuse::op::{self, SetAttrTime};
-use polyfuse::reply::{OpenOut, StatfsOut};
-use polyfuse::Request;
 use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
 use scalevfs_vfs::{Cred, Errno, FileRef, Timespec};
 
-use super::{caller_cred, e, name_bytes, owner_of, Dispatcher, Fs, Res};
+use super::{caller_cred, e, owner_of, Dispatcher, Fs, Res};
+use crate::proto::abi::{self, fattr};
+use crate::proto::{Forgets, Request};
 use crate::tables::Handle;
 
 impl Fs {
+    /// `FUSE_HANDLE_KILLPRIV_V2`: the kernel asks us to clear the set-id bits after a
+    /// write or truncate by a caller without `CAP_FSETID`, and after a chown: setuid, and
+    /// setgid if the file is group-executable (`should_remove_suid`).
+    pub(super) fn kill_suidgid(&self, node: &Node) {
+        let inode = node.inode();
+        let mode = inode.mode();
+        if !inode.is_reg() {
+            return;
+        }
+        let mut kill = mode & libc::S_ISUID;
+        if mode & libc::S_IXGRP != 0 {
+            kill |= mode & libc::S_ISGID;
+        }
+        if kill != 0 {
+            let a = SetAttr {
+                mode: Some(mode & 0o7777 & !kill),
+                ..SetAttr::default()
+            };
+            // Fails only for what no regular file is (a symlink's mode).
+            let _ = self.vfs.core().node_setattr(node, &a);
+        }
+    }
+
     /// CREATE: `open(dir/name, O_CREAT | flags, mode)`. The kernel sends it after its
     /// LOOKUP found no entry, and takes the reply as a file it created: it checks
     /// nothing on the file and does not truncate it. So if the name appeared meanwhile
@@ -30,7 +52,7 @@ impl Fs {
         name: &[u8],
         mode: u32,
         flags: i32,
-        req: &Request,
+        req: &Request<'_>,
     ) -> Res<(Node, FileRef)> {
         self.create_as(dir, name, mode, flags, owner_of(req), || caller_cred(req))
     }
@@ -69,163 +91,193 @@ impl Fs {
     }
 }
 
+/// A SETATTR time: `None` if not set, `Now` with `FATTR_*_NOW`.
+fn set_time(valid: u32, set: u32, now: u32, sec: u64, nsec: u32) -> Option<SetTime> {
+    if valid & set == 0 {
+        None
+    } else if valid & now != 0 {
+        Some(SetTime::Now)
+    } else {
+        Some(SetTime::At(Timespec {
+            // The kernel's u64 is a signed time64 (see `fuse_time`).
+            sec: sec as i64,
+            nsec: nsec as i64,
+        }))
+    }
+}
+
 impl Dispatcher {
-    pub(super) fn lookup(&self, req: &Request, op: op::Lookup<'_>) -> io::Result<()> {
+    pub(super) fn lookup(&self, req: &Request<'_>, name: &[u8]) -> io::Result<()> {
         let fs = &self.fs;
         let core = fs.vfs.core();
         match fs
-            .node(op.parent())
-            .and_then(|d| core.node_lookup(&d, name_bytes(op.name())).map_err(e))
+            .node(req.nodeid())
+            .and_then(|d| core.node_lookup(&d, name).map_err(e))
         {
             Ok(n) => fs.reply_entry(req, n, None),
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn forget(&self, forgets: op::Forgets<'_>) -> io::Result<()> {
-        for f in forgets.as_ref() {
-            self.fs.nodes.forget(f.ino(), f.nlookup());
+    pub(super) fn forget(&self, forgets: Forgets<'_>) -> io::Result<()> {
+        for f in forgets.iter() {
+            self.fs.nodes.forget(f.nodeid, f.nlookup);
         }
         Ok(()) // forget has no reply
     }
 
-    pub(super) fn getattr(&self, req: &Request, op: op::Getattr<'_>) -> io::Result<()> {
-        match self.fs.node(op.ino()) {
+    pub(super) fn getattr(&self, req: &Request<'_>) -> io::Result<()> {
+        match self.fs.node(req.nodeid()) {
             Ok(n) => self.fs.reply_attr(req, &n),
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn setattr(&self, req: &Request, op: op::Setattr<'_>) -> io::Result<()> {
+    pub(super) fn setattr(&self, req: &Request<'_>, op: &abi::SetattrIn) -> io::Result<()> {
         let fs = &self.fs;
         let core = fs.vfs.core();
-        let t = |x: Option<SetAttrTime>| {
-            x.map(|x| match x {
-                SetAttrTime::Timespec(d) => SetTime::At(Timespec {
-                    // The kernel's u64 is a signed time64 (see `fuse_time`).
-                    sec: d.as_secs() as i64,
-                    nsec: d.subsec_nanos() as i64,
-                }),
-                _ => SetTime::Now, // SetAttrTime::Now (the enum is non_exhaustive)
-            })
-        };
+        let v = op.valid;
         let a = SetAttr {
-            mode: op.mode().map(|m| m & 0o7777),
-            uid: op.uid(),
-            gid: op.gid(),
-            size: op.size(),
-            atime: t(op.atime()),
-            mtime: t(op.mtime()),
+            mode: (v & fattr::MODE != 0).then_some(op.mode & 0o7777),
+            uid: (v & fattr::UID != 0).then_some(op.uid),
+            gid: (v & fattr::GID != 0).then_some(op.gid),
+            size: (v & fattr::SIZE != 0).then_some(op.size),
+            atime: set_time(v, fattr::ATIME, fattr::ATIME_NOW, op.atime, op.atimensec),
+            mtime: set_time(v, fattr::MTIME, fattr::MTIME_NOW, op.mtime, op.mtimensec),
         };
+        let kill = v & fattr::KILL_SUIDGID != 0 && a.mode.is_none();
         match fs
-            .node(op.ino())
+            .node(req.nodeid())
             .and_then(|n| core.node_setattr(&n, &a).map_err(e).map(|_| n))
         {
-            Ok(n) => fs.reply_attr(req, &n),
+            Ok(n) => {
+                if kill {
+                    fs.kill_suidgid(&n);
+                }
+                fs.reply_attr(req, &n)
+            }
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn readlink(&self, req: &Request, op: op::Readlink<'_>) -> io::Result<()> {
+    pub(super) fn readlink(&self, req: &Request<'_>) -> io::Result<()> {
         let core = self.fs.vfs.core();
         match self
             .fs
-            .node(op.ino())
+            .node(req.nodeid())
             .and_then(|n| core.node_readlink(&n).map_err(e))
         {
-            Ok(t) => req.reply(t),
+            Ok(t) => req.reply(&t[..]),
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn symlink(&self, req: &Request, op: op::Symlink<'_>) -> io::Result<()> {
+    pub(super) fn symlink(&self, req: &Request<'_>, name: &[u8], target: &[u8]) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        self.entry(req, op.parent(), |d| {
-            core.node_symlink(
-                d,
-                name_bytes(op.name()),
-                name_bytes(op.link()),
-                owner_of(req),
-            )
+        self.entry(req, req.nodeid(), |d| {
+            core.node_symlink(d, name, target, owner_of(req))
         })
     }
 
-    pub(super) fn mknod(&self, req: &Request, op: op::Mknod<'_>) -> io::Result<()> {
+    pub(super) fn mknod(
+        &self,
+        req: &Request<'_>,
+        op: &abi::MknodIn,
+        name: &[u8],
+    ) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        self.entry(req, op.parent(), |d| {
-            core.node_mknod(
-                d,
-                name_bytes(op.name()),
-                op.mode(),
-                op.rdev() as u64,
-                owner_of(req),
-            )
+        self.entry(req, req.nodeid(), |d| {
+            core.node_mknod(d, name, op.mode, op.rdev as u64, owner_of(req))
         })
     }
 
-    pub(super) fn mkdir(&self, req: &Request, op: op::Mkdir<'_>) -> io::Result<()> {
+    pub(super) fn mkdir(
+        &self,
+        req: &Request<'_>,
+        op: &abi::MkdirIn,
+        name: &[u8],
+    ) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        self.entry(req, op.parent(), |d| {
-            core.node_mkdir(d, name_bytes(op.name()), op.mode(), owner_of(req))
+        self.entry(req, req.nodeid(), |d| {
+            core.node_mkdir(d, name, op.mode, owner_of(req))
         })
     }
 
-    pub(super) fn unlink(&self, req: &Request, op: op::Unlink<'_>) -> io::Result<()> {
+    pub(super) fn unlink(&self, req: &Request<'_>, name: &[u8]) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        self.unit(req, op.parent(), |d| {
-            core.node_unlink(d, name_bytes(op.name()))
-        })
+        self.unit(req, req.nodeid(), |d| core.node_unlink(d, name))
     }
 
-    pub(super) fn rmdir(&self, req: &Request, op: op::Rmdir<'_>) -> io::Result<()> {
+    pub(super) fn rmdir(&self, req: &Request<'_>, name: &[u8]) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        self.unit(req, op.parent(), |d| {
-            core.node_rmdir(d, name_bytes(op.name()))
-        })
+        self.unit(req, req.nodeid(), |d| core.node_rmdir(d, name))
     }
 
-    pub(super) fn rename(&self, req: &Request, op: op::Rename<'_>) -> io::Result<()> {
+    pub(super) fn rename(
+        &self,
+        req: &Request<'_>,
+        name: &[u8],
+        newdir: u64,
+        newname: &[u8],
+        flags: u32,
+    ) -> io::Result<()> {
         let fs = &self.fs;
         let core = fs.vfs.core();
-        let r = fs.node(op.parent()).and_then(|d| {
-            let nd = fs.node(op.newparent())?;
-            core.node_rename(
-                &d,
-                name_bytes(op.name()),
-                &nd,
-                name_bytes(op.newname()),
-                op.flags(),
-                owner_of(req),
-            )
-            .map_err(e)
+        let r = fs.node(req.nodeid()).and_then(|d| {
+            let nd = fs.node(newdir)?;
+            core.node_rename(&d, name, &nd, newname, flags, owner_of(req))
+                .map_err(e)
         });
         match r {
-            Ok(()) => req.reply(()),
+            Ok(()) => req.reply_empty(),
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn link(&self, req: &Request, op: op::Link<'_>) -> io::Result<()> {
+    pub(super) fn link(&self, req: &Request<'_>, oldnodeid: u64, newname: &[u8]) -> io::Result<()> {
         let core = self.fs.vfs.core();
-        match self.fs.node(op.ino()) {
-            Ok(n) => self.entry(req, op.newparent(), |d| {
-                core.node_link(&n, d, name_bytes(op.newname()))
-            }),
+        match self.fs.node(oldnodeid) {
+            Ok(n) => self.entry(req, req.nodeid(), |d| core.node_link(&n, d, newname)),
             Err(err) => req.reply_error(err),
         }
     }
 
-    pub(super) fn create(&self, req: &Request, op: op::Create<'_>) -> io::Result<()> {
+    pub(super) fn create(
+        &self,
+        req: &Request<'_>,
+        op: &abi::CreateIn,
+        name: &[u8],
+    ) -> io::Result<()> {
         let fs = &self.fs;
-        let flags = op.open_flags() as i32;
+        let flags = op.flags as i32;
         let r = fs
-            .node(op.parent())
-            .and_then(|d| fs.create(&d, name_bytes(op.name()), op.mode(), flags, req));
+            .node(req.nodeid())
+            .and_then(|d| fs.create(&d, name, op.mode, flags, req));
+        self.reply_created(req, r)
+    }
+
+    /// TMPFILE (`open(dir, O_TMPFILE)`): an unnamed file, answered as CREATE is. The
+    /// kernel checked the directory and applied the umask and setgid rules.
+    pub(super) fn tmpfile(&self, req: &Request<'_>, op: &abi::CreateIn) -> io::Result<()> {
+        let fs = &self.fs;
+        let core = fs.vfs.core();
+        let r = fs.node(req.nodeid()).and_then(|d| {
+            core.node_tmpfile(&d, op.mode, op.flags as i32, owner_of(req))
+                .map_err(e)
+        });
+        self.reply_created(req, r)
+    }
+
+    /// Answers a CREATE or TMPFILE: the entry and a new handle on the open file.
+    fn reply_created(&self, req: &Request<'_>, r: Res<(Node, FileRef)>) -> io::Result<()> {
+        let fs = &self.fs;
         match r {
             Ok((node, file)) => {
                 let fh = fs.files.insert(Handle::new(node.clone(), file));
-                let mut o = OpenOut::default();
-                o.fh(fh);
+                let o = abi::OpenOut {
+                    fh,
+                    ..Default::default()
+                };
                 let r = fs.reply_entry(req, node, Some(o));
                 if r.is_err() {
                     fs.files.remove(fh); // no RELEASE will come
@@ -236,28 +288,29 @@ impl Dispatcher {
         }
     }
 
-    pub(super) fn statfs(&self, req: &Request) -> io::Result<()> {
+    pub(super) fn statfs(&self, req: &Request<'_>) -> io::Result<()> {
         let s = self.fs.vfs.statfs();
-        let mut out = StatfsOut::default();
-        let st = out.statfs();
-        st.bsize(s.bsize);
-        st.frsize(s.bsize);
-        st.blocks(s.blocks);
-        st.bfree(s.bfree);
-        st.bavail(s.bavail);
-        st.files(s.files);
-        st.ffree(s.ffree);
-        st.namelen(s.namelen);
-        req.reply(out)
+        let out = abi::Kstatfs {
+            bsize: s.bsize,
+            frsize: s.bsize,
+            blocks: s.blocks,
+            bfree: s.bfree,
+            bavail: s.bavail,
+            files: s.files,
+            ffree: s.ffree,
+            namelen: s.namelen,
+            ..Default::default()
+        };
+        req.reply(&out)
     }
 
-    pub(super) fn access(&self, req: &Request, op: op::Access<'_>) -> io::Result<()> {
+    pub(super) fn access(&self, req: &Request<'_>, op: &abi::AccessIn) -> io::Result<()> {
         // Only sent without default_permissions (we always mount with it): check
         // with the caller's credentials for completeness.
-        match self.fs.node(op.ino()) {
+        match self.fs.node(req.nodeid()) {
             Ok(n) => {
                 let cred = caller_cred(req);
-                let m = op.mask() as i32;
+                let m = op.mask as i32;
                 let mut mask = 0;
                 if m & libc::R_OK != 0 {
                     mask |= scalevfs_vfs::perm::MAY_READ;
@@ -269,7 +322,7 @@ impl Dispatcher {
                     mask |= scalevfs_vfs::perm::MAY_EXEC;
                 }
                 match scalevfs_vfs::perm::permission(n.inode(), &cred, mask) {
-                    Ok(()) => req.reply(()),
+                    Ok(()) => req.reply_empty(),
                     Err(err) => req.reply_error(e(err)),
                 }
             }

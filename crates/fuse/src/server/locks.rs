@@ -6,14 +6,12 @@ use std::io;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use polyfuse::op;
-use polyfuse::reply::LkOut;
-use polyfuse::Request;
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::locks::{FileLockContext, LockOwner, LockRequest, LockType, OFFSET_MAX};
 use scalevfs_vfs::Errno;
 
 use super::{e, Dispatcher, Fs, Res};
+use crate::proto::{abi, Replier, Request};
 use crate::tables::{Handle, Waits};
 
 /// FUSE lock ranges are `u64` with `OFFSET_MAX` (as `u64`) for "to EOF".
@@ -105,7 +103,7 @@ impl Dispatcher {
     /// caller may sleep, again on a thread of its own ([`Fs::wait_for_lock`]) so that the
     /// workers stay free for the `FUSE_INTERRUPT` (see the crate docs). `f(fs, ctx, h,
     /// None)` must not sleep.
-    fn lock_op<F>(self: &Arc<Self>, req: Request, h: Arc<Handle>, sleep: bool, f: F)
+    fn lock_op<F>(self: &Arc<Self>, req: &Request<'_>, h: Arc<Handle>, sleep: bool, f: F)
     where
         F: Fn(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
             + Send
@@ -116,7 +114,7 @@ impl Dispatcher {
         match f(fs, ctx, &h, None) {
             Err(Errno::EAGAIN) if sleep => {}
             Ok(()) => {
-                let _ = req.reply(());
+                let _ = req.reply_empty();
                 return;
             }
             Err(err) => {
@@ -125,10 +123,11 @@ impl Dispatcher {
             }
         }
         let unique = req.unique();
+        let replier: Replier = req.replier();
         fs.wait_for_lock(unique, h, f, move |res| {
             let _ = match res {
-                Ok(()) => req.reply(()),
-                Err(err) => req.reply_error(e(err)),
+                Ok(()) => replier.reply_empty(),
+                Err(err) => replier.reply_error(e(err)),
             };
         });
     }
@@ -137,7 +136,7 @@ impl Dispatcher {
     /// [`lock_op`](Self::lock_op) (which answers it, now or after a wait).
     pub(super) fn run_lock(
         self: &Arc<Self>,
-        req: Request,
+        req: &Request<'_>,
         prepared: Res<Prepared<impl LockCall>>,
     ) -> io::Result<()> {
         match prepared {
@@ -149,33 +148,34 @@ impl Dispatcher {
         }
     }
 
-    pub(super) fn getlk(&self, req: &Request, op: op::Getlk<'_>) -> io::Result<()> {
+    pub(super) fn getlk(&self, req: &Request<'_>, op: &abi::LkIn) -> io::Result<()> {
         let fs = &self.fs;
         fs.posix_requests.add(1);
-        let r = fs.node(op.ino()).and_then(|n| {
+        let r = fs.node(req.nodeid()).and_then(|n| {
             let lr = lock_request(
-                LockOwner::Process(op.owner().into_raw()),
-                op.pid(),
-                op.typ(),
-                op.start(),
-                op.end(),
+                LockOwner::Process(op.owner),
+                op.lk.pid,
+                op.lk.typ,
+                op.lk.start,
+                op.lk.end,
             )?;
             Ok(fs.locks().getlk(fs.lock_ctx(&n), &lr))
         });
         match r {
             Ok(found) => {
-                let mut out = LkOut::default();
-                let fl = out.file_lock();
-                match found {
-                    Some(info) => {
-                        fl.typ(info.ty.to_l_type() as u32);
-                        fl.start(info.start as u64);
-                        fl.end(info.end as u64);
-                        fl.pid(info.pid as u32);
-                    }
-                    None => fl.typ(libc::F_UNLCK as u32),
-                }
-                req.reply(out)
+                let lk = match found {
+                    Some(info) => abi::FileLock {
+                        typ: info.ty.to_l_type() as u32,
+                        start: info.start as u64,
+                        end: info.end as u64,
+                        pid: info.pid as u32,
+                    },
+                    None => abi::FileLock {
+                        typ: libc::F_UNLCK as u32,
+                        ..Default::default()
+                    },
+                };
+                req.reply(&abi::LkOut { lk })
             }
             Err(err) => req.reply_error(err),
         }
@@ -184,17 +184,17 @@ impl Dispatcher {
     /// SETLK and SETLKW: a POSIX lock for the request's lock owner, who joins the
     /// handle's owners (released at FLUSH or RELEASE), ready for [`run_lock`](Self::run_lock)
     /// with whether the caller may sleep.
-    pub(super) fn setlk(&self, op: op::Setlk<'_>) -> Res<Prepared<impl LockCall>> {
+    pub(super) fn setlk(&self, op: &abi::LkIn, sleep: bool) -> Res<Prepared<impl LockCall>> {
         let fs = &self.fs;
         fs.posix_requests.add(1);
-        let owner = op.owner().into_raw();
-        let (h, lr) = fs.handle(op.fh()).and_then(|h| {
+        let owner = op.owner;
+        let (h, lr) = fs.handle(op.fh).and_then(|h| {
             let lr = lock_request(
                 LockOwner::Process(owner),
-                op.pid(),
-                op.typ(),
-                op.start(),
-                op.end(),
+                op.lk.pid,
+                op.lk.typ,
+                op.lk.start,
+                op.lk.end,
             )?;
             Ok((h, lr))
         })?;
@@ -204,7 +204,6 @@ impl Dispatcher {
                 owners.push(owner);
             }
         }
-        let sleep = op.sleep();
         let f = move |fs: &Fs, ctx: &FileLockContext, _: &Handle, token: Option<&CancelToken>| {
             fs.locks().setlk(ctx, &lr, token)
         };
@@ -212,13 +211,23 @@ impl Dispatcher {
     }
 
     /// FLOCK (SETLK/SETLKW with `FUSE_LK_FLOCK`), ready for [`run_lock`](Self::run_lock).
-    pub(super) fn flock(&self, req: &Request, op: op::Flock<'_>) -> Res<Prepared<impl LockCall>> {
+    pub(super) fn flock(
+        &self,
+        req: &Request<'_>,
+        op: &abi::LkIn,
+        sleep: bool,
+    ) -> Res<Prepared<impl LockCall>> {
         let fs = &self.fs;
         fs.flock_requests.add(1);
-        let lop = op.op().unwrap_or(0) as i32;
+        // The kernel sends flock(2)'s operation as a lock type, LOCK_NB as SETLK.
+        let lop = match op.lk.typ as i32 {
+            libc::F_RDLCK => libc::LOCK_SH,
+            libc::F_WRLCK => libc::LOCK_EX,
+            libc::F_UNLCK => libc::LOCK_UN,
+            _ => 0,
+        } | if sleep { 0 } else { libc::LOCK_NB };
         let pid = req.pid() as i32;
-        let h = fs.handle(op.fh())?;
-        let sleep = lop & libc::LOCK_NB == 0;
+        let h = fs.handle(op.fh)?;
         // Owner: the open file description (as `flock(2)` on Linux), whose last
         // reference releases it (`OpenFile::release`).
         let f = move |fs: &Fs, ctx: &FileLockContext, h: &Handle, token: Option<&CancelToken>| {
@@ -232,22 +241,22 @@ impl Dispatcher {
         Ok(Prepared { h, sleep, f })
     }
 
-    pub(super) fn flush(&self, req: &Request, op: op::Flush<'_>) -> io::Result<()> {
+    pub(super) fn flush(&self, req: &Request<'_>, op: &abi::FlushIn) -> io::Result<()> {
         let fs = &self.fs;
         // close(2) of some fd: the POSIX close rule for the flushing owner.
-        let owner = op.lock_owner().into_raw();
-        if let Ok(h) = fs.handle(op.fh()) {
+        let owner = op.lock_owner;
+        if let Ok(h) = fs.handle(op.fh) {
             if let Some(ctx) = h.node.inode().lock_ctx.get() {
                 fs.locks().release_posix(ctx, owner);
             }
             h.owners.lock().retain(|o| *o != owner);
         }
-        req.reply(())
+        req.reply_empty()
     }
 
-    pub(super) fn interrupt(&self, req: &Request, op: op::Interrupt<'_>) -> io::Result<()> {
+    pub(super) fn interrupt(&self, req: &Request<'_>, op: &abi::InterruptIn) -> io::Result<()> {
         let fs = &self.fs;
-        match fs.waits.get(op.unique()) {
+        match fs.waits.get(op.unique) {
             Some(token) => {
                 fs.interrupts.add(1);
                 token.cancel();
@@ -255,7 +264,28 @@ impl Dispatcher {
             }
             // Not (yet or any more) waiting: the kernel requeues the interrupt only if
             // the target is still pending.
-            None => req.reply_error(libc::EAGAIN),
+            None => {
+                self.requeue_interrupt(req);
+                Ok(())
+            }
+        }
+    }
+
+    /// Answers an interrupt `EAGAIN` (the kernel queues it again if its target is still
+    /// pending). The kernel looks the target up in the processing queue of the device
+    /// the answer is written to, and with cloned devices the target may have been read
+    /// by another worker: so the answer is offered to each channel until one holds the
+    /// target (the others refuse it with `ENOENT`). None holding it means the target
+    /// was answered already, and the interrupt is dropped, as the kernel would.
+    fn requeue_interrupt(&self, req: &Request<'_>) {
+        let own = req.reply_error(libc::EAGAIN);
+        if own.is_ok() {
+            return;
+        }
+        for chan in &self.channels {
+            if chan.send(req.unique(), -libc::EAGAIN, &[]).is_ok() {
+                return;
+            }
         }
     }
 }

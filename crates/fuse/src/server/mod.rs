@@ -6,29 +6,26 @@
 //!
 //! | module   | requests                                                                   |
 //! |----------|----------------------------------------------------------------------------|
-//! | `entry`  | LOOKUP, FORGET, GETATTR, SETATTR, READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, CREATE, STATFS, ACCESS |
-//! | `file`   | OPEN, READ, WRITE, RELEASE, FSYNC, COPY_FILE_RANGE, FALLOCATE, POLL         |
-//! | `dir`    | OPENDIR, READDIR, RELEASEDIR                                               |
+//! | `entry`  | LOOKUP, FORGET, GETATTR, SETATTR, READLINK, SYMLINK, MKNOD, MKDIR, UNLINK, RMDIR, RENAME, LINK, CREATE, TMPFILE, STATFS, ACCESS |
+//! | `file`   | OPEN, READ, WRITE, RELEASE(DIR), FSYNC, COPY_FILE_RANGE, FALLOCATE, LSEEK, POLL |
+//! | `dir`    | OPENDIR, READDIR, READDIRPLUS                                              |
+//! | `ioctl`  | IOCTL (the inode-flag requests)                                            |
 //! | `xattr`  | SETXATTR, GETXATTR, LISTXATTR, REMOVEXATTR                                 |
 //! | `locks`  | GETLK, SETLK, SETLKW, FLOCK, FLUSH, INTERRUPT                              |
 
 mod dir;
 mod entry;
 mod file;
+mod ioctl;
 mod locks;
 #[cfg(test)]
 mod tests;
 mod xattr;
 
-use std::ffi::OsStr;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use polyfuse::op::Operation;
-use polyfuse::reply::{AttrOut, EntryOut, FileAttr, OpenOut};
-use polyfuse::{Request, Session};
 use scalevfs::inodes::{Node, Owner};
 use scalevfs::Vfs;
 use scalevfs_kernfs::vfs::KernfsFile;
@@ -36,6 +33,10 @@ use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_vfs::locks::{FileLockContext, LockManager};
 use scalevfs_vfs::{Cred, Errno, Stat, Timespec};
 
+use zerocopy::IntoBytes;
+
+use crate::proto::abi;
+use crate::proto::{Channel, Notifier, Operation, Request};
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 
 /// How long the kernel may cache entries and attributes of the tmpfs root. Every change
@@ -68,6 +69,8 @@ pub struct Stats {
     /// COPY_FILE_RANGE requests (copies done in the server, not by the kernel's
     /// read/write fallback).
     pub copy_requests: u64,
+    /// GETXATTR requests (with `HANDLE_KILLPRIV_V2`, writes no longer send one each).
+    pub getxattr_requests: u64,
 }
 
 pub(crate) struct Fs {
@@ -87,38 +90,43 @@ pub(crate) struct Fs {
     interrupts: PerCpuCounter,
     create_races: PerCpuCounter,
     copy_requests: PerCpuCounter,
+    getxattr_requests: PerCpuCounter,
 }
 
 fn e(err: Errno) -> i32 {
     err.0
 }
 
-/// A FUSE attribute time: polyfuse takes a `Duration` and sends its seconds as the u64
-/// `fuse_attr` field, which the kernel reads as a signed time64; so a time before 1970
-/// goes as the two's complement of its seconds (`-1.5 s`: seconds `-2`, nsec 5e8, as in
-/// a `timespec`). Never overflows: nsec < 1e9 carries nothing into the seconds.
-fn fuse_time(t: Timespec) -> Duration {
-    Duration::new(t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
+/// A FUSE attribute time: the u64 `fuse_attr` seconds field, which the kernel reads as
+/// a signed time64, so a time before 1970 goes as the two's complement of its seconds
+/// (`-1.5 s`: seconds `-2`, nsec 5e8, as in a `timespec`), and the nanoseconds.
+fn fuse_time(t: Timespec) -> (u64, u32) {
+    (t.sec as u64, t.nsec.clamp(0, 999_999_999) as u32)
 }
 
 /// `ino`: the number the mount reports ([`NodeTable::ino_of`]), not `st.ino`.
-fn fill_attr(st: &Stat, ino: u64, a: &mut FileAttr) {
-    a.ino(ino);
-    a.mode(st.mode);
-    a.nlink(st.nlink as u32);
-    a.uid(st.uid);
-    a.gid(st.gid);
-    a.rdev(st.rdev as u32);
-    a.size(st.size as u64);
-    a.blksize(st.blksize as u32);
-    a.blocks(st.blocks as u64);
-    a.atime(fuse_time(st.atime));
-    a.mtime(fuse_time(st.mtime));
-    a.ctime(fuse_time(st.ctime));
-}
-
-fn name_bytes(n: &OsStr) -> &[u8] {
-    n.as_bytes()
+fn fuse_attr(st: &Stat, ino: u64) -> abi::Attr {
+    let (atime, atimensec) = fuse_time(st.atime);
+    let (mtime, mtimensec) = fuse_time(st.mtime);
+    let (ctime, ctimensec) = fuse_time(st.ctime);
+    abi::Attr {
+        ino,
+        size: st.size as u64,
+        blocks: st.blocks as u64,
+        atime,
+        mtime,
+        ctime,
+        atimensec,
+        mtimensec,
+        ctimensec,
+        mode: st.mode,
+        nlink: st.nlink as u32,
+        uid: st.uid,
+        gid: st.gid,
+        rdev: st.rdev as u32,
+        blksize: st.blksize as u32,
+        flags: 0,
+    }
 }
 
 type Res<T> = Result<T, i32>;
@@ -142,6 +150,7 @@ impl Fs {
             interrupts: PerCpuCounter::new(true),
             create_races: PerCpuCounter::new(true),
             copy_requests: PerCpuCounter::new(true),
+            getxattr_requests: PerCpuCounter::new(true),
         }
     }
 
@@ -157,6 +166,7 @@ impl Fs {
             open_files: self.files.len() as u64,
             create_races: self.create_races.sum() as u64,
             copy_requests: self.copy_requests.sum() as u64,
+            getxattr_requests: self.getxattr_requests.sum() as u64,
         }
     }
 
@@ -192,33 +202,51 @@ impl Fs {
     /// Replies with an entry for `node`, counting the kernel's new reference first (the
     /// FORGET may arrive on another worker as soon as the reply is written) and taking it
     /// back if the reply could not be delivered (an interrupted request: no FORGET comes).
-    fn reply_entry(&self, req: &Request, node: Node, open: Option<OpenOut>) -> io::Result<()> {
+    fn reply_entry(
+        &self,
+        req: &Request<'_>,
+        node: Node,
+        open: Option<abi::OpenOut>,
+    ) -> io::Result<()> {
+        let out = self.entry_out(node);
+        let r = match open {
+            None => req.reply(&out),
+            Some(o) => req.reply_parts(&[out.as_bytes(), o.as_bytes()]),
+        };
+        if r.is_err() {
+            self.nodes.forget(out.nodeid, 1);
+        }
+        r
+    }
+
+    /// The entry the kernel gets for `node`, counted as its new reference (undo with
+    /// `nodes.forget(out.nodeid, 1)` if the reply is not delivered).
+    fn entry_out(&self, node: Node) -> abi::EntryOut {
         let st = node.stat();
         let ino = self.nodes.ino_of(node.inode());
         let generation = node.generation();
         let ttl = self.ttl(&node);
         let id = self.nodes.remember(node);
-        let mut out = EntryOut::default();
-        fill_attr(&st, ino, out.attr());
-        out.ino(id);
-        out.generation(generation);
-        out.ttl_attr(ttl);
-        out.ttl_entry(ttl);
-        let r = match open {
-            None => req.reply(out),
-            Some(o) => req.reply((out, o)),
-        };
-        if r.is_err() {
-            self.nodes.forget(id, 1);
+        abi::EntryOut {
+            nodeid: id,
+            generation,
+            entry_valid: ttl.as_secs(),
+            attr_valid: ttl.as_secs(),
+            entry_valid_nsec: ttl.subsec_nanos(),
+            attr_valid_nsec: ttl.subsec_nanos(),
+            attr: fuse_attr(&st, ino),
         }
-        r
     }
 
-    fn reply_attr(&self, req: &Request, node: &Node) -> io::Result<()> {
-        let mut out = AttrOut::default();
-        fill_attr(&node.stat(), self.nodes.ino_of(node.inode()), out.attr());
-        out.ttl(self.ttl(node));
-        req.reply(out)
+    fn reply_attr(&self, req: &Request<'_>, node: &Node) -> io::Result<()> {
+        let ttl = self.ttl(node);
+        let out = abi::AttrOut {
+            attr_valid: ttl.as_secs(),
+            attr_valid_nsec: ttl.subsec_nanos(),
+            dummy: 0,
+            attr: fuse_attr(&node.stat(), self.nodes.ino_of(node.inode())),
+        };
+        req.reply(&out)
     }
 
     /// Last close of an open file description (RELEASE, or unmount): the locks of owners
@@ -268,12 +296,16 @@ impl Fs {
 
 /// Runs on every worker thread.
 pub(crate) struct Dispatcher {
-    pub session: Session,
+    /// Sends poll notifications.
+    pub notifier: Notifier,
+    /// Every worker's channel: an interrupt's `EAGAIN` must reach the processing queue
+    /// that holds its target ([`Dispatcher::requeue_interrupt`]).
+    pub channels: Vec<Arc<Channel>>,
     /// Shared with the threads that wait for locks.
     pub fs: Arc<Fs>,
 }
 
-fn owner_of(req: &Request) -> Owner {
+fn owner_of(req: &Request<'_>) -> Owner {
     Owner {
         uid: req.uid(),
         gid: req.gid(),
@@ -285,7 +317,7 @@ fn owner_of(req: &Request) -> Owner {
 /// that thread is visible and still has the header's fsuid and fsgid (none otherwise: a
 /// caller in another pid namespace, or gone). uid 0 counts as holding every capability
 /// (`Cred::is_root`); other capabilities are not seen.
-fn caller_cred(req: &Request) -> Cred {
+fn caller_cred(req: &Request<'_>) -> Cred {
     let (uid, gid) = (req.uid(), req.gid());
     let groups = std::fs::read_to_string(format!("/proc/{}/status", req.pid()))
         .ok()
@@ -311,7 +343,7 @@ fn status_groups(status: &str, uid: u32, gid: u32) -> Option<Vec<u32>> {
 
 impl Dispatcher {
     /// Answers `req`: one method per operation, in the files of this module.
-    pub fn dispatch(self: &Arc<Self>, req: Request) {
+    pub fn dispatch(self: &Arc<Self>, req: Request<'_>) {
         let op = match req.operation() {
             Ok(op) => op,
             Err(_) => {
@@ -319,53 +351,62 @@ impl Dispatcher {
                 return;
             }
         };
+        let ino = req.nodeid();
         // Replies fail only if the request was interrupted and aborted, or the connection
         // is gone: either way there is nobody to tell.
         let r: io::Result<()> = match op {
-            Operation::Lookup(op) => self.lookup(&req, op),
+            Operation::Lookup { name } => self.lookup(&req, name),
             Operation::Forget(forgets) => self.forget(forgets),
-            Operation::Getattr(op) => self.getattr(&req, op),
-            Operation::Setattr(op) => self.setattr(&req, op),
-            Operation::Readlink(op) => self.readlink(&req, op),
-            Operation::Symlink(op) => self.symlink(&req, op),
-            Operation::Mknod(op) => self.mknod(&req, op),
-            Operation::Mkdir(op) => self.mkdir(&req, op),
-            Operation::Unlink(op) => self.unlink(&req, op),
-            Operation::Rmdir(op) => self.rmdir(&req, op),
-            Operation::Rename(op) => self.rename(&req, op),
-            Operation::Link(op) => self.link(&req, op),
-            Operation::Create(op) => self.create(&req, op),
-            Operation::Open(op) => self.open(&req, op.ino(), op.flags() as i32),
-            Operation::Opendir(op) => self.opendir(&req, op),
-            Operation::Read(op) => self.read(&req, op),
-            Operation::Write(op, data) => self.write(&req, op, data),
-            Operation::Flush(op) => self.flush(&req, op),
-            Operation::Release(op) => self.release(&req, op),
-            Operation::Releasedir(op) => self.releasedir(&req, op),
-            Operation::Fsync(op) => self.fsync(&req, op),
-            Operation::Fsyncdir(_) => req.reply(()),
-            Operation::Readdir(op) => self.readdir(&req, op),
-            Operation::Statfs(_) => self.statfs(&req),
-            Operation::Access(op) => self.access(&req, op),
-            Operation::CopyFileRange(op) => self.copy_file_range(&req, op),
-            Operation::Fallocate(op) => self.fallocate(&req, op),
-            Operation::Getlk(op) => self.getlk(&req, op),
-            Operation::Setlk(op) => {
-                let prepared = self.setlk(op);
-                self.run_lock(req, prepared)
+            Operation::Getattr(_) => self.getattr(&req),
+            Operation::Setattr(arg) => self.setattr(&req, &arg),
+            Operation::Readlink => self.readlink(&req),
+            Operation::Symlink { name, target } => self.symlink(&req, name, target),
+            Operation::Mknod { arg, name } => self.mknod(&req, &arg, name),
+            Operation::Mkdir { arg, name } => self.mkdir(&req, &arg, name),
+            Operation::Unlink { name } => self.unlink(&req, name),
+            Operation::Rmdir { name } => self.rmdir(&req, name),
+            Operation::Rename {
+                newdir,
+                flags,
+                name,
+                newname,
+            } => self.rename(&req, name, newdir, newname, flags),
+            Operation::Link { oldnodeid, newname } => self.link(&req, oldnodeid, newname),
+            Operation::Create { arg, name } => self.create(&req, &arg, name),
+            Operation::Tmpfile { arg } => self.tmpfile(&req, &arg),
+            Operation::Open(arg) => self.open(&req, ino, arg.flags as i32),
+            Operation::Opendir(arg) => self.opendir(&req, &arg),
+            Operation::Read(arg) => self.read(&req, &arg),
+            Operation::Write { arg, data } => self.write(&req, &arg, data),
+            Operation::Flush(arg) => self.flush(&req, &arg),
+            Operation::Release(arg) | Operation::Releasedir(arg) => self.release(&req, &arg),
+            Operation::Fsync(arg) => self.fsync(&req, &arg),
+            Operation::Fsyncdir(_) => req.reply_empty(),
+            Operation::Readdir(arg) => self.readdir(&req, &arg),
+            Operation::Readdirplus(arg) => self.readdirplus(&req, &arg),
+            Operation::Statfs => self.statfs(&req),
+            Operation::Access(arg) => self.access(&req, &arg),
+            Operation::CopyFileRange(arg) => self.copy_file_range(&req, &arg),
+            Operation::Fallocate(arg) => self.fallocate(&req, &arg),
+            Operation::Getlk(arg) => self.getlk(&req, &arg),
+            Operation::Setlk { arg, sleep } if arg.lk_flags & abi::FUSE_LK_FLOCK != 0 => {
+                let prepared = self.flock(&req, &arg, sleep);
+                self.run_lock(&req, prepared)
             }
-            Operation::Flock(op) => {
-                let prepared = self.flock(&req, op);
-                self.run_lock(req, prepared)
+            Operation::Setlk { arg, sleep } => {
+                let prepared = self.setlk(&arg, sleep);
+                self.run_lock(&req, prepared)
             }
-            Operation::Interrupt(op) => self.interrupt(&req, op),
-            Operation::Poll(op) => self.poll(&req, op),
+            Operation::Interrupt(arg) => self.interrupt(&req, &arg),
+            Operation::Poll(arg) => self.poll(&req, &arg),
+            Operation::Lseek(arg) => self.lseek(&req, &arg),
+            Operation::Ioctl { arg, data } => self.ioctl(&req, &arg, data),
             // Extended attributes switched off: ENOSYS, so that the kernel answers
             // EOPNOTSUPP itself from then on and stops asking (see `MountOptions::xattrs`).
-            Operation::Setxattr(_)
-            | Operation::Getxattr(_)
+            Operation::Setxattr { .. }
+            | Operation::Getxattr { .. }
             | Operation::Listxattr(_)
-            | Operation::Removexattr(_)
+            | Operation::Removexattr { .. }
                 if !self.fs.xattrs =>
             {
                 req.reply_error(libc::ENOSYS)
@@ -373,12 +414,13 @@ impl Dispatcher {
             // Extended attributes, checked again with the caller's credentials (see
             // `xattr_cred`). Never ENOSYS: the kernel would answer EOPNOTSUPP for the
             // operation from then on without asking.
-            Operation::Setxattr(op) => self.setxattr(&req, op),
-            Operation::Getxattr(op) => self.getxattr(&req, op),
-            Operation::Listxattr(op) => self.listxattr(&req, op),
-            Operation::Removexattr(op) => self.removexattr(&req, op),
-            // Bmap, copy_file_range, lseek: not in the VFS or not decoded by polyfuse (the
-            // kernel falls back or reports EOPNOTSUPP).
+            Operation::Setxattr { arg, name, value } => self.setxattr(&req, &arg, name, value),
+            Operation::Getxattr { arg, name } => self.getxattr(&req, &arg, name),
+            Operation::Listxattr(arg) => self.listxattr(&req, &arg),
+            Operation::Removexattr { name } => self.removexattr(&req, name),
+            Operation::Destroy => Ok(()),
+            // BMAP, SETUPMAPPING, STATX and the rest: not in the VFS (the kernel falls
+            // back or reports EOPNOTSUPP).
             _ => req.reply_error(libc::ENOSYS),
         };
         drop(r);
@@ -387,7 +429,7 @@ impl Dispatcher {
     /// A request creating `dir/name`: runs `f` on the parent and replies with an entry.
     fn entry(
         &self,
-        req: &Request,
+        req: &Request<'_>,
         parent: u64,
         f: impl FnOnce(&Node) -> Result<Node, Errno>,
     ) -> io::Result<()> {
@@ -400,12 +442,12 @@ impl Dispatcher {
     /// A request on `dir` with an empty reply.
     fn unit(
         &self,
-        req: &Request,
+        req: &Request<'_>,
         parent: u64,
         f: impl FnOnce(&Node) -> Result<(), Errno>,
     ) -> io::Result<()> {
         match self.fs.node(parent).and_then(|d| f(&d).map_err(e)) {
-            Ok(()) => req.reply(()),
+            Ok(()) => req.reply_empty(),
             Err(err) => req.reply_error(err),
         }
     }

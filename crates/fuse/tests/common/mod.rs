@@ -255,3 +255,20 @@ pub fn unmount_leaking_nothing(server: Server, base: usize) {
     assert_eq!(vfs.inode_count(), base, "no inode leaked");
     server.unmount().unwrap();
 }
+
+/// In a forked child: opens `p` and write-locks it all with `F_SETLKW`; the exit code
+/// says how the wait ended: 0 `EINTR`, 1 the open failed, 2 the lock was granted,
+/// 3 another error.
+pub fn setlkw_exit_code(p: &std::ffi::CStr) -> i32 {
+    // SAFETY: `p` is a valid NUL-terminated path.
+    let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
+    if fd < 0 {
+        return 1;
+    }
+    let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
+    match fcntl_lock(fd, libc::F_SETLKW, &mut fl) {
+        Err(libc::EINTR) => 0,
+        Ok(()) => 2,
+        Err(_) => 3,
+    }
+}

@@ -1,0 +1,13 @@
+//! The FUSE protocol, owned: the kernel's ABI structs ([`abi`]), request decoding into
+//! typed operations ([`op`]), and the connection ([`session`]: mounting through
+//! `fusermount3`, the INIT handshake, per-worker channels, replies and notifications).
+//! `docs/fuse.md` section 1 says why we speak the protocol ourselves instead of through
+//! a crate.
+
+pub mod abi;
+pub mod dirents;
+pub mod op;
+pub mod session;
+
+pub use op::{Forgets, Operation};
+pub use session::{Channel, MountConfig, Negotiated, Notifier, Replier, Request, Session};

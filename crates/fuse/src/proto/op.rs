@@ -1,0 +1,396 @@
+//! Request decoding: a request read from the kernel (header, then the opcode's argument
+//! struct, then names or data) into an [`Operation`] that borrows the read buffer.
+//!
+//! Every length comes from the kernel, but nothing is trusted: a struct is read by copy
+//! from the bytes that are there ([`Cursor::fetch`]: no alignment needed), a name must
+//! end in its NUL inside the request, and a request too short for its opcode decodes to
+//! `Err(DecodeError)`, which the server answers `EIO`.
+
+use zerocopy::FromBytes;
+
+use super::abi::{self, opcode};
+
+/// A request too short for what its opcode carries.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DecodeError;
+
+/// The bytes after the header, consumed front to back.
+pub(crate) struct Cursor<'a>(&'a [u8]);
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Cursor(bytes)
+    }
+
+    /// The next `T`, copied out of the bytes (so the buffer's alignment does not matter).
+    pub(crate) fn fetch<T: FromBytes>(&mut self) -> Result<T, DecodeError> {
+        let (v, rest) = T::read_from_prefix(self.0).map_err(|_| DecodeError)?;
+        self.0 = rest;
+        Ok(v)
+    }
+
+    /// A NUL-terminated name, without its NUL.
+    fn name(&mut self) -> Result<&'a [u8], DecodeError> {
+        let end = self.0.iter().position(|&b| b == 0).ok_or(DecodeError)?;
+        let (name, rest) = self.0.split_at(end);
+        self.0 = &rest[1..];
+        Ok(name)
+    }
+
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.0.len() < n {
+            return Err(DecodeError);
+        }
+        let (b, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(b)
+    }
+
+    pub(crate) fn rest(self) -> &'a [u8] {
+        self.0
+    }
+}
+
+/// One decoded request. `ino`/`parent` is the header's node id unless stated.
+#[derive(Debug)]
+pub enum Operation<'a> {
+    Lookup {
+        name: &'a [u8],
+    },
+    /// FORGET (one node: the header's) and BATCH_FORGET.
+    Forget(Forgets<'a>),
+    Getattr(abi::GetattrIn),
+    Setattr(abi::SetattrIn),
+    Readlink,
+    Symlink {
+        name: &'a [u8],
+        target: &'a [u8],
+    },
+    Mknod {
+        arg: abi::MknodIn,
+        name: &'a [u8],
+    },
+    Mkdir {
+        arg: abi::MkdirIn,
+        name: &'a [u8],
+    },
+    Unlink {
+        name: &'a [u8],
+    },
+    Rmdir {
+        name: &'a [u8],
+    },
+    /// RENAME (flags 0) and RENAME2.
+    Rename {
+        newdir: u64,
+        flags: u32,
+        name: &'a [u8],
+        newname: &'a [u8],
+    },
+    Link {
+        oldnodeid: u64,
+        newname: &'a [u8],
+    },
+    Open(abi::OpenIn),
+    Read(abi::ReadIn),
+    Write {
+        arg: abi::WriteIn,
+        data: &'a [u8],
+    },
+    Statfs,
+    Release(abi::ReleaseIn),
+    Fsync(abi::FsyncIn),
+    Setxattr {
+        arg: abi::SetxattrIn,
+        name: &'a [u8],
+        value: &'a [u8],
+    },
+    Getxattr {
+        arg: abi::GetxattrIn,
+        name: &'a [u8],
+    },
+    Listxattr(abi::GetxattrIn),
+    Removexattr {
+        name: &'a [u8],
+    },
+    Flush(abi::FlushIn),
+    Opendir(abi::OpenIn),
+    Readdir(abi::ReadIn),
+    Readdirplus(abi::ReadIn),
+    Releasedir(abi::ReleaseIn),
+    Fsyncdir(abi::FsyncIn),
+    Getlk(abi::LkIn),
+    /// SETLK and SETLKW (`sleep`), POSIX or flock (`lk_flags & FUSE_LK_FLOCK`).
+    Setlk {
+        arg: abi::LkIn,
+        sleep: bool,
+    },
+    Access(abi::AccessIn),
+    Create {
+        arg: abi::CreateIn,
+        name: &'a [u8],
+    },
+    Tmpfile {
+        arg: abi::CreateIn,
+    },
+    Interrupt(abi::InterruptIn),
+    Destroy,
+    Ioctl {
+        arg: abi::IoctlIn,
+        data: &'a [u8],
+    },
+    Poll(abi::PollIn),
+    Fallocate(abi::FallocateIn),
+    Lseek(abi::LseekIn),
+    CopyFileRange(abi::CopyFileRangeIn),
+    /// An opcode we do not serve (answered `ENOSYS`).
+    Unknown(u32),
+}
+
+/// The nodes and counts of a FORGET or BATCH_FORGET.
+#[derive(Debug)]
+pub enum Forgets<'a> {
+    One(abi::ForgetOne),
+    /// The raw `fuse_forget_one` array: read one at a time by [`Forgets::iter`].
+    Batch(&'a [u8]),
+}
+
+impl Forgets<'_> {
+    pub fn iter(&self) -> impl Iterator<Item = abi::ForgetOne> + '_ {
+        let (one, batch) = match self {
+            Forgets::One(f) => (Some(*f), &[][..]),
+            Forgets::Batch(b) => (None, *b),
+        };
+        one.into_iter().chain(
+            batch
+                .chunks_exact(std::mem::size_of::<abi::ForgetOne>())
+                .filter_map(|c| abi::ForgetOne::read_from_bytes(c).ok()),
+        )
+    }
+}
+
+impl<'a> Operation<'a> {
+    /// Decodes the bytes after the header of a request with `header`.
+    pub fn decode(header: &abi::InHeader, arg: &'a [u8]) -> Result<Self, DecodeError> {
+        // Extension headers (security context, supplementary groups) trail the request
+        // when negotiated; we negotiate none, but never read them as arguments.
+        let ext = usize::from(header.total_extlen) * 8;
+        let arg = &arg[..arg.len().checked_sub(ext).ok_or(DecodeError)?];
+        let mut c = Cursor::new(arg);
+        use Operation as O;
+        Ok(match header.opcode {
+            opcode::LOOKUP => O::Lookup { name: c.name()? },
+            opcode::FORGET => O::Forget(Forgets::One(abi::ForgetOne {
+                nodeid: header.nodeid,
+                nlookup: c.fetch::<abi::ForgetIn>()?.nlookup,
+            })),
+            opcode::BATCH_FORGET => {
+                let n = c.fetch::<abi::BatchForgetIn>()?.count as usize;
+                let len = n
+                    .checked_mul(std::mem::size_of::<abi::ForgetOne>())
+                    .ok_or(DecodeError)?;
+                O::Forget(Forgets::Batch(c.bytes(len)?))
+            }
+            opcode::GETATTR => O::Getattr(c.fetch()?),
+            opcode::SETATTR => O::Setattr(c.fetch()?),
+            opcode::READLINK => O::Readlink,
+            opcode::SYMLINK => O::Symlink {
+                name: c.name()?,
+                target: c.name()?,
+            },
+            opcode::MKNOD => O::Mknod {
+                arg: c.fetch()?,
+                name: c.name()?,
+            },
+            opcode::MKDIR => O::Mkdir {
+                arg: c.fetch()?,
+                name: c.name()?,
+            },
+            opcode::UNLINK => O::Unlink { name: c.name()? },
+            opcode::RMDIR => O::Rmdir { name: c.name()? },
+            opcode::RENAME => O::Rename {
+                newdir: c.fetch::<abi::RenameIn>()?.newdir,
+                flags: 0,
+                name: c.name()?,
+                newname: c.name()?,
+            },
+            opcode::RENAME2 => {
+                let a: abi::Rename2In = c.fetch()?;
+                O::Rename {
+                    newdir: a.newdir,
+                    flags: a.flags,
+                    name: c.name()?,
+                    newname: c.name()?,
+                }
+            }
+            opcode::LINK => O::Link {
+                oldnodeid: c.fetch::<abi::LinkIn>()?.oldnodeid,
+                newname: c.name()?,
+            },
+            opcode::OPEN => O::Open(c.fetch()?),
+            opcode::READ => O::Read(c.fetch()?),
+            opcode::WRITE => {
+                let arg: abi::WriteIn = c.fetch()?;
+                O::Write {
+                    data: c.bytes(arg.size as usize)?,
+                    arg,
+                }
+            }
+            opcode::STATFS => O::Statfs,
+            opcode::RELEASE => O::Release(c.fetch()?),
+            opcode::FSYNC => O::Fsync(c.fetch()?),
+            opcode::SETXATTR => {
+                let arg: abi::SetxattrIn = c.fetch()?;
+                O::Setxattr {
+                    name: c.name()?,
+                    value: c.bytes(arg.size as usize)?,
+                    arg,
+                }
+            }
+            opcode::GETXATTR => O::Getxattr {
+                arg: c.fetch()?,
+                name: c.name()?,
+            },
+            opcode::LISTXATTR => O::Listxattr(c.fetch()?),
+            opcode::REMOVEXATTR => O::Removexattr { name: c.name()? },
+            opcode::FLUSH => O::Flush(c.fetch()?),
+            opcode::OPENDIR => O::Opendir(c.fetch()?),
+            opcode::READDIR => O::Readdir(c.fetch()?),
+            opcode::READDIRPLUS => O::Readdirplus(c.fetch()?),
+            opcode::RELEASEDIR => O::Releasedir(c.fetch()?),
+            opcode::FSYNCDIR => O::Fsyncdir(c.fetch()?),
+            opcode::GETLK => O::Getlk(c.fetch()?),
+            opcode::SETLK | opcode::SETLKW => O::Setlk {
+                arg: c.fetch()?,
+                sleep: header.opcode == opcode::SETLKW,
+            },
+            opcode::ACCESS => O::Access(c.fetch()?),
+            opcode::CREATE => O::Create {
+                arg: c.fetch()?,
+                name: c.name()?,
+            },
+            // The name (the dentry's, "/") means nothing for an unnamed file.
+            opcode::TMPFILE => O::Tmpfile { arg: c.fetch()? },
+            opcode::INTERRUPT => O::Interrupt(c.fetch()?),
+            opcode::DESTROY => O::Destroy,
+            opcode::IOCTL => {
+                let arg: abi::IoctlIn = c.fetch()?;
+                O::Ioctl {
+                    data: c.bytes(arg.in_size as usize)?,
+                    arg,
+                }
+            }
+            opcode::POLL => O::Poll(c.fetch()?),
+            opcode::FALLOCATE => O::Fallocate(c.fetch()?),
+            opcode::LSEEK => O::Lseek(c.fetch()?),
+            opcode::COPY_FILE_RANGE => O::CopyFileRange(c.fetch()?),
+            other => {
+                let _ = c.rest();
+                O::Unknown(other)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::IntoBytes;
+
+    fn header(opcode: u32) -> abi::InHeader {
+        abi::InHeader {
+            opcode,
+            nodeid: 7,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn names_and_structs_decode_and_short_requests_are_errors() {
+        let h = header(opcode::RENAME2);
+        let mut b = abi::Rename2In {
+            newdir: 9,
+            flags: 1,
+            padding: 0,
+        }
+        .as_bytes()
+        .to_vec();
+        b.extend_from_slice(b"a\0bc\0");
+        match Operation::decode(&h, &b).unwrap() {
+            Operation::Rename {
+                newdir,
+                flags,
+                name,
+                newname,
+            } => assert_eq!(
+                (newdir, flags, name, newname),
+                (9, 1, &b"a"[..], &b"bc"[..])
+            ),
+            op => panic!("{op:?}"),
+        }
+        // The second name lost its NUL; then the struct itself cut short.
+        assert_eq!(
+            Operation::decode(&h, &b[..b.len() - 1]).unwrap_err(),
+            DecodeError
+        );
+        assert_eq!(Operation::decode(&h, &b[..10]).unwrap_err(), DecodeError);
+    }
+
+    #[test]
+    fn write_data_must_be_all_there() {
+        let h = header(opcode::WRITE);
+        let mut b = abi::WriteIn {
+            size: 4,
+            ..Default::default()
+        }
+        .as_bytes()
+        .to_vec();
+        b.extend_from_slice(b"abc");
+        assert_eq!(Operation::decode(&h, &b).unwrap_err(), DecodeError);
+        b.push(b'd');
+        match Operation::decode(&h, &b).unwrap() {
+            Operation::Write { data, .. } => assert_eq!(data, b"abcd"),
+            op => panic!("{op:?}"),
+        }
+    }
+
+    #[test]
+    fn batch_forget_lists_every_node_and_a_lying_count_is_an_error() {
+        let h = header(opcode::BATCH_FORGET);
+        let mut b = abi::BatchForgetIn { count: 2, dummy: 0 }
+            .as_bytes()
+            .to_vec();
+        for (nodeid, nlookup) in [(3, 1), (4, 5)] {
+            b.extend_from_slice(abi::ForgetOne { nodeid, nlookup }.as_bytes());
+        }
+        match Operation::decode(&h, &b).unwrap() {
+            Operation::Forget(f) => {
+                let got: Vec<_> = f.iter().map(|f| (f.nodeid, f.nlookup)).collect();
+                assert_eq!(got, [(3, 1), (4, 5)]);
+            }
+            op => panic!("{op:?}"),
+        }
+        b[0] = 3;
+        assert_eq!(Operation::decode(&h, &b).unwrap_err(), DecodeError);
+        let one = Operation::decode(&header(opcode::FORGET), 2u64.as_bytes()).unwrap();
+        match one {
+            Operation::Forget(f) => {
+                let got: Vec<_> = f.iter().map(|f| (f.nodeid, f.nlookup)).collect();
+                assert_eq!(got, [(7, 2)]);
+            }
+            op => panic!("{op:?}"),
+        }
+    }
+
+    #[test]
+    fn extension_headers_are_not_read_as_arguments() {
+        let mut h = header(opcode::LOOKUP);
+        h.total_extlen = 1;
+        let b = b"name\0\0\0\0x\0\0\0\0\0\0\0";
+        match Operation::decode(&h, &b[..]).unwrap() {
+            Operation::Lookup { name } => assert_eq!(name, b"name"),
+            op => panic!("{op:?}"),
+        }
+        assert_eq!(Operation::decode(&h, &b[..4]).unwrap_err(), DecodeError);
+    }
+}

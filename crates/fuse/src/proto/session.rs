@@ -1,0 +1,449 @@
+//! The connection: mounting through `fusermount3` (which hands us the `/dev/fuse` fd over
+//! a socket), the INIT handshake, one [`Channel`] per worker (the mount's fd, or a clone
+//! of it made with `FUSE_DEV_IOC_CLONE`, so that each worker has its own processing
+//! queue in the kernel), reading requests into a worker's buffer, and writing replies
+//! and notifications.
+//!
+//! A reply must be written to the channel that read its request (the kernel looks the
+//! `unique` up in that device's processing queue), so a [`Replier`] carries its channel.
+//! Notifications (unique 0) may go to any channel of the connection.
+
+use std::ffi::OsString;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::sync::Arc;
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::abi::{self, init, opcode};
+use super::op::{Cursor, DecodeError, Operation};
+
+/// `FUSE_DEV_IOC_CLONE`: `_IOR(229, 0, uint32_t)`.
+const FUSE_DEV_IOC_CLONE: libc::c_ulong = 0x8004_e500;
+
+/// Room for the largest request: a WRITE of `max_write` bytes plus its header and
+/// argument (the kernel refuses a read buffer smaller than that, or than 8 KiB).
+pub fn request_buffer_size(max_write: u32) -> usize {
+    (max_write as usize + 4096).max(8192)
+}
+
+/// One `/dev/fuse` descriptor of the connection.
+#[derive(Debug)]
+pub struct Channel {
+    fd: OwnedFd,
+}
+
+impl Channel {
+    /// Reads one request into `buf`. `Ok(None)`: the connection ended (`ENODEV`).
+    /// `ENOENT` (the request was interrupted before we read it) and `EINTR` are retried.
+    pub fn read<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<&'b [u8]>> {
+        loop {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the call.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                return Ok(Some(&buf[..n as usize]));
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::ENODEV) => return Ok(None),
+                Some(libc::ENOENT | libc::EINTR | libc::EAGAIN) => continue,
+                _ => return Err(err),
+            }
+        }
+    }
+
+    /// Writes one message (header and parts) with a single `writev`: the device takes
+    /// a message only whole.
+    pub fn send(&self, unique: u64, error: i32, parts: &[&[u8]]) -> io::Result<()> {
+        let len =
+            std::mem::size_of::<abi::OutHeader>() + parts.iter().map(|p| p.len()).sum::<usize>();
+        let header = abi::OutHeader {
+            len: u32::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+            error,
+            unique,
+        };
+        let mut iov = Vec::with_capacity(parts.len() + 1);
+        iov.push(IoSlice::new(header.as_bytes()));
+        iov.extend(
+            parts
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| IoSlice::new(p)),
+        );
+        // SAFETY: `IoSlice` is ABI-compatible with `iovec`; every slice outlives the call.
+        let n = unsafe {
+            libc::writev(
+                self.fd.as_raw_fd(),
+                iov.as_ptr().cast(),
+                iov.len() as libc::c_int,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A new descriptor on the same connection with its own processing queue
+    /// (`FUSE_DEV_IOC_CLONE`).
+    pub fn try_clone_queue(&self) -> io::Result<Channel> {
+        let dev = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")?;
+        let mut session_fd: u32 = self.fd.as_raw_fd() as u32;
+        // SAFETY: the ioctl reads one u32 (the fd to clone) from the valid pointer.
+        let r = unsafe { libc::ioctl(dev.as_raw_fd(), FUSE_DEV_IOC_CLONE, &mut session_fd) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Channel { fd: dev.into() })
+    }
+}
+
+impl AsRawFd for Channel {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// A decoded request, borrowing the buffer it was read into and the channel that read it.
+pub struct Request<'a> {
+    pub header: abi::InHeader,
+    arg: &'a [u8],
+    chan: &'a Arc<Channel>,
+}
+
+impl<'a> Request<'a> {
+    /// The header and argument bytes of a message read from `chan`; `None` if it is
+    /// shorter than a header or than the length it claims.
+    pub fn parse(msg: &'a [u8], chan: &'a Arc<Channel>) -> Option<Request<'a>> {
+        let mut c = Cursor::new(msg);
+        let header: abi::InHeader = c.fetch().ok()?;
+        let len = header.len as usize;
+        if len < std::mem::size_of::<abi::InHeader>() || len > msg.len() {
+            return None;
+        }
+        Some(Request {
+            header,
+            arg: &msg[std::mem::size_of::<abi::InHeader>()..len],
+            chan,
+        })
+    }
+
+    pub fn operation(&self) -> Result<Operation<'a>, DecodeError> {
+        Operation::decode(&self.header, self.arg)
+    }
+
+    pub fn unique(&self) -> u64 {
+        self.header.unique
+    }
+    pub fn uid(&self) -> u32 {
+        self.header.uid
+    }
+    pub fn gid(&self) -> u32 {
+        self.header.gid
+    }
+    pub fn pid(&self) -> u32 {
+        self.header.pid
+    }
+    pub fn nodeid(&self) -> u64 {
+        self.header.nodeid
+    }
+
+    /// Answers with the concatenation of `parts`.
+    pub fn reply_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
+        self.chan.send(self.header.unique, 0, parts)
+    }
+
+    /// Answers with one struct (or `()`-like empty reply with `&[]`).
+    pub fn reply<T: IntoBytes + zerocopy::Immutable + ?Sized>(&self, out: &T) -> io::Result<()> {
+        self.reply_parts(&[out.as_bytes()])
+    }
+
+    pub fn reply_empty(&self) -> io::Result<()> {
+        self.reply_parts(&[])
+    }
+
+    /// Answers with an errno (positive, as in `libc::ENOENT`).
+    pub fn reply_error(&self, errno: i32) -> io::Result<()> {
+        self.chan.send(self.header.unique, -errno, &[])
+    }
+
+    /// An owned handle that can answer this request later, from another thread.
+    pub fn replier(&self) -> Replier {
+        Replier {
+            unique: self.header.unique,
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+/// Answers one request from any thread, on the channel that read it.
+pub struct Replier {
+    unique: u64,
+    chan: Arc<Channel>,
+}
+
+impl Replier {
+    pub fn reply_empty(&self) -> io::Result<()> {
+        self.chan.send(self.unique, 0, &[])
+    }
+    pub fn reply_error(&self, errno: i32) -> io::Result<()> {
+        self.chan.send(self.unique, -errno, &[])
+    }
+}
+
+/// Sends notifications (unique 0) on the connection.
+#[derive(Clone, Debug)]
+pub struct Notifier {
+    chan: Arc<Channel>,
+}
+
+impl Notifier {
+    /// `FUSE_NOTIFY_POLL`: the kernel polls the file registered with `kh` again.
+    pub fn poll_wakeup(&self, kh: u64) -> io::Result<()> {
+        let out = abi::NotifyPollWakeupOut { kh };
+        self.chan.send(0, abi::NOTIFY_POLL, &[out.as_bytes()])
+    }
+}
+
+/// How to mount and what to negotiate.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    /// Options for `fusermount3 -o` (`default_permissions`, `fsname=...`).
+    pub options: Vec<String>,
+    /// Keep `fusermount3` running so that it unmounts if we die.
+    pub auto_unmount: bool,
+    /// The `init::*` flags we want; the kernel's offer is intersected with them.
+    pub want: u64,
+    pub max_write: u32,
+}
+
+/// What INIT settled.
+#[derive(Clone, Copy, Debug)]
+pub struct Negotiated {
+    pub minor: u32,
+    /// The flags both sides have (`init::*`).
+    pub flags: u64,
+    /// What the kernel offered (to say why a feature is off).
+    pub offered: u64,
+    pub max_write: u32,
+}
+
+/// A mounted connection: the first channel (the mount's own fd) and what INIT settled.
+pub struct Session {
+    chan: Arc<Channel>,
+    negotiated: Negotiated,
+    /// `fusermount3`, still running with `auto_unmount` (it unmounts when our end of
+    /// the socket closes): reaped when the session drops.
+    fusermount: Option<(Child, UnixStream)>,
+}
+
+impl Session {
+    /// Mounts on `mountpoint` through `fusermount` and answers INIT.
+    pub fn mount(
+        fusermount: &Path,
+        mountpoint: &Path,
+        config: &MountConfig,
+    ) -> io::Result<Session> {
+        let (fd, child) = fusermount_mount(fusermount, mountpoint, config)?;
+        let chan = Arc::new(Channel { fd });
+        let negotiated = handshake(&chan, config)?;
+        Ok(Session {
+            chan,
+            negotiated,
+            fusermount: child,
+        })
+    }
+
+    pub fn channel(&self) -> &Arc<Channel> {
+        &self.chan
+    }
+
+    pub fn negotiated(&self) -> Negotiated {
+        self.negotiated
+    }
+
+    pub fn notifier(&self) -> Notifier {
+        Notifier {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some((mut child, sock)) = self.fusermount.take() {
+            drop(sock);
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs `fusermount3 -o OPTIONS -- MOUNTPOINT` with one end of a socket pair in
+/// `_FUSE_COMMFD` and receives the `/dev/fuse` fd it sends (`SCM_RIGHTS`).
+fn fusermount_mount(
+    fusermount: &Path,
+    mountpoint: &Path,
+    config: &MountConfig,
+) -> io::Result<(OwnedFd, Option<(Child, UnixStream)>)> {
+    let (ours, theirs) = UnixStream::pair()?;
+    let mut opts = config.options.clone();
+    if config.auto_unmount {
+        opts.push("auto_unmount".into());
+    }
+    let mut cmd = Command::new(fusermount);
+    if !opts.is_empty() {
+        cmd.arg("-o").arg(opts.join(","));
+    }
+    cmd.arg("--").arg(mountpoint);
+    let their_fd = theirs.as_raw_fd();
+    cmd.env("_FUSE_COMMFD", OsString::from(their_fd.to_string()));
+    // SAFETY: the closure runs in the forked child before exec and calls only fcntl,
+    // which is async-signal-safe; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(their_fd, libc::F_SETFD, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    drop(theirs);
+    let fd = match receive_fd(&ours) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    if config.auto_unmount {
+        Ok((fd, Some((child, ours))))
+    } else {
+        // Without auto_unmount fusermount3 exits right after sending the fd.
+        let _ = child.wait();
+        Ok((fd, None))
+    }
+}
+
+fn receive_fd(sock: &UnixStream) -> io::Result<OwnedFd> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // Room for one cmsghdr carrying one int, 8-aligned.
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` points at `iov` and `control`, both live and writable for the call.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR checks msg_controllen.
+    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    // SAFETY: a non-null cmsg points inside `control`.
+    if cmsg.is_null() || unsafe { (*cmsg).cmsg_type } != libc::SCM_RIGHTS {
+        return Err(io::Error::other(
+            "fusermount3 did not send a /dev/fuse descriptor (see its message above)",
+        ));
+    }
+    // SAFETY: an SCM_RIGHTS message carries at least one int after its header, inside
+    // `control`; read unaligned to be safe.
+    let fd: RawFd = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
+    // SAFETY: the kernel just installed `fd` in our table for us; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Answers the kernel's INIT on `chan` (requests before it are answered `EIO`).
+fn handshake(chan: &Channel, config: &MountConfig) -> io::Result<Negotiated> {
+    let mut buf = vec![0u8; request_buffer_size(config.max_write)];
+    for _ in 0..10 {
+        let msg = chan
+            .read(&mut buf)?
+            .ok_or_else(|| io::Error::other("the connection ended before INIT"))?;
+        let mut c = Cursor::new(msg);
+        let header: abi::InHeader = c
+            .fetch()
+            .map_err(|_| io::Error::other("short request before INIT"))?;
+        if header.opcode != opcode::INIT {
+            chan.send(header.unique, -libc::EIO, &[])?;
+            continue;
+        }
+        let init_in: abi::InitIn = decode_init_in(c.rest())?;
+        if init_in.major > abi::KERNEL_VERSION {
+            // The kernel sends INIT again with our major.
+            let out = abi::InitOut {
+                major: abi::KERNEL_VERSION,
+                minor: abi::KERNEL_MINOR_VERSION,
+                ..Default::default()
+            };
+            chan.send(header.unique, 0, &[out.as_bytes()])?;
+            continue;
+        }
+        if init_in.major < abi::KERNEL_VERSION || init_in.minor < abi::MINIMUM_MINOR_VERSION {
+            chan.send(header.unique, -libc::EPROTO, &[])?;
+            return Err(io::Error::other(format!(
+                "the kernel speaks FUSE {}.{}; we need 7.{} or later",
+                init_in.major,
+                init_in.minor,
+                abi::MINIMUM_MINOR_VERSION
+            )));
+        }
+        let (out, negotiated) = negotiate(&init_in, config);
+        chan.send(header.unique, 0, &[out.as_bytes()])?;
+        return Ok(negotiated);
+    }
+    Err(io::Error::other("no INIT from the kernel"))
+}
+
+/// A short `fuse_init_in` (older kernels send 16 bytes) reads as zero-extended.
+fn decode_init_in(bytes: &[u8]) -> io::Result<abi::InitIn> {
+    if bytes.len() < 16 {
+        return Err(io::Error::other("short FUSE_INIT"));
+    }
+    let mut full = [0u8; std::mem::size_of::<abi::InitIn>()];
+    let n = bytes.len().min(full.len());
+    full[..n].copy_from_slice(&bytes[..n]);
+    abi::InitIn::read_from_bytes(&full).map_err(|_| io::Error::other("bad FUSE_INIT"))
+}
+
+/// The INIT answer for the kernel's offer `init_in`.
+pub(crate) fn negotiate(init_in: &abi::InitIn, config: &MountConfig) -> (abi::InitOut, Negotiated) {
+    let mut offered = u64::from(init_in.flags);
+    if offered & init::INIT_EXT != 0 {
+        offered |= u64::from(init_in.flags2) << 32;
+    }
+    let flags = offered & (config.want | init::INIT_EXT | init::BIG_WRITES | init::MAX_PAGES);
+    let page = 4096u32;
+    let out = abi::InitOut {
+        major: abi::KERNEL_VERSION,
+        minor: init_in.minor.min(abi::KERNEL_MINOR_VERSION),
+        max_readahead: init_in.max_readahead,
+        flags: flags as u32,
+        flags2: (flags >> 32) as u32,
+        max_write: config.max_write,
+        time_gran: 1,
+        max_pages: config.max_write.div_ceil(page).min(u32::from(u16::MAX)) as u16,
+        ..Default::default()
+    };
+    let negotiated = Negotiated {
+        minor: out.minor,
+        flags,
+        offered,
+        max_write: config.max_write,
+    };
+    (out, negotiated)
+}
