@@ -17,6 +17,9 @@
 //!   programs send, each with its own pid, `files_struct` and so POSIX lock owner.
 //!
 //! The server's worker count is `SCALEVFS_BENCH_FUSE_THREADS` (default 2), read once.
+//! The mount runs the `scalevfs` daemon's idle hook (freed memory given back half a second
+//! after the last request; `MountOptions::on_idle`) unless `SCALEVFS_BENCH_FUSE_IDLE_HOOK=0`:
+//! running the same workload both ways shows what the idle watcher costs per request.
 //!
 //! Designs: **scalable** is the FUSE mount (scalevfs's default, scalable design, served
 //! by `scalevfs_fuse::Server` with 2 request threads on a fresh temporary directory,
@@ -57,6 +60,14 @@ pub fn server_threads() -> usize {
             .filter(|&n| n > 0)
             .unwrap_or(SERVER_THREADS)
     })
+}
+
+/// Whether the mount runs the daemon's idle hook: yes unless
+/// `SCALEVFS_BENCH_FUSE_IDLE_HOOK=0`.
+fn idle_hook() -> Option<fn()> {
+    static ON: OnceLock<bool> = OnceLock::new();
+    ON.get_or_init(|| std::env::var("SCALEVFS_BENCH_FUSE_IDLE_HOOK").as_deref() != Ok("0"))
+        .then_some(crate::memory::release_free_memory as fn())
 }
 
 const FUSE_AND_HOST: &[Design] = &[Design::Scalable, Design::Host];
@@ -194,6 +205,8 @@ impl Side {
             // No fusermount3 watchdog: `Server`'s drop cleans up after a panic, and the
             // watchdog would complain on stderr after every clean unmount.
             auto_unmount: false,
+            // As the daemon: the worker's per-request idle check included.
+            on_idle: idle_hook(),
             ..MountOptions::default()
         };
         let server = Server::mount_with(mountpoint.path(), &options)
