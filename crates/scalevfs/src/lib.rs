@@ -23,10 +23,12 @@
 //!   credentials, lock-owner identity), one method per system call.
 //!
 //! ## Where we differ from Linux (deliberately, or not yet)
-//! * One identity per process: uid = euid = fsuid (and the same for groups), so
-//!   `faccessat` with or without `AT_EACCESS` checks the same ids; uid 0 has every
-//!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`;
-//!   `openat2` with `RESOLVE_IN_ROOT` confines one walk to a directory).
+//! * Credentials are per process, not per thread (see [`Credentials`]: real, effective,
+//!   saved and fs ids, changed by `setresuid` and friends with Linux's rules);
+//!   capabilities follow the ids as for root without file capabilities (effective uid 0:
+//!   `CAP_SETUID`, `CAP_SYS_ADMIN`, ...; fs uid 0: the file-system capabilities). No
+//!   ACLs, no LSMs. The process root ([`ProcessBuilder::root`]) confines every walk of
+//!   the process as `chroot` does; `openat2` with `RESOLVE_IN_ROOT` confines one walk.
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
@@ -89,15 +91,24 @@ mod cwd;
 pub mod fdtable;
 pub mod inodes;
 pub mod locking;
+pub mod pids;
 pub mod pollfiles;
 pub mod process;
+pub mod typed;
 mod vfs;
 
 pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
+// The typed layer, process creation and credentials.
+pub use process::{ProcessBuilder, NGROUPS_MAX, UNCHANGED};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
     DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
+};
+pub use typed::{
+    AtFlags, Descriptor, Dir, Entry, Epoll, EpollFlags, Event, File, FileType, FlockOp, LockHolder,
+    LockKind, LockOwner, Metadata, Mode, OFlags, OpenOptions, PathArg, ReadDir, RecordLock,
+    RenameFlags, ResolveFlags, XattrFlags, XattrNames,
 };

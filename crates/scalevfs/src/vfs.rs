@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::pids::Pids;
 use crate::pollfiles::PollFiles;
 use scalevfs_primitives::Locking;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
@@ -31,6 +32,8 @@ pub struct Vfs {
     options: VfsOptions,
     /// File locks (`fcntl` record locks, OFD locks, `flock`); see [`crate::locking`].
     pub(crate) locks: LockManager,
+    /// The pids of this tree's processes; see [`crate::pids`].
+    pub(crate) pids: Pids,
 }
 
 impl Vfs {
@@ -59,6 +62,7 @@ impl Vfs {
             core,
             options,
             locks,
+            pids: Pids::new(1),
         })
     }
 

@@ -158,8 +158,18 @@ impl Process {
         if flags & !(libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
-        self.core().access(&self.ctx(), &p, mode)
+        // Without AT_EACCESS Linux checks, the walk included, with the real ids
+        // (`access_override_creds`).
+        let real;
+        let cred = if flags & libc::AT_EACCESS == 0 {
+            real = self.creds.access_cred();
+            &real
+        } else {
+            &self.cred
+        };
+        let ctx = scalevfs_vfs::namei::Ctx::new(cred, &self.root);
+        let p = self.resolve_at_with(&ctx, dirfd, path.as_ref(), flags, true)?;
+        self.core().access(&ctx, &p, mode)
     }
     /// Sets the umask and returns the previous one.
     pub fn umask(&self, mask: u32) -> u32 {

@@ -10,8 +10,8 @@
 //! read it under the process's sequence counter, without a lock, and take a count on it
 //! (see `crate::cwd`).
 //!
-//! This module holds the process itself (creation, `fork`, exit, path-walk starts) and
-//! the convenience wrappers; the system calls are grouped by family:
+//! This module holds the process itself (exit, path-walk starts) and the convenience
+//! wrappers; the system calls are grouped by family:
 //!
 //! | module        | system calls                                                         |
 //! |---------------|----------------------------------------------------------------------|
@@ -22,16 +22,20 @@
 //! | `fcntl`       | descriptors (close, dup, close_range), fcntl, file locks              |
 //! | `events`      | pipes, eventfds, epoll, poll                                          |
 //! | `ioctl`       | ioctl: the inode flags (`FS_IOC_GETFLAGS`, ...)                        |
+//! | `credentials` | the ids ([`Credentials`]): setresuid, setresgid, setfsuid, setgroups, ... |
+//! | `lifecycle`   | creation ([`ProcessBuilder`]: pid, credentials, umask, root, cwd), fork, exec |
 
+mod credentials;
 mod events;
 mod fcntl;
 mod io;
 mod ioctl;
+mod lifecycle;
 mod meta;
 mod namespace;
 mod xattr;
 
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use crate::cwd::Cwd;
@@ -40,34 +44,10 @@ use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
 pub use crate::vfs::{Vfs, VfsOptions};
+pub use credentials::{Credentials, NGROUPS_MAX, UNCHANGED};
 pub use ioctl::{ioctl_arg, IoctlArg};
+pub use lifecycle::ProcessBuilder;
 pub use scalevfs_primitives::Locking;
-
-/// Who a process is, for permission checks and new files' ownership.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Credentials {
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups.
-    pub groups: Vec<u32>,
-}
-
-impl Credentials {
-    pub fn root() -> Credentials {
-        Credentials {
-            uid: 0,
-            gid: 0,
-            groups: Vec::new(),
-        }
-    }
-    pub fn user(uid: u32, gid: u32) -> Credentials {
-        Credentials {
-            uid,
-            gid,
-            groups: Vec::new(),
-        }
-    }
-}
 
 /// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
 /// record-lock owner; dropping it releases its locks, like process exit.
@@ -100,49 +80,37 @@ impl Start<'_> {
     }
 }
 
-fn next_pid() -> i32 {
-    static NEXT: AtomicI32 = AtomicI32::new(100);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
 impl Process {
+    /// A process of `vfs` with `creds`, umask 022, root and cwd at the tree's root, and
+    /// the next free pid of `vfs` (see [`ProcessBuilder`] for the other choices).
+    ///
+    /// # Panics
+    /// If all of `vfs`'s pids ([`PID_MAX`](crate::pids::PID_MAX)) are in use; use
+    /// [`ProcessBuilder::build`] to get `EAGAIN` instead.
     pub fn new(vfs: &Arc<Vfs>, creds: Credentials) -> Process {
+        ProcessBuilder::new(vfs)
+            .credentials(creds)
+            .build()
+            .expect("every pid of this Vfs is in use")
+    }
+    /// A process with pid `pid` (already taken from `vfs.pids`), root and cwd at the
+    /// tree's root.
+    fn with_pid(vfs: &Arc<Vfs>, creds: Credentials, pid: i32) -> Process {
         let root = vfs.core.root();
         Process {
             fds: FdTable::default(),
             cwd: Cwd::new(root.clone()),
             root,
             umask: AtomicU32::new(0o022),
-            cred: Cred {
-                uid: creds.uid,
-                gid: creds.gid,
-                groups: creds.groups.clone(),
-            },
+            cred: creds.fs_cred(),
             creds,
-            pid: next_pid(),
+            pid,
             vfs: vfs.clone(),
         }
-    }
-    /// A child sharing the open file descriptions, cwd, umask and credentials, with a new
-    /// pid (so a new POSIX lock owner), as `fork` does.
-    pub fn fork(&self) -> Process {
-        let child = Process::new(&self.vfs, self.creds.clone());
-        child.cwd.set(self.cwd.get());
-        child
-            .umask
-            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-        let _ = child.fds.set_limit(self.fds.limit());
-        for (fd, f, ce) in self.fds.snapshot() {
-            let _ = child.fds.replace(fd, f, ce);
-        }
-        child
     }
     /// The pid reported in `F_GETLK`'s `l_pid` and `/proc/locks`.
     pub fn pid(&self) -> i32 {
         self.pid
-    }
-    pub fn credentials(&self) -> &Credentials {
-        &self.creds
     }
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
@@ -199,6 +167,17 @@ impl Process {
         flags: i32,
         follow_default: bool,
     ) -> SysResult<Path> {
+        self.resolve_at_with(&self.ctx(), dirfd, path, flags, follow_default)
+    }
+    /// [`resolve_at`](Self::resolve_at) with `ctx`'s credentials.
+    fn resolve_at_with(
+        &self,
+        ctx: &Ctx<'_>,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        follow_default: bool,
+    ) -> SysResult<Path> {
         if path.is_empty() {
             if flags & libc::AT_EMPTY_PATH != 0 {
                 return Ok(self.start(dirfd, path)?.path().clone());
@@ -207,8 +186,7 @@ impl Process {
         }
         let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
         let start = self.start(dirfd, path)?;
-        self.core()
-            .lookup(&self.ctx(), start.path(), path, follow, false)
+        self.core().lookup(ctx, start.path(), path, follow, false)
     }
 }
 
@@ -216,6 +194,7 @@ impl Drop for Process {
     /// Dropping a process is its exit: its locks go with its descriptors.
     fn drop(&mut self) {
         self.exit();
+        self.vfs.pids.free(self.pid);
     }
 }
 

@@ -160,7 +160,7 @@ impl Process {
     /// mount on top, as Linux does; `umount2` uncovers the one below.
     pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
         let at = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
-        if self.cred.uid != 0 {
+        if !self.creds.is_privileged() {
             return Err(Errno::EPERM);
         }
         self.core().mount(&at, fs).map(|_| ())
@@ -186,7 +186,7 @@ impl Process {
         let target = self
             .core()
             .lookup(&ctx, start.path(), path, follow, false)?;
-        if self.cred.uid != 0 {
+        if !self.creds.is_privileged() {
             return Err(Errno::EPERM);
         }
         self.core().umount(target, flags)
