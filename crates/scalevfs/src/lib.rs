@@ -97,6 +97,10 @@ pub mod process;
 pub mod typed;
 mod vfs;
 
+#[cfg(doctest)]
+#[doc = include_str!("readme_example.md")]
+pub struct ReadmeExample;
+
 pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
 // The typed layer, process creation and credentials.
 pub use process::{ProcessBuilder, NGROUPS_MAX, UNCHANGED};
