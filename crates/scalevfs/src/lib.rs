@@ -75,8 +75,9 @@
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
 //! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
-//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
-//!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
+//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls made
+//!   through [`Process::with_cancel`] give up when a [`CancelToken`] fires (a pending
+//!   signal: `EINTR`). Each
 //!   eventfd and epoll has its own anonymous inode (Linux shares one), whose mode, owner
 //!   and times may be changed (Linux 6.15+ refuses: `EOPNOTSUPP`). `pipe2` has no packet
 //!   mode (`O_DIRECT`: `EINVAL`) and no notification pipes (`ENOPKG`, as a kernel
@@ -103,7 +104,7 @@ pub struct ReadmeExample;
 
 pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
 // The typed layer, process creation and credentials.
-pub use process::{ProcessBuilder, NGROUPS_MAX, UNCHANGED};
+pub use process::{Cancellable, ProcessBuilder, NGROUPS_MAX, UNCHANGED};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;

@@ -60,6 +60,7 @@ impl Process {
     /// [`openat`](Self::openat) whose wait for a named pipe's partner (a FIFO opened for
     /// reading waits for a writer and the other way round, unless `O_NONBLOCK`) ends with
     /// `EINTR` when `cancel` fires (a signal).
+    #[deprecated(note = "use `Process::with_cancel(&token).openat(..)`")]
     pub fn openat_interruptible(
         &self,
         dirfd: i32,
@@ -68,13 +69,9 @@ impl Process {
         mode: u32,
         cancel: &CancelToken,
     ) -> SysResult<i32> {
-        let path = path.as_ref();
-        if path.is_empty() {
-            return Err(Errno::ENOENT);
-        }
-        self.openat_cancellable(dirfd, path, flags, mode, Some(cancel))
+        self.with_cancel(cancel).openat(dirfd, path, flags, mode)
     }
-    fn openat_cancellable(
+    pub(super) fn openat_cancellable(
         &self,
         dirfd: i32,
         path: &[u8],
@@ -208,30 +205,24 @@ impl Process {
     }
     /// `read` that a cancel (a signal) interrupts with `EINTR` while it blocks (pipes,
     /// eventfds; regular files never block).
+    #[deprecated(note = "use `Process::with_cancel(&token).read(..)`")]
     pub fn read_interruptible(
         &self,
         fd: i32,
         buf: &mut [u8],
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        let f = self.fds.get(fd)?;
-        if let Some(s) = special(&f) {
-            return pollfiles::read(s, &f, buf, Some(cancel));
-        }
-        self.core().read(&f, buf)
+        self.with_cancel(cancel).read(fd, buf)
     }
     /// `write` that a cancel interrupts while it blocks (partial count or `EINTR`).
+    #[deprecated(note = "use `Process::with_cancel(&token).write(..)`")]
     pub fn write_interruptible(
         &self,
         fd: i32,
         buf: &[u8],
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        let f = self.fds.get(fd)?;
-        if let Some(s) = special(&f) {
-            return pollfiles::write(s, &f, buf, Some(cancel));
-        }
-        self.core().write(&self.ctx(), &f, buf)
+        self.with_cancel(cancel).write(fd, buf)
     }
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         // ksys_pread64: a negative offset is EINVAL before the descriptor is looked at.

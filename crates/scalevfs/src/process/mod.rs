@@ -22,9 +22,11 @@
 //! | `fcntl`       | descriptors (close, dup, close_range), fcntl, file locks              |
 //! | `events`      | pipes, eventfds, epoll, poll                                          |
 //! | `ioctl`       | ioctl: the inode flags (`FS_IOC_GETFLAGS`, ...)                        |
+//! | `cancel`      | [`Cancellable`]: the blocking calls, interrupted by a `CancelToken`     |
 //! | `credentials` | the ids ([`Credentials`]): setresuid, setresgid, setfsuid, setgroups, ... |
 //! | `lifecycle`   | creation ([`ProcessBuilder`]: pid, credentials, umask, root, cwd), fork, exec |
 
+mod cancel;
 mod credentials;
 mod events;
 mod fcntl;
@@ -44,6 +46,7 @@ use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
 pub use crate::vfs::{Vfs, VfsOptions};
+pub use cancel::Cancellable;
 pub use credentials::{Credentials, NGROUPS_MAX, UNCHANGED};
 pub use ioctl::{ioctl_arg, IoctlArg};
 pub use lifecycle::ProcessBuilder;
