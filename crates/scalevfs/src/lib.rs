@@ -19,8 +19,15 @@
 //! * `scalevfs-vfs`: the VFS core (dentry and inode caches, superblocks, mounts, path
 //!   walk, open file descriptions, permission checks, the `FileSystem` trait).
 //! * `scalevfs-tmpfs`: the in-memory file system every [`Vfs`] mounts at `/`.
-//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
-//!   credentials, lock-owner identity), one method per system call.
+//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, root,
+//!   umask, credentials, lock-owner identity), one method per system call, made with
+//!   [`ProcessBuilder`]; [`Process::with_cancel`] for blocking calls a [`CancelToken`]
+//!   interrupts.
+//! * [`typed`], on top of the system calls: [`Dir`] and [`File`] (cap-std's shape,
+//!   `std::path::Path` or byte-string paths, `std::io` traits, confinement with
+//!   `RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`), [`OpenOptions`], bit-flag types
+//!   ([`OFlags`], [`Mode`], [`AtFlags`], ...), typed lock kinds, [`Metadata`], [`Epoll`].
+//!   `examples/` shows an embedder, a sandbox and a custom file system.
 //!
 //! ## Where we differ from Linux (deliberately, or not yet)
 //! * Credentials are per process, not per thread (see [`Credentials`]: real, effective,

@@ -76,8 +76,8 @@ impl Process {
     /// `linkat`. With `AT_EMPTY_PATH` and an empty `oldpath` it links the file `olddirfd`
     /// refers to (an `O_TMPFILE` file opened without `O_EXCL` included). Linux 6.10+ lets
     /// a caller without `CAP_DAC_READ_SEARCH` do so only for a file opened with its own
-    /// credentials; here a process's descriptors always are (credentials are fixed per
-    /// process, and `fork` keeps them), so every caller may.
+    /// credentials; here every caller may (an open file does not record the credentials
+    /// it was opened with, so a file opened before a `setuid` counts as the caller's).
     pub fn linkat(
         &self,
         olddirfd: i32,
