@@ -34,8 +34,9 @@
 //!   saved and fs ids, changed by `setresuid` and friends with Linux's rules);
 //!   capabilities follow the ids as for root without file capabilities (effective uid 0:
 //!   `CAP_SETUID`, `CAP_SYS_ADMIN`, ...; fs uid 0: the file-system capabilities). No
-//!   ACLs, no LSMs. The process root ([`ProcessBuilder::root`]) confines every walk of
-//!   the process as `chroot` does; `openat2` with `RESOLVE_IN_ROOT` confines one walk.
+//!   ACLs, no LSMs. The process root ([`ProcessBuilder::root`], [`Process::chroot`])
+//!   confines every walk of the process; `openat2` with `RESOLVE_IN_ROOT` confines one
+//!   walk.
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them

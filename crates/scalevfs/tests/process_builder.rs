@@ -251,3 +251,23 @@ fn many_threads_creating_processes_never_share_a_pid() {
         }
     });
 }
+
+#[test]
+fn chroot_moves_the_root_and_leaves_the_cwd() {
+    let (vfs, _admin) = vfs_with_jail();
+    let mut p = Process::new(&vfs, Credentials::root());
+    p.chdir("/jail/home").unwrap();
+    assert_eq!(p.chroot("/etc-passwd-outside"), Err(Errno::ENOTDIR));
+    assert_eq!(p.chroot("/nope"), Err(Errno::ENOENT));
+    p.chroot("/jail").unwrap();
+    assert_eq!(p.read_file("/etc/passwd").unwrap(), b"jail");
+    assert_eq!(
+        p.cwd().unwrap(),
+        b"/home",
+        "the cwd stayed, now seen from the new root"
+    );
+    // Without privilege: EPERM, after the walk's own errors.
+    p.setresuid(1000, 1000, 1000).unwrap();
+    assert_eq!(p.chroot("/nope"), Err(Errno::ENOENT));
+    assert_eq!(p.chroot("/home"), Err(Errno::EPERM));
+}

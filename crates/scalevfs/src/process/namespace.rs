@@ -1,6 +1,6 @@
 //! Namespace system calls: making, removing, renaming and linking names (`mkdirat`,
 //! `mknodat`, `unlinkat`, `renameat2`, `linkat`, `symlinkat`), `readlinkat`, `getdents64`,
-//! `mount`/`umount2`, and the cwd (`chdir`, `fchdir`, `getcwd`).
+//! `mount`/`umount2`, the cwd (`chdir`, `fchdir`, `getcwd`) and the root (`chroot`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -199,6 +199,25 @@ impl Process {
     pub fn fchdir(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.set_cwd(f.path().clone())
+    }
+    /// `chroot(2)`: makes the directory at `path` (resolved as `chdir` resolves it, from
+    /// the current root) the process root, which every later path walk stays under; the
+    /// cwd is left where it is, as Linux leaves it. The walk's errors, `ENOTDIR`,
+    /// `EACCES` without search permission, then `EPERM` without privilege
+    /// (`CAP_SYS_CHROOT`: effective uid 0). Takes `&mut self`: the root is read without
+    /// synchronization by every call.
+    pub fn chroot(&mut self, path: impl AsRef<[u8]>) -> SysResult<()> {
+        let p = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        scalevfs_vfs::perm::permission(inode, &self.cred, scalevfs_vfs::perm::MAY_EXEC)?;
+        if !self.creds.is_privileged() {
+            return Err(Errno::EPERM);
+        }
+        self.root = p;
+        Ok(())
     }
     /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
     /// `ERANGE` if it does not fit.
