@@ -5,9 +5,9 @@
 //! one. Processes of different `Vfs`es may.
 //!
 //! ## Algorithm
-//! Linux's `alloc_pid` without the IDR: a cursor walks up from the last pid given out,
-//! skipping pids in use, and wraps from [`PID_MAX`] to [`RESERVED_PIDS`] + 1, so a pid
-//! is reused as late as possible. A pid asked for by number (as `clone3`'s `set_tid`) is
+//! Linux's `alloc_pid` without the IDR: a cursor walks up from the last pid given out
+//! (the first is [`FIRST_PID`]), skipping pids in use, and wraps from [`PID_MAX`] to
+//! [`RESERVED_PIDS`] + 1, so a pid is reused as late as possible. A pid asked for by number (as `clone3`'s `set_tid`) is
 //! `EEXIST` while in use and `EINVAL` outside 1..=[`PID_MAX`]. A pid stays in use until
 //! its `Process` is dropped (an exited process keeps it, like a zombie), so its POSIX
 //! locks are gone before another process can own the pid.
@@ -25,6 +25,9 @@ use scalevfs_vfs::{Errno, SysResult};
 pub const PID_MAX: i32 = 4 * 1024 * 1024;
 /// Pids below this are not reused when the cursor wraps (Linux's `RESERVED_PIDS`).
 pub const RESERVED_PIDS: i32 = 300;
+/// The first pid a [`Vfs`](crate::Vfs) gives out by itself. The pids below are free for
+/// an embedder to ask for, and lock listings keep pids apart from small offsets.
+pub const FIRST_PID: i32 = 100;
 
 /// The pids in use in one [`Vfs`](crate::Vfs).
 #[derive(Debug)]

@@ -62,7 +62,7 @@ impl Vfs {
             core,
             options,
             locks,
-            pids: Pids::new(1),
+            pids: Pids::new(crate::pids::FIRST_PID),
         })
     }
 
