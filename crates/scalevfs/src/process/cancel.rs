@@ -12,6 +12,7 @@
 
 use super::Process;
 use crate::pollfiles::{self, special};
+use crate::typed::PathArg;
 use crate::EpollEvent;
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::{Errno, FcntlArg, SysResult};
@@ -43,14 +44,8 @@ impl Cancellable<'_> {
     }
     /// [`Process::openat`]; the wait for a named pipe's partner (a FIFO opened for reading
     /// waits for a writer and the other way round, unless `O_NONBLOCK`) is cancelled.
-    pub fn openat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        flags: i32,
-        mode: u32,
-    ) -> SysResult<i32> {
-        let path = path.as_ref();
+    pub fn openat(&self, dirfd: i32, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }

@@ -1,6 +1,7 @@
 //! File I/O system calls: open (`openat`, `openat2`), read and write (plain, vectored,
 //! positioned), `copy_file_range`, `lseek`, the truncates, `fallocate` and the syncs.
 
+use crate::typed::PathArg;
 use std::io::{IoSlice, IoSliceMut};
 use std::sync::atomic::Ordering;
 
@@ -44,14 +45,8 @@ fn read_segments<'a, 'b>(
 }
 
 impl Process {
-    pub fn openat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        flags: i32,
-        mode: u32,
-    ) -> SysResult<i32> {
-        let path = path.as_ref();
+    pub fn openat(&self, dirfd: i32, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -64,7 +59,7 @@ impl Process {
     pub fn openat_interruptible(
         &self,
         dirfd: i32,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         flags: i32,
         mode: u32,
         cancel: &CancelToken,
@@ -96,7 +91,7 @@ impl Process {
     /// `O_TMPFILE`, `O_PATH` with flags it does not take, or both `RESOLVE_BENEATH` and
     /// `RESOLVE_IN_ROOT`; `EAGAIN` for `RESOLVE_CACHED` with `O_CREAT`, `O_TRUNC` or
     /// `O_TMPFILE`, or when the answer is not in the caches.
-    pub fn openat2(&self, dirfd: i32, path: impl AsRef<[u8]>, how: &OpenHow) -> SysResult<i32> {
+    pub fn openat2(&self, dirfd: i32, path: impl PathArg, how: &OpenHow) -> SysResult<i32> {
         const VALID_FLAGS: u64 = (libc::O_ACCMODE
             | libc::O_CREAT
             | libc::O_EXCL
@@ -147,7 +142,7 @@ impl Process {
         {
             return Err(Errno::EAGAIN);
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -180,7 +175,7 @@ impl Process {
         self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
     }
     /// `open(path, flags, mode)` relative to the cwd.
-    pub fn open(&self, path: impl AsRef<[u8]>, flags: i32, mode: u32) -> SysResult<i32> {
+    pub fn open(&self, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
         self.openat(libc::AT_FDCWD, path, flags, mode)
     }
     /// `sync(2)`: nothing to write back (everything is in memory).
@@ -415,8 +410,8 @@ impl Process {
         }
         self.core().lseek(&f, offset, whence)
     }
-    pub fn truncate(&self, path: impl AsRef<[u8]>, length: i64) -> SysResult<()> {
-        let path = path.as_ref();
+    pub fn truncate(&self, path: impl PathArg, length: i64) -> SysResult<()> {
+        let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.core().truncate_path(&self.ctx(), &p, length)
     }

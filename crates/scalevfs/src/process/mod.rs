@@ -37,6 +37,7 @@ mod meta;
 mod namespace;
 mod xattr;
 
+use crate::typed::PathArg;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
@@ -204,27 +205,27 @@ impl Drop for Process {
 /// Convenience wrappers (not system calls).
 impl Process {
     /// `stat(path)`.
-    pub fn stat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+    pub fn stat(&self, path: impl PathArg) -> SysResult<Stat> {
         self.newfstatat(libc::AT_FDCWD, path, 0)
     }
     /// `lstat(path)`.
-    pub fn lstat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+    pub fn lstat(&self, path: impl PathArg) -> SysResult<Stat> {
         self.newfstatat(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW)
     }
     /// `mkdir(path, mode)`.
-    pub fn mkdir(&self, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
+    pub fn mkdir(&self, path: impl PathArg, mode: u32) -> SysResult<()> {
         self.mkdirat(libc::AT_FDCWD, path, mode)
     }
     /// `unlink(path)`.
-    pub fn unlink(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn unlink(&self, path: impl PathArg) -> SysResult<()> {
         self.unlinkat(libc::AT_FDCWD, path, 0)
     }
     /// `rmdir(path)`.
-    pub fn rmdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn rmdir(&self, path: impl PathArg) -> SysResult<()> {
         self.unlinkat(libc::AT_FDCWD, path, libc::AT_REMOVEDIR)
     }
     /// `rename(old, new)`.
-    pub fn rename(&self, old: impl AsRef<[u8]>, new: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn rename(&self, old: impl PathArg, new: impl PathArg) -> SysResult<()> {
         self.renameat2(libc::AT_FDCWD, old, libc::AT_FDCWD, new, 0)
     }
     /// `getcwd` as bytes (without the NUL).
@@ -235,7 +236,7 @@ impl Process {
         Ok(buf)
     }
     /// Reads a whole directory through `getdents64` (opens and closes it).
-    pub fn readdir(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<DirEntry>> {
+    pub fn readdir(&self, path: impl PathArg) -> SysResult<Vec<DirEntry>> {
         let fd = self.openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 8192];
@@ -250,7 +251,7 @@ impl Process {
         r
     }
     /// Reads a whole file.
-    pub fn read_file(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<u8>> {
+    pub fn read_file(&self, path: impl PathArg) -> SysResult<Vec<u8>> {
         let fd = self.open(path, libc::O_RDONLY, 0)?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
@@ -268,7 +269,7 @@ impl Process {
     /// short write is continued, and the error that stops it (`ENOSPC` when the file
     /// system fills, say) is returned, with the part written so far left in the file, as
     /// a `write` loop in C would leave it. A write that makes no progress is `EIO`.
-    pub fn write_file(&self, path: impl AsRef<[u8]>, data: &[u8]) -> SysResult<()> {
+    pub fn write_file(&self, path: impl PathArg, data: &[u8]) -> SysResult<()> {
         let fd = self.open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644)?;
         let mut rest = data;
         let r = loop {

@@ -1,7 +1,8 @@
-//! [`PathArg`]: what the typed layer and [`ProcessBuilder`](crate::ProcessBuilder) take as
-//! a path: a [`std::path::Path`] (and everything that borrows as one: `&str`, `String`,
-//! `PathBuf`, `OsStr`) or a byte string (`&[u8]`, `b"..."`, `Vec<u8>`). Linux paths are
-//! bytes; nothing is decoded or checked for UTF-8.
+//! [`PathArg`]: what every call taking a path takes (the system calls of
+//! [`Process`](crate::Process), the typed layer, [`ProcessBuilder`](crate::ProcessBuilder)):
+//! a [`std::path::Path`] (and what borrows as one: `&str`, `String`, `PathBuf`, `OsStr`)
+//! or a byte string (`&[u8]`, `b"..."`, `Vec<u8>`), also behind `Box`, `Rc`, `Arc` or
+//! `Cow`. Linux paths are bytes; nothing is decoded or checked for UTF-8.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -14,6 +15,30 @@ pub trait PathArg {
 }
 
 impl<T: PathArg + ?Sized> PathArg for &T {
+    fn path_bytes(&self) -> &[u8] {
+        (**self).path_bytes()
+    }
+}
+
+impl<T: PathArg + ?Sized> PathArg for Box<T> {
+    fn path_bytes(&self) -> &[u8] {
+        (**self).path_bytes()
+    }
+}
+
+impl<T: PathArg + ?Sized> PathArg for std::rc::Rc<T> {
+    fn path_bytes(&self) -> &[u8] {
+        (**self).path_bytes()
+    }
+}
+
+impl<T: PathArg + ?Sized> PathArg for std::sync::Arc<T> {
+    fn path_bytes(&self) -> &[u8] {
+        (**self).path_bytes()
+    }
+}
+
+impl<T: PathArg + ToOwned + ?Sized> PathArg for std::borrow::Cow<'_, T> {
     fn path_bytes(&self) -> &[u8] {
         (**self).path_bytes()
     }
@@ -69,5 +94,8 @@ mod tests {
         assert_eq!(bytes(os.to_os_string()), want);
         assert_eq!(bytes("/a/b"), b"/a/b");
         assert_eq!(bytes(String::from("/a/b")), b"/a/b");
+        assert_eq!(bytes(std::borrow::Cow::Borrowed(&want[..])), want);
+        assert_eq!(bytes(Box::<[u8]>::from(&want[..])), want);
+        assert_eq!(bytes(std::sync::Arc::<Path>::from(Path::new(os))), want);
     }
 }
