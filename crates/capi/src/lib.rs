@@ -245,7 +245,7 @@ pub unsafe extern "C" fn svfs_process_new_with_groups(
         // SAFETY: the caller promises `ngroups` readable gid_ts at `groups` (non-NULL).
         unsafe { std::slice::from_raw_parts(groups, ngroups) }.to_vec()
     };
-    let creds = Credentials { uid, gid, groups };
+    let creds = Credentials::user(uid, gid).with_groups(groups);
     process_new("svfs_process_new_with_groups", vfs, creds)
 }
 

@@ -540,11 +540,7 @@ impl<'t> Executor<'t> {
             Op::SetCreds { uid, gid, groups } => {
                 self.close_all();
                 let _ = self.target.chdir(b"/");
-                let creds = Credentials {
-                    uid: *uid,
-                    gid: *gid,
-                    groups: groups.clone(),
-                };
+                let creds = Credentials::user(*uid, *gid).with_groups(groups.clone());
                 // Switching to the identity we already have is a no-op (an unprivileged
                 // host process could not call setgroups again).
                 let switched = if creds == self.creds {

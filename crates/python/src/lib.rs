@@ -153,7 +153,7 @@ impl Vfs {
     /// A new process with these credentials (uid 0: root, with every capability).
     #[pyo3(signature = (uid=0, gid=0, groups=Vec::new()))]
     fn process(&self, uid: u32, gid: u32, groups: Vec<u32>) -> Process {
-        let creds = scalevfs::Credentials { uid, gid, groups };
+        let creds = scalevfs::Credentials::user(uid, gid).with_groups(groups);
         Process::wrap(scalevfs::Process::new(&self.inner, creds))
     }
 

@@ -19,14 +19,24 @@
 //! * `scalevfs-vfs`: the VFS core (dentry and inode caches, superblocks, mounts, path
 //!   walk, open file descriptions, permission checks, the `FileSystem` trait).
 //! * `scalevfs-tmpfs`: the in-memory file system every [`Vfs`] mounts at `/`.
-//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
-//!   credentials, lock-owner identity), one method per system call.
+//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, root,
+//!   umask, credentials, lock-owner identity), one method per system call, made with
+//!   [`ProcessBuilder`]; [`Process::with_cancel`] for blocking calls a [`CancelToken`]
+//!   interrupts.
+//! * [`typed`], on top of the system calls: [`Dir`] and [`File`] (cap-std's shape,
+//!   `std::path::Path` or byte-string paths, `std::io` traits, confinement with
+//!   `RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`), [`OpenOptions`], bit-flag types
+//!   ([`OFlags`], [`Mode`], [`AtFlags`], ...), typed lock kinds, [`Metadata`], [`Epoll`].
+//!   `examples/` shows an embedder, a sandbox and a custom file system.
 //!
 //! ## Where we differ from Linux (deliberately, or not yet)
-//! * One identity per process: uid = euid = fsuid (and the same for groups), so
-//!   `faccessat` with or without `AT_EACCESS` checks the same ids; uid 0 has every
-//!   capability, others none. No ACLs, no LSMs, no `chroot` (the process root is `/`;
-//!   `openat2` with `RESOLVE_IN_ROOT` confines one walk to a directory).
+//! * Credentials are per process, not per thread (see [`Credentials`]: real, effective,
+//!   saved and fs ids, changed by `setresuid` and friends with Linux's rules);
+//!   capabilities follow the ids as for root without file capabilities (effective uid 0:
+//!   `CAP_SETUID`, `CAP_SYS_ADMIN`, ...; fs uid 0: the file-system capabilities). No
+//!   ACLs, no LSMs. The process root ([`ProcessBuilder::root`], [`Process::chroot`])
+//!   confines every walk of the process; `openat2` with `RESOLVE_IN_ROOT` confines one
+//!   walk.
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
@@ -73,8 +83,9 @@
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
 //! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
-//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
-//!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
+//!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls made
+//!   through [`Process::with_cancel`] give up when a [`CancelToken`] fires (a pending
+//!   signal: `EINTR`). Each
 //!   eventfd and epoll has its own anonymous inode (Linux shares one), whose mode, owner
 //!   and times may be changed (Linux 6.15+ refuses: `EOPNOTSUPP`). `pipe2` has no packet
 //!   mode (`O_DIRECT`: `EINVAL`) and no notification pipes (`ENOPKG`, as a kernel
@@ -89,15 +100,28 @@ mod cwd;
 pub mod fdtable;
 pub mod inodes;
 pub mod locking;
+pub mod pids;
 pub mod pollfiles;
 pub mod process;
+pub mod typed;
 mod vfs;
 
+#[cfg(doctest)]
+#[doc = include_str!("readme_example.md")]
+pub struct ReadmeExample;
+
 pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
+// The typed layer, process creation and credentials.
+pub use process::{Cancellable, ProcessBuilder, NGROUPS_MAX, UNCHANGED};
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 pub use scalevfs_vfs::cancel::CancelToken;
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
     DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
+};
+pub use typed::{
+    AtFlags, Descriptor, Dir, Entry, Epoll, EpollFlags, Event, File, FileType, FlockOp, LockHolder,
+    LockKind, LockOwner, Metadata, Mode, OFlags, OpenOptions, PathArg, ReadDir, RecordLock,
+    RenameFlags, ResolveFlags, XattrFlags, XattrNames,
 };

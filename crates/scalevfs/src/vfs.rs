@@ -2,8 +2,10 @@
 //! locks and its pipes, eventfds and epolls, shared by the [`Process`](crate::Process)es
 //! that use it.
 
+use crate::typed::PathArg;
 use std::sync::Arc;
 
+use crate::pids::Pids;
 use crate::pollfiles::PollFiles;
 use scalevfs_primitives::Locking;
 use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
@@ -31,6 +33,8 @@ pub struct Vfs {
     options: VfsOptions,
     /// File locks (`fcntl` record locks, OFD locks, `flock`); see [`crate::locking`].
     pub(crate) locks: LockManager,
+    /// The pids of this tree's processes; see [`crate::pids`].
+    pub(crate) pids: Pids,
 }
 
 impl Vfs {
@@ -59,6 +63,7 @@ impl Vfs {
             core,
             options,
             locks,
+            pids: Pids::new(crate::pids::FIRST_PID),
         })
     }
 
@@ -77,21 +82,25 @@ impl Vfs {
     }
 
     /// Mounts `fs` on the directory at absolute `path` (resolved as root).
-    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+    pub fn mount(&self, path: impl PathArg, fs: Arc<dyn FileSystem>) -> SysResult<()> {
         let root = self.core.root();
         let cred = Cred::root();
         let ctx = Ctx::new(&cred, &root);
-        let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
+        let at = self
+            .core
+            .lookup(&ctx, &root, path.path_bytes(), true, true)?;
         self.core.mount(&at, fs).map(|_| ())
     }
 
     /// Unmounts the file system mounted at absolute `path` (resolved as root; `umount2`
     /// with no flags: `EBUSY` while anything in it is in use). See [`Process::umount2`](crate::Process::umount2).
-    pub fn umount(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn umount(&self, path: impl PathArg) -> SysResult<()> {
         let root = self.core.root();
         let cred = Cred::root();
         let ctx = Ctx::new(&cred, &root);
-        let target = self.core.lookup(&ctx, &root, path.as_ref(), true, false)?;
+        let target = self
+            .core
+            .lookup(&ctx, &root, path.path_bytes(), true, false)?;
         self.core.umount(target, 0)
     }
 

@@ -627,7 +627,7 @@ fn blocking_calls_are_interruptible() {
     let (t, h) = cancel_after(20);
     let mut b = [0u8; 4];
     assert_eq!(
-        p.read_interruptible(fds[0], &mut b, &t),
+        p.with_cancel(&t).read(fds[0], &mut b),
         Err(scalevfs::Errno::EINTR)
     );
     h.join().unwrap();
@@ -635,7 +635,7 @@ fn blocking_calls_are_interruptible() {
     let (t, h) = cancel_after(20);
     let mut evs = [EpollEvent::default(); 4];
     assert_eq!(
-        p.epoll_wait_interruptible(ep, &mut evs, -1, &t),
+        p.with_cancel(&t).epoll_wait(ep, &mut evs, -1),
         Err(scalevfs::Errno::EINTR)
     );
     h.join().unwrap();
@@ -647,7 +647,7 @@ fn blocking_calls_are_interruptible() {
         revents: 0,
     }];
     assert_eq!(
-        p.ppoll_interruptible(&mut pf, None, None, &t),
+        p.with_cancel(&t).ppoll(&mut pf, None, None),
         Err(scalevfs::Errno::EINTR)
     );
     h.join().unwrap();
@@ -656,7 +656,7 @@ fn blocking_calls_are_interruptible() {
     p.fcntl(fds[1], libc::F_SETPIPE_SZ, FcntlArg::Int(4096))
         .unwrap();
     let (t, h) = cancel_after(20);
-    assert_eq!(p.write_interruptible(fds[1], &[0u8; 6000], &t), Ok(4096));
+    assert_eq!(p.with_cancel(&t).write(fds[1], &[0u8; 6000]), Ok(4096));
     h.join().unwrap();
 
     // Timeouts return 0 events after about the timeout.

@@ -124,12 +124,8 @@ fn proc_locks_lists_held_and_waiting_locks() {
         }
         let _cancel = CancelOnDrop(&token);
         let t = s.spawn(|| {
-            c.fcntl_interruptible(
-                fd,
-                F_SETLKW,
-                FcntlArg::Flock(&mut fl(F_RDLCK, 5, 1)),
-                &token,
-            )
+            c.with_cancel(&token)
+                .fcntl(fd, F_SETLKW, FcntlArg::Flock(&mut fl(F_RDLCK, 5, 1)))
         });
         let deadline = Instant::now() + Duration::from_secs(5);
         while !vfs.proc_locks().contains("->") && Instant::now() < deadline {
@@ -166,23 +162,25 @@ fn interruptible_waits_end_with_eintr_or_the_grant() {
     let soon = || CancelToken::with_deadline(Instant::now() + Duration::from_millis(20));
     let mut f = fl(F_WRLCK, 0, 1);
     assert_eq!(
-        p.fcntl_interruptible(fd2, F_OFD_SETLKW, FcntlArg::Flock(&mut f), &soon()),
+        p.with_cancel(&soon())
+            .fcntl(fd2, F_OFD_SETLKW, FcntlArg::Flock(&mut f)),
         Err(Errno::EINTR)
     );
     assert_eq!(
-        p.flock_interruptible(fd2, LOCK_SH, &soon()),
+        p.with_cancel(&soon()).flock(fd2, LOCK_SH),
         Err(Errno::EINTR)
     );
     // Non-lock commands pass through.
     assert_eq!(
-        p.fcntl_interruptible(fd, libc::F_GETFD, FcntlArg::None, &soon()),
+        p.with_cancel(&soon())
+            .fcntl(fd, libc::F_GETFD, FcntlArg::None),
         Ok(0)
     );
     // A wait that is granted succeeds.
     std::thread::scope(|s| {
         let t = s.spawn(|| {
             let token = CancelToken::with_deadline(Instant::now() + Duration::from_secs(5));
-            p.flock_interruptible(fd2, LOCK_SH, &token)
+            p.with_cancel(&token).flock(fd2, LOCK_SH)
         });
         std::thread::sleep(Duration::from_millis(10));
         p.flock(fd, libc::LOCK_UN).unwrap();

@@ -14,7 +14,7 @@
 //!
 //! `EINTR`: the host child installs a no-op `SIGUSR1` handler without `SA_RESTART` and the
 //! harness signals it while it sleeps in `F_SETLKW`/`flock`; the scalevfs owner runs blocking
-//! calls through `fcntl_interruptible`/`flock_interruptible` and the harness cancels the
+//! calls through `with_cancel(&token).fcntl`/`.flock` and the harness cancels the
 //! token.
 
 use std::ffi::CString;
@@ -463,14 +463,15 @@ fn run_op(p: &Process, slots: &mut [i32; 8], op: Op, cancel: &Mutex<Option<Cance
                 l_pid: pid,
             };
             let r = if blocking(cmd) {
-                p.fcntl_interruptible(slots[s], cmd, FcntlArg::Flock(&mut fl), &token())
+                p.with_cancel(&token())
+                    .fcntl(slots[s], cmd, FcntlArg::Flock(&mut fl))
             } else {
                 p.fcntl(slots[s], cmd, FcntlArg::Flock(&mut fl))
             };
             r.map(i64::from)
         }
         Op::Flock(s, o) => if o & LOCK_NB == 0 {
-            p.flock_interruptible(slots[s], o, &token())
+            p.with_cancel(&token()).flock(slots[s], o)
         } else {
             p.flock(slots[s], o)
         }

@@ -315,7 +315,8 @@ fn a_waiting_open_is_interrupted() {
             c.cancel();
         });
         assert_eq!(
-            p.openat_interruptible(libc::AT_FDCWD, "/p", O_RDONLY, 0, &cancel),
+            p.with_cancel(&cancel)
+                .openat(libc::AT_FDCWD, "/p", O_RDONLY, 0),
             Err(Errno::EINTR)
         );
     });

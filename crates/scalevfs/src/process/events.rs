@@ -50,6 +50,7 @@ impl Process {
         pollfiles::epoll_wait(&self.fds, epfd, events, timeout_ms, None)
     }
     /// `epoll_wait` that a cancel (a signal) interrupts with `EINTR`.
+    #[deprecated(note = "use `Process::with_cancel(&token).epoll_wait(..)`")]
     pub fn epoll_wait_interruptible(
         &self,
         epfd: i32,
@@ -57,10 +58,11 @@ impl Process {
         timeout_ms: i32,
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        pollfiles::epoll_wait(&self.fds, epfd, events, timeout_ms, Some(cancel))
+        self.with_cancel(cancel)
+            .epoll_wait(epfd, events, timeout_ms)
     }
     /// `epoll_pwait`: signals are not modelled, so the mask is ignored and this is
-    /// `epoll_wait` (use the `_interruptible` variant for `EINTR`).
+    /// `epoll_wait` (use [`with_cancel`](Self::with_cancel) for `EINTR`).
     pub fn epoll_pwait(
         &self,
         epfd: i32,
@@ -71,28 +73,31 @@ impl Process {
         self.epoll_wait(epfd, events, timeout_ms)
     }
     /// `epoll_pwait` that a cancel interrupts (the mask is ignored).
+    #[deprecated(note = "use `Process::with_cancel(&token).epoll_pwait(..)`")]
     pub fn epoll_pwait_interruptible(
         &self,
         epfd: i32,
         events: &mut [EpollEvent],
         timeout_ms: i32,
-        _sigmask: Option<&libc::sigset_t>,
+        sigmask: Option<&libc::sigset_t>,
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        self.epoll_wait_interruptible(epfd, events, timeout_ms, cancel)
+        self.with_cancel(cancel)
+            .epoll_pwait(epfd, events, timeout_ms, sigmask)
     }
     /// `poll(fds, nfds, timeout_ms)`: fills `revents`, returns how many are non-zero.
     pub fn poll(&self, fds: &mut [libc::pollfd], timeout_ms: i32) -> SysResult<usize> {
         pollfiles::poll(&self.fds, fds, timeout_ms, None)
     }
     /// `poll` that a cancel interrupts with `EINTR`.
+    #[deprecated(note = "use `Process::with_cancel(&token).poll(..)`")]
     pub fn poll_interruptible(
         &self,
         fds: &mut [libc::pollfd],
         timeout_ms: i32,
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        pollfiles::poll(&self.fds, fds, timeout_ms, Some(cancel))
+        self.with_cancel(cancel).poll(fds, timeout_ms)
     }
     /// `ppoll(fds, nfds, timeout, sigmask)`: `None` waits forever; the timeout is rounded
     /// up to milliseconds; the mask is ignored (signals are not modelled).
@@ -106,14 +111,14 @@ impl Process {
         pollfiles::poll(&self.fds, fds, ms, None)
     }
     /// `ppoll` that a cancel interrupts with `EINTR`.
+    #[deprecated(note = "use `Process::with_cancel(&token).ppoll(..)`")]
     pub fn ppoll_interruptible(
         &self,
         fds: &mut [libc::pollfd],
         timeout: Option<&libc::timespec>,
-        _sigmask: Option<&libc::sigset_t>,
+        sigmask: Option<&libc::sigset_t>,
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        let ms = pollfiles::ppoll_timeout(timeout)?;
-        pollfiles::poll(&self.fds, fds, ms, Some(cancel))
+        self.with_cancel(cancel).ppoll(fds, timeout, sigmask)
     }
 }

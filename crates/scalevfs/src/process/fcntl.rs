@@ -9,7 +9,7 @@ use scalevfs_vfs::{Errno, FcntlArg, SysResult};
 
 impl Process {
     /// The record-lock context of a call on `fd` (see [`crate::locking`]).
-    fn lock_caller(&self, fd: i32) -> locking::Caller<'_> {
+    pub(super) fn lock_caller(&self, fd: i32) -> locking::Caller<'_> {
         locking::Caller {
             mgr: &self.vfs.locks,
             fds: &self.fds,
@@ -20,6 +20,7 @@ impl Process {
     /// `fcntl` whose blocking lock commands (`F_SETLKW`, `F_OFD_SETLKW`) give up with
     /// `EINTR` when `cancel` fires (a signal; FUSE_INTERRUPT). Other commands behave as
     /// [`fcntl`](Self::fcntl).
+    #[deprecated(note = "use `Process::with_cancel(&token).fcntl(..)`")]
     pub fn fcntl_interruptible(
         &self,
         fd: i32,
@@ -27,11 +28,7 @@ impl Process {
         arg: FcntlArg<'_>,
         cancel: &CancelToken,
     ) -> SysResult<i32> {
-        if !locking::is_lock_cmd(cmd) {
-            return self.fcntl(fd, cmd, arg);
-        }
-        let f = self.fds.get(fd)?;
-        self.lock_caller(fd).fcntl(&f, cmd, arg, Some(cancel))
+        self.with_cancel(cancel).fcntl(fd, cmd, arg)
     }
     /// `flock(fd, op)`: `LOCK_SH`, `LOCK_EX` or `LOCK_UN`, optionally `| LOCK_NB`. The lock
     /// belongs to the open file description.
@@ -39,8 +36,9 @@ impl Process {
         self.lock_caller(fd).flock(op, None)
     }
     /// [`flock`](Self::flock) whose wait gives up with `EINTR` when `cancel` fires.
+    #[deprecated(note = "use `Process::with_cancel(&token).flock(..)`")]
     pub fn flock_interruptible(&self, fd: i32, op: i32, cancel: &CancelToken) -> SysResult<()> {
-        self.lock_caller(fd).flock(op, Some(cancel))
+        self.with_cancel(cancel).flock(fd, op)
     }
     /// `close_range(2)`: closes (with `CLOSE_RANGE_CLOEXEC`: marks close-on-exec) every
     /// open descriptor from `first` to `last`. `first > last` or an unknown flag is

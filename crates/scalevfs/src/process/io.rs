@@ -1,6 +1,7 @@
 //! File I/O system calls: open (`openat`, `openat2`), read and write (plain, vectored,
 //! positioned), `copy_file_range`, `lseek`, the truncates, `fallocate` and the syncs.
 
+use crate::typed::PathArg;
 use std::io::{IoSlice, IoSliceMut};
 use std::sync::atomic::Ordering;
 
@@ -44,14 +45,8 @@ fn read_segments<'a, 'b>(
 }
 
 impl Process {
-    pub fn openat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        flags: i32,
-        mode: u32,
-    ) -> SysResult<i32> {
-        let path = path.as_ref();
+    pub fn openat(&self, dirfd: i32, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -60,21 +55,18 @@ impl Process {
     /// [`openat`](Self::openat) whose wait for a named pipe's partner (a FIFO opened for
     /// reading waits for a writer and the other way round, unless `O_NONBLOCK`) ends with
     /// `EINTR` when `cancel` fires (a signal).
+    #[deprecated(note = "use `Process::with_cancel(&token).openat(..)`")]
     pub fn openat_interruptible(
         &self,
         dirfd: i32,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         flags: i32,
         mode: u32,
         cancel: &CancelToken,
     ) -> SysResult<i32> {
-        let path = path.as_ref();
-        if path.is_empty() {
-            return Err(Errno::ENOENT);
-        }
-        self.openat_cancellable(dirfd, path, flags, mode, Some(cancel))
+        self.with_cancel(cancel).openat(dirfd, path, flags, mode)
     }
-    fn openat_cancellable(
+    pub(super) fn openat_cancellable(
         &self,
         dirfd: i32,
         path: &[u8],
@@ -99,7 +91,7 @@ impl Process {
     /// `O_TMPFILE`, `O_PATH` with flags it does not take, or both `RESOLVE_BENEATH` and
     /// `RESOLVE_IN_ROOT`; `EAGAIN` for `RESOLVE_CACHED` with `O_CREAT`, `O_TRUNC` or
     /// `O_TMPFILE`, or when the answer is not in the caches.
-    pub fn openat2(&self, dirfd: i32, path: impl AsRef<[u8]>, how: &OpenHow) -> SysResult<i32> {
+    pub fn openat2(&self, dirfd: i32, path: impl PathArg, how: &OpenHow) -> SysResult<i32> {
         const VALID_FLAGS: u64 = (libc::O_ACCMODE
             | libc::O_CREAT
             | libc::O_EXCL
@@ -150,7 +142,7 @@ impl Process {
         {
             return Err(Errno::EAGAIN);
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -183,7 +175,7 @@ impl Process {
         self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
     }
     /// `open(path, flags, mode)` relative to the cwd.
-    pub fn open(&self, path: impl AsRef<[u8]>, flags: i32, mode: u32) -> SysResult<i32> {
+    pub fn open(&self, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
         self.openat(libc::AT_FDCWD, path, flags, mode)
     }
     /// `sync(2)`: nothing to write back (everything is in memory).
@@ -208,30 +200,24 @@ impl Process {
     }
     /// `read` that a cancel (a signal) interrupts with `EINTR` while it blocks (pipes,
     /// eventfds; regular files never block).
+    #[deprecated(note = "use `Process::with_cancel(&token).read(..)`")]
     pub fn read_interruptible(
         &self,
         fd: i32,
         buf: &mut [u8],
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        let f = self.fds.get(fd)?;
-        if let Some(s) = special(&f) {
-            return pollfiles::read(s, &f, buf, Some(cancel));
-        }
-        self.core().read(&f, buf)
+        self.with_cancel(cancel).read(fd, buf)
     }
     /// `write` that a cancel interrupts while it blocks (partial count or `EINTR`).
+    #[deprecated(note = "use `Process::with_cancel(&token).write(..)`")]
     pub fn write_interruptible(
         &self,
         fd: i32,
         buf: &[u8],
         cancel: &CancelToken,
     ) -> SysResult<usize> {
-        let f = self.fds.get(fd)?;
-        if let Some(s) = special(&f) {
-            return pollfiles::write(s, &f, buf, Some(cancel));
-        }
-        self.core().write(&self.ctx(), &f, buf)
+        self.with_cancel(cancel).write(fd, buf)
     }
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         // ksys_pread64: a negative offset is EINVAL before the descriptor is looked at.
@@ -424,8 +410,8 @@ impl Process {
         }
         self.core().lseek(&f, offset, whence)
     }
-    pub fn truncate(&self, path: impl AsRef<[u8]>, length: i64) -> SysResult<()> {
-        let path = path.as_ref();
+    pub fn truncate(&self, path: impl PathArg, length: i64) -> SysResult<()> {
+        let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.core().truncate_path(&self.ctx(), &p, length)
     }

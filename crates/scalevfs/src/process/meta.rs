@@ -1,6 +1,7 @@
 //! Metadata system calls: `newfstatat`/`fstat`, `statx`, `statfs`/`fstatfs`, the chmods
 //! and chowns, `utimensat`, `faccessat` and `umask`.
 
+use crate::typed::PathArg;
 use std::sync::atomic::Ordering;
 
 use super::Process;
@@ -19,31 +20,25 @@ impl Process {
         }
         self.resolve_at(dirfd, path, flags, true)
     }
-    pub fn newfstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<Stat> {
-        let p = self.stat_target(dirfd, path.as_ref(), flags)?;
+    pub fn newfstatat(&self, dirfd: i32, path: impl PathArg, flags: i32) -> SysResult<Stat> {
+        let p = self.stat_target(dirfd, path.path_bytes(), flags)?;
         Ok(self.core().stat(&p))
     }
     /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
     /// included; see `VfsCore::statx` for which ones come back.
-    pub fn statx(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        flags: i32,
-        mask: u32,
-    ) -> SysResult<Statx> {
+    pub fn statx(&self, dirfd: i32, path: impl PathArg, flags: i32, mask: u32) -> SysResult<Statx> {
         // do_statx's order: the reserved mask bit, both sync types, then unknown flags.
         if mask & libc::STATX__RESERVED as u32 != 0
             || flags & libc::AT_STATX_SYNC_TYPE == libc::AT_STATX_SYNC_TYPE
         {
             return Err(Errno::EINVAL);
         }
-        let p = self.stat_target(dirfd, path.as_ref(), flags)?;
+        let p = self.stat_target(dirfd, path.path_bytes(), flags)?;
         Ok(self.core().statx(&p, mask))
     }
     /// `statfs(2)` of the file system `path` is on.
-    pub fn statfs(&self, path: impl AsRef<[u8]>) -> SysResult<Statfs> {
-        let p = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
+    pub fn statfs(&self, path: impl PathArg) -> SysResult<Statfs> {
+        let p = self.resolve_at(libc::AT_FDCWD, path.path_bytes(), 0, true)?;
         Ok(self.core().statfs(&p))
     }
     /// `fstatfs(2)` (an `O_PATH` descriptor will do, as on Linux).
@@ -55,18 +50,12 @@ impl Process {
         let f = self.fds.get(fd)?;
         Ok(self.core().stat(f.path()))
     }
-    pub fn fchmodat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        mode: u32,
-        flags: i32,
-    ) -> SysResult<()> {
+    pub fn fchmodat(&self, dirfd: i32, path: impl PathArg, mode: u32, flags: i32) -> SysResult<()> {
         // fchmodat2's flags (Linux 6.6).
         if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        let p = self.resolve_at(dirfd, path.path_bytes(), flags, true)?;
         if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
             // Symlink modes cannot be changed.
             return Err(Errno::EOPNOTSUPP);
@@ -84,7 +73,7 @@ impl Process {
     pub fn fchownat(
         &self,
         dirfd: i32,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         uid: u32,
         gid: u32,
         flags: i32,
@@ -92,7 +81,7 @@ impl Process {
         if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
+        let p = self.resolve_at(dirfd, path.path_bytes(), flags, true)?;
         self.core().chown(&self.ctx(), &p, uid, gid)
     }
     pub fn fchown(&self, fd: i32, uid: u32, gid: u32) -> SysResult<()> {
@@ -107,7 +96,7 @@ impl Process {
     pub fn utimensat(
         &self,
         dirfd: i32,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         times: Option<[Timespec; 2]>,
         flags: i32,
     ) -> SysResult<()> {
@@ -125,7 +114,7 @@ impl Process {
                 return Ok(());
             }
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         let p = if path.is_empty() && flags & libc::AT_EMPTY_PATH == 0 {
             // futimens: utimensat(fd, NULL, ...): the descriptor itself, not an O_PATH one.
             if dirfd == libc::AT_FDCWD {
@@ -148,7 +137,7 @@ impl Process {
     pub fn faccessat(
         &self,
         dirfd: i32,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         mode: i32,
         flags: i32,
     ) -> SysResult<()> {
@@ -158,8 +147,18 @@ impl Process {
         if flags & !(libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
-        self.core().access(&self.ctx(), &p, mode)
+        // Without AT_EACCESS Linux checks, the walk included, with the real ids
+        // (`access_override_creds`).
+        let real;
+        let cred = if flags & libc::AT_EACCESS == 0 {
+            real = self.creds.access_cred();
+            &real
+        } else {
+            &self.cred
+        };
+        let ctx = scalevfs_vfs::namei::Ctx::new(cred, &self.root);
+        let p = self.resolve_at_with(&ctx, dirfd, path.path_bytes(), flags, true)?;
+        self.core().access(&ctx, &p, mode)
     }
     /// Sets the umask and returns the previous one.
     pub fn umask(&self, mask: u32) -> u32 {

@@ -10,8 +10,8 @@
 //! read it under the process's sequence counter, without a lock, and take a count on it
 //! (see `crate::cwd`).
 //!
-//! This module holds the process itself (creation, `fork`, exit, path-walk starts) and
-//! the convenience wrappers; the system calls are grouped by family:
+//! This module holds the process itself (exit, path-walk starts) and the convenience
+//! wrappers; the system calls are grouped by family:
 //!
 //! | module        | system calls                                                         |
 //! |---------------|----------------------------------------------------------------------|
@@ -22,16 +22,23 @@
 //! | `fcntl`       | descriptors (close, dup, close_range), fcntl, file locks              |
 //! | `events`      | pipes, eventfds, epoll, poll                                          |
 //! | `ioctl`       | ioctl: the inode flags (`FS_IOC_GETFLAGS`, ...)                        |
+//! | `cancel`      | [`Cancellable`]: the blocking calls, interrupted by a `CancelToken`     |
+//! | `credentials` | the ids ([`Credentials`]): setresuid, setresgid, setfsuid, setgroups, ... |
+//! | `lifecycle`   | creation ([`ProcessBuilder`]: pid, credentials, umask, root, cwd), fork, exec |
 
+mod cancel;
+mod credentials;
 mod events;
 mod fcntl;
 mod io;
 mod ioctl;
+mod lifecycle;
 mod meta;
 mod namespace;
 mod xattr;
 
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use crate::typed::PathArg;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use crate::cwd::Cwd;
@@ -40,34 +47,11 @@ use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
 pub use crate::vfs::{Vfs, VfsOptions};
+pub use cancel::Cancellable;
+pub use credentials::{Credentials, NGROUPS_MAX, UNCHANGED};
 pub use ioctl::{ioctl_arg, IoctlArg};
+pub use lifecycle::ProcessBuilder;
 pub use scalevfs_primitives::Locking;
-
-/// Who a process is, for permission checks and new files' ownership.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Credentials {
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups.
-    pub groups: Vec<u32>,
-}
-
-impl Credentials {
-    pub fn root() -> Credentials {
-        Credentials {
-            uid: 0,
-            gid: 0,
-            groups: Vec::new(),
-        }
-    }
-    pub fn user(uid: u32, gid: u32) -> Credentials {
-        Credentials {
-            uid,
-            gid,
-            groups: Vec::new(),
-        }
-    }
-}
 
 /// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
 /// record-lock owner; dropping it releases its locks, like process exit.
@@ -100,49 +84,37 @@ impl Start<'_> {
     }
 }
 
-fn next_pid() -> i32 {
-    static NEXT: AtomicI32 = AtomicI32::new(100);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
 impl Process {
+    /// A process of `vfs` with `creds`, umask 022, root and cwd at the tree's root, and
+    /// the next free pid of `vfs` (see [`ProcessBuilder`] for the other choices).
+    ///
+    /// # Panics
+    /// If all of `vfs`'s pids ([`PID_MAX`](crate::pids::PID_MAX)) are in use; use
+    /// [`ProcessBuilder::build`] to get `EAGAIN` instead.
     pub fn new(vfs: &Arc<Vfs>, creds: Credentials) -> Process {
+        ProcessBuilder::new(vfs)
+            .credentials(creds)
+            .build()
+            .expect("every pid of this Vfs is in use")
+    }
+    /// A process with pid `pid` (already taken from `vfs.pids`), root and cwd at the
+    /// tree's root.
+    fn with_pid(vfs: &Arc<Vfs>, creds: Credentials, pid: i32) -> Process {
         let root = vfs.core.root();
         Process {
             fds: FdTable::default(),
             cwd: Cwd::new(root.clone()),
             root,
             umask: AtomicU32::new(0o022),
-            cred: Cred {
-                uid: creds.uid,
-                gid: creds.gid,
-                groups: creds.groups.clone(),
-            },
+            cred: creds.fs_cred(),
             creds,
-            pid: next_pid(),
+            pid,
             vfs: vfs.clone(),
         }
-    }
-    /// A child sharing the open file descriptions, cwd, umask and credentials, with a new
-    /// pid (so a new POSIX lock owner), as `fork` does.
-    pub fn fork(&self) -> Process {
-        let child = Process::new(&self.vfs, self.creds.clone());
-        child.cwd.set(self.cwd.get());
-        child
-            .umask
-            .store(self.umask.load(Ordering::Relaxed), Ordering::Relaxed);
-        let _ = child.fds.set_limit(self.fds.limit());
-        for (fd, f, ce) in self.fds.snapshot() {
-            let _ = child.fds.replace(fd, f, ce);
-        }
-        child
     }
     /// The pid reported in `F_GETLK`'s `l_pid` and `/proc/locks`.
     pub fn pid(&self) -> i32 {
         self.pid
-    }
-    pub fn credentials(&self) -> &Credentials {
-        &self.creds
     }
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
@@ -199,6 +171,17 @@ impl Process {
         flags: i32,
         follow_default: bool,
     ) -> SysResult<Path> {
+        self.resolve_at_with(&self.ctx(), dirfd, path, flags, follow_default)
+    }
+    /// [`resolve_at`](Self::resolve_at) with `ctx`'s credentials.
+    fn resolve_at_with(
+        &self,
+        ctx: &Ctx<'_>,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        follow_default: bool,
+    ) -> SysResult<Path> {
         if path.is_empty() {
             if flags & libc::AT_EMPTY_PATH != 0 {
                 return Ok(self.start(dirfd, path)?.path().clone());
@@ -207,8 +190,7 @@ impl Process {
         }
         let follow = follow_default && flags & libc::AT_SYMLINK_NOFOLLOW == 0;
         let start = self.start(dirfd, path)?;
-        self.core()
-            .lookup(&self.ctx(), start.path(), path, follow, false)
+        self.core().lookup(ctx, start.path(), path, follow, false)
     }
 }
 
@@ -216,33 +198,34 @@ impl Drop for Process {
     /// Dropping a process is its exit: its locks go with its descriptors.
     fn drop(&mut self) {
         self.exit();
+        self.vfs.pids.free(self.pid);
     }
 }
 
 /// Convenience wrappers (not system calls).
 impl Process {
     /// `stat(path)`.
-    pub fn stat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+    pub fn stat(&self, path: impl PathArg) -> SysResult<Stat> {
         self.newfstatat(libc::AT_FDCWD, path, 0)
     }
     /// `lstat(path)`.
-    pub fn lstat(&self, path: impl AsRef<[u8]>) -> SysResult<Stat> {
+    pub fn lstat(&self, path: impl PathArg) -> SysResult<Stat> {
         self.newfstatat(libc::AT_FDCWD, path, libc::AT_SYMLINK_NOFOLLOW)
     }
     /// `mkdir(path, mode)`.
-    pub fn mkdir(&self, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
+    pub fn mkdir(&self, path: impl PathArg, mode: u32) -> SysResult<()> {
         self.mkdirat(libc::AT_FDCWD, path, mode)
     }
     /// `unlink(path)`.
-    pub fn unlink(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn unlink(&self, path: impl PathArg) -> SysResult<()> {
         self.unlinkat(libc::AT_FDCWD, path, 0)
     }
     /// `rmdir(path)`.
-    pub fn rmdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn rmdir(&self, path: impl PathArg) -> SysResult<()> {
         self.unlinkat(libc::AT_FDCWD, path, libc::AT_REMOVEDIR)
     }
     /// `rename(old, new)`.
-    pub fn rename(&self, old: impl AsRef<[u8]>, new: impl AsRef<[u8]>) -> SysResult<()> {
+    pub fn rename(&self, old: impl PathArg, new: impl PathArg) -> SysResult<()> {
         self.renameat2(libc::AT_FDCWD, old, libc::AT_FDCWD, new, 0)
     }
     /// `getcwd` as bytes (without the NUL).
@@ -253,7 +236,7 @@ impl Process {
         Ok(buf)
     }
     /// Reads a whole directory through `getdents64` (opens and closes it).
-    pub fn readdir(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<DirEntry>> {
+    pub fn readdir(&self, path: impl PathArg) -> SysResult<Vec<DirEntry>> {
         let fd = self.openat(libc::AT_FDCWD, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 8192];
@@ -268,7 +251,7 @@ impl Process {
         r
     }
     /// Reads a whole file.
-    pub fn read_file(&self, path: impl AsRef<[u8]>) -> SysResult<Vec<u8>> {
+    pub fn read_file(&self, path: impl PathArg) -> SysResult<Vec<u8>> {
         let fd = self.open(path, libc::O_RDONLY, 0)?;
         let mut out = Vec::new();
         let mut buf = vec![0u8; 65536];
@@ -286,7 +269,7 @@ impl Process {
     /// short write is continued, and the error that stops it (`ENOSPC` when the file
     /// system fills, say) is returned, with the part written so far left in the file, as
     /// a `write` loop in C would leave it. A write that makes no progress is `EIO`.
-    pub fn write_file(&self, path: impl AsRef<[u8]>, data: &[u8]) -> SysResult<()> {
+    pub fn write_file(&self, path: impl PathArg, data: &[u8]) -> SysResult<()> {
         let fd = self.open(path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, 0o644)?;
         let mut rest = data;
         let r = loop {

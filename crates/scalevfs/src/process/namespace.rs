@@ -1,7 +1,8 @@
 //! Namespace system calls: making, removing, renaming and linking names (`mkdirat`,
 //! `mknodat`, `unlinkat`, `renameat2`, `linkat`, `symlinkat`), `readlinkat`, `getdents64`,
-//! `mount`/`umount2`, and the cwd (`chdir`, `fchdir`, `getcwd`).
+//! `mount`/`umount2`, the cwd (`chdir`, `fchdir`, `getcwd`) and the root (`chroot`).
 
+use crate::typed::PathArg;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -11,8 +12,8 @@ use scalevfs_vfs::namei::{Resolve, PATH_MAX};
 use scalevfs_vfs::{Errno, FileSystem, Path, SysResult};
 
 impl Process {
-    pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
-        let path = path.as_ref();
+    pub fn mkdirat(&self, dirfd: i32, path: impl PathArg, mode: u32) -> SysResult<()> {
+        let path = path.path_bytes();
         let start = self.start_named(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
         self.core()
@@ -23,29 +24,23 @@ impl Process {
     /// and any other type `EINVAL`, before the path is looked at, as Linux checks them.
     /// Opening a socket or device node is `ENXIO` (no driver stands behind any device
     /// number here); a FIFO opens as a named pipe.
-    pub fn mknodat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        mode: u32,
-        dev: u64,
-    ) -> SysResult<()> {
+    pub fn mknodat(&self, dirfd: i32, path: impl PathArg, mode: u32, dev: u64) -> SysResult<()> {
         match mode & libc::S_IFMT {
             0 | libc::S_IFREG | libc::S_IFCHR | libc::S_IFBLK | libc::S_IFIFO | libc::S_IFSOCK => {}
             libc::S_IFDIR => return Err(Errno::EPERM),
             _ => return Err(Errno::EINVAL),
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         let start = self.start_named(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
         self.core()
             .mknod(&self.ctx(), start.path(), path, mode, dev, umask)
     }
-    pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
+    pub fn unlinkat(&self, dirfd: i32, path: impl PathArg, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {
             return Err(Errno::EINVAL);
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         let start = self.start_named(dirfd, path)?;
         self.core().unlink(
             &self.ctx(),
@@ -57,12 +52,12 @@ impl Process {
     pub fn renameat2(
         &self,
         olddirfd: i32,
-        oldpath: impl AsRef<[u8]>,
+        oldpath: impl PathArg,
         newdirfd: i32,
-        newpath: impl AsRef<[u8]>,
+        newpath: impl PathArg,
         flags: u32,
     ) -> SysResult<()> {
-        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        let (op, np) = (oldpath.path_bytes(), newpath.path_bytes());
         // do_renameat2: flags, then the names, then the walks.
         scalevfs_vfs::core::check_rename_flags(flags)?;
         if op.is_empty() || np.is_empty() {
@@ -76,20 +71,20 @@ impl Process {
     /// `linkat`. With `AT_EMPTY_PATH` and an empty `oldpath` it links the file `olddirfd`
     /// refers to (an `O_TMPFILE` file opened without `O_EXCL` included). Linux 6.10+ lets
     /// a caller without `CAP_DAC_READ_SEARCH` do so only for a file opened with its own
-    /// credentials; here a process's descriptors always are (credentials are fixed per
-    /// process, and `fork` keeps them), so every caller may.
+    /// credentials; here every caller may (an open file does not record the credentials
+    /// it was opened with, so a file opened before a `setuid` counts as the caller's).
     pub fn linkat(
         &self,
         olddirfd: i32,
-        oldpath: impl AsRef<[u8]>,
+        oldpath: impl PathArg,
         newdirfd: i32,
-        newpath: impl AsRef<[u8]>,
+        newpath: impl PathArg,
         flags: i32,
     ) -> SysResult<()> {
         if flags & !(libc::AT_SYMLINK_FOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let (op, np) = (oldpath.as_ref(), newpath.as_ref());
+        let (op, np) = (oldpath.path_bytes(), newpath.path_bytes());
         let old = if op.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
             self.start(olddirfd, op)?.path().clone()
         } else {
@@ -110,11 +105,11 @@ impl Process {
     }
     pub fn symlinkat(
         &self,
-        target: impl AsRef<[u8]>,
+        target: impl PathArg,
         newdirfd: i32,
-        linkpath: impl AsRef<[u8]>,
+        linkpath: impl PathArg,
     ) -> SysResult<()> {
-        let (target, lp) = (target.as_ref(), linkpath.as_ref());
+        let (target, lp) = (target.path_bytes(), linkpath.path_bytes());
         // do_symlinkat: getname(target) fails first (empty, or PATH_MAX with its NUL).
         if target.is_empty() {
             return Err(Errno::ENOENT);
@@ -126,16 +121,11 @@ impl Process {
         self.core().symlink(&self.ctx(), target, start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
-    pub fn readlinkat(
-        &self,
-        dirfd: i32,
-        path: impl AsRef<[u8]>,
-        buf: &mut [u8],
-    ) -> SysResult<usize> {
+    pub fn readlinkat(&self, dirfd: i32, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
         if buf.is_empty() {
             return Err(Errno::EINVAL);
         }
-        let path = path.as_ref();
+        let path = path.path_bytes();
         let p = if path.is_empty() {
             // Linux: an empty path names dirfd itself (an O_PATH|O_NOFOLLOW symlink).
             let p = self.start(dirfd, path)?.path().clone();
@@ -158,9 +148,9 @@ impl Process {
     /// come first, then `EPERM` unless root (Linux's order), then `ENOTDIR`, and `ENOENT`
     /// for a directory in a lazily unmounted tree. Mounting on a mount root stacks the new
     /// mount on top, as Linux does; `umount2` uncovers the one below.
-    pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
-        let at = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
-        if self.cred.uid != 0 {
+    pub fn mount(&self, path: impl PathArg, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        let at = self.resolve_at(libc::AT_FDCWD, path.path_bytes(), 0, true)?;
+        if !self.creds.is_privileged() {
             return Err(Errno::EPERM);
         }
         self.core().mount(&at, fs).map(|_| ())
@@ -169,14 +159,14 @@ impl Process {
     /// the lazy `MNT_DETACH` are `VfsCore::umount`'s). `EINVAL` for an unknown flag, then
     /// the path's own errors, then `EPERM` unless root, as Linux checks them;
     /// `UMOUNT_NOFOLLOW` does not follow a trailing symlink.
-    pub fn umount2(&self, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
+    pub fn umount2(&self, path: impl PathArg, flags: i32) -> SysResult<()> {
         const KNOWN: i32 =
             libc::MNT_FORCE | libc::MNT_DETACH | libc::MNT_EXPIRE | libc::UMOUNT_NOFOLLOW;
         if flags & !KNOWN != 0 {
             return Err(Errno::EINVAL);
         }
         let follow = flags & libc::UMOUNT_NOFOLLOW == 0;
-        let path = path.as_ref();
+        let path = path.path_bytes();
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -186,19 +176,38 @@ impl Process {
         let target = self
             .core()
             .lookup(&ctx, start.path(), path, follow, false)?;
-        if self.cred.uid != 0 {
+        if !self.creds.is_privileged() {
             return Err(Errno::EPERM);
         }
         self.core().umount(target, flags)
     }
-    pub fn chdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
-        let path = path.as_ref();
+    pub fn chdir(&self, path: impl PathArg) -> SysResult<()> {
+        let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.set_cwd(p)
     }
     pub fn fchdir(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.set_cwd(f.path().clone())
+    }
+    /// `chroot(2)`: makes the directory at `path` (resolved as `chdir` resolves it, from
+    /// the current root) the process root, which every later path walk stays under; the
+    /// cwd is left where it is, as Linux leaves it. The walk's errors, `ENOTDIR`,
+    /// `EACCES` without search permission, then `EPERM` without privilege
+    /// (`CAP_SYS_CHROOT`: effective uid 0). Takes `&mut self`: the root is read without
+    /// synchronization by every call.
+    pub fn chroot(&mut self, path: impl PathArg) -> SysResult<()> {
+        let p = self.resolve_at(libc::AT_FDCWD, path.path_bytes(), 0, true)?;
+        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        if !inode.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        scalevfs_vfs::perm::permission(inode, &self.cred, scalevfs_vfs::perm::MAY_EXEC)?;
+        if !self.creds.is_privileged() {
+            return Err(Errno::EPERM);
+        }
+        self.root = p;
+        Ok(())
     }
     /// Fills `buf` with the NUL-terminated cwd and returns its length including the NUL;
     /// `ERANGE` if it does not fit.

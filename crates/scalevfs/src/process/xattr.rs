@@ -4,6 +4,7 @@
 //! ([`XattrTarget`]); see `scalevfs_vfs::xattr` for the rules.
 
 use super::Process;
+use crate::typed::PathArg;
 use scalevfs_vfs::{xattr, Errno, Inode, SysResult};
 
 /// What an xattr call names.
@@ -87,22 +88,32 @@ impl Process {
     /// `setxattr(2)`: `flags` 0, `XATTR_CREATE` or `XATTR_REPLACE`.
     pub fn setxattr(
         &self,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         name: &[u8],
         value: &[u8],
         flags: i32,
     ) -> SysResult<()> {
-        self.setxattr_on(XattrTarget::path(path.as_ref(), true), name, value, flags)
+        self.setxattr_on(
+            XattrTarget::path(path.path_bytes(), true),
+            name,
+            value,
+            flags,
+        )
     }
     /// `lsetxattr(2)`: a symlink itself.
     pub fn lsetxattr(
         &self,
-        path: impl AsRef<[u8]>,
+        path: impl PathArg,
         name: &[u8],
         value: &[u8],
         flags: i32,
     ) -> SysResult<()> {
-        self.setxattr_on(XattrTarget::path(path.as_ref(), false), name, value, flags)
+        self.setxattr_on(
+            XattrTarget::path(path.path_bytes(), false),
+            name,
+            value,
+            flags,
+        )
     }
     /// `fsetxattr(2)`. The arguments are checked before the descriptor, as Linux (6.13+)
     /// copies them in before it looks `fd` up; `AT_FDCWD` is the cwd (Linux 6.15+).
@@ -110,21 +121,11 @@ impl Process {
         self.setxattr_on(XattrTarget::FdOrCwd(fd), name, value, flags)
     }
     /// `getxattr(2)` into `buf` (an empty `buf` asks for the value's size).
-    pub fn getxattr(
-        &self,
-        path: impl AsRef<[u8]>,
-        name: &[u8],
-        buf: &mut [u8],
-    ) -> SysResult<usize> {
-        self.getxattr_on(XattrTarget::path(path.as_ref(), true), name, buf)
+    pub fn getxattr(&self, path: impl PathArg, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.getxattr_on(XattrTarget::path(path.path_bytes(), true), name, buf)
     }
-    pub fn lgetxattr(
-        &self,
-        path: impl AsRef<[u8]>,
-        name: &[u8],
-        buf: &mut [u8],
-    ) -> SysResult<usize> {
-        self.getxattr_on(XattrTarget::path(path.as_ref(), false), name, buf)
+    pub fn lgetxattr(&self, path: impl PathArg, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+        self.getxattr_on(XattrTarget::path(path.path_bytes(), false), name, buf)
     }
     /// `fgetxattr(2)`: the name is checked before the descriptor (see `fsetxattr`).
     pub fn fgetxattr(&self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
@@ -132,21 +133,21 @@ impl Process {
     }
     /// `listxattr(2)`: the names, each NUL-terminated, into `buf` (an empty `buf` asks for
     /// the size).
-    pub fn listxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
-        self.listxattr_on(XattrTarget::path(path.as_ref(), true), buf)
+    pub fn listxattr(&self, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
+        self.listxattr_on(XattrTarget::path(path.path_bytes(), true), buf)
     }
-    pub fn llistxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
-        self.listxattr_on(XattrTarget::path(path.as_ref(), false), buf)
+    pub fn llistxattr(&self, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
+        self.listxattr_on(XattrTarget::path(path.path_bytes(), false), buf)
     }
     /// `flistxattr(2)`: `AT_FDCWD` is `EBADF`.
     pub fn flistxattr(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::Fd(fd), buf)
     }
-    pub fn removexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
-        self.removexattr_on(XattrTarget::path(path.as_ref(), true), name)
+    pub fn removexattr(&self, path: impl PathArg, name: &[u8]) -> SysResult<()> {
+        self.removexattr_on(XattrTarget::path(path.path_bytes(), true), name)
     }
-    pub fn lremovexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
-        self.removexattr_on(XattrTarget::path(path.as_ref(), false), name)
+    pub fn lremovexattr(&self, path: impl PathArg, name: &[u8]) -> SysResult<()> {
+        self.removexattr_on(XattrTarget::path(path.path_bytes(), false), name)
     }
     /// `fremovexattr(2)`: the name is checked before the descriptor (see `fsetxattr`), but
     /// `AT_FDCWD` is `EBADF`.

@@ -183,11 +183,7 @@ impl Both {
 
     /// As [`Both::new`], with the scalevfs side built from `options`.
     pub fn with_options(options: VfsOptions) -> Both {
-        let ucred = Credentials {
-            uid: 1000,
-            gid: 1000,
-            groups: vec![2000],
-        };
+        let ucred = Credentials::user(1000, 1000).with_groups([2000]);
         Both {
             h: Host::new(),
             o: Ours::new(ucred.clone(), options),
