@@ -36,11 +36,26 @@
 //! slot is removed only if it still holds that dentry, so a stale batch entry is harmless.
 //!
 //! ## Rename (seed 004)
-//! `d_move` runs under the rename lock (a sequence read/write lock) held for writing, with the
-//! moved dentry's `d_lock`: it unhashes the old key, changes `parent`, `parent_id`, `name`,
-//! and hashes the new key. rcu-walk samples the rename sequence before it starts and
-//! re-checks it after taking its reference on the final dentry; d_path runs as a reader
-//! (optimistic, then the shared lock; legacy: the exclusive lock).
+//! `d_move` runs with the moved dentry's `d_lock`: it unhashes the old key, changes
+//! `parent`, `parent_id`, `name`, and hashes the new key. A rename that moves or replaces a
+//! directory does it under the rename lock (a sequence read/write lock) held for writing:
+//! rcu-walk samples the rename sequence before it starts and re-checks it after taking its
+//! reference on the final dentry; d_path runs as a reader (optimistic, then the shared lock;
+//! legacy: the exclusive lock).
+//!
+//! A rename of one non-directory to another place (scalable design; legacy: every rename
+//! writes the sequence, as Linux's `d_move`) writes no global line: no sequence, no rename
+//! mutex. Readers stay correct without it:
+//! * rcu-walk meets a non-directory only as its final component (an intermediate one makes
+//!   the walk fall back), reached through a hash node. Nodes are immutable and a rename
+//!   inserts a new node, so a node found with key `(parent, name)` *was* in the cache under
+//!   that key at some instant of the walk (insert at the head, unlink leaves the node's
+//!   `next` intact): the answer, positive or negative (`ENOENT`), is the name's binding at
+//!   that instant. A miss falls back to ref-walk, which waits for the parent's `rwsem`.
+//! * The directories the walk crossed did not move: moving one writes the sequence.
+//! * d_path reads a non-directory leaf's `parent` and `name` under its `d_lock` (the
+//!   lock `d_move` changes them under), and the ancestors, directories, under the sequence.
+//! * `parent()` (dget_parent) re-checks the parent pointer after counting it.
 //!
 //! ## Lock order
 //! rename lock (write) -> `d_lock` (moved dentry, then target: by address) -> hash bucket /
@@ -990,6 +1005,10 @@ impl Dcache {
                 // reached through parent pointers while pinned; ancestors are retired
                 // only through the epoch.
                 let c = unsafe { &*cur };
+                // A rename of a non-directory moves it without the rename sequence (module
+                // docs), under its `d_lock`: the leaf's parent and name are read under it.
+                let leaf_lock = (std::ptr::eq(cur, d) && !c.inode().is_some_and(|i| i.is_dir()))
+                    .then(|| c.count.lock());
                 let parent = c.parent_ptr();
                 if parent.is_null() {
                     // A mount root: continue at the mountpoint.
@@ -1017,6 +1036,7 @@ impl Dcache {
                     pos = at;
                     true
                 });
+                drop(leaf_lock);
                 if !fits {
                     return Err(DPathError::TooLong);
                 }
@@ -1046,7 +1066,7 @@ pub enum DPathError {
 pub const PATH_MAX: usize = 4096;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::core::{CoreOptions, VfsCore};
     use crate::namei::Ctx;
     use crate::perm::Cred;
@@ -1074,7 +1094,7 @@ mod tests {
         assert_eq!(super::name_bytes(&n), b"f0000000");
     }
 
-    fn core(locking: Locking) -> Arc<VfsCore> {
+    pub(crate) fn core(locking: Locking) -> Arc<VfsCore> {
         VfsCore::new(
             CoreOptions {
                 locking,
@@ -1085,7 +1105,7 @@ mod tests {
         .unwrap()
     }
 
-    fn look(c: &VfsCore, path: &str) -> Result<Path, Errno> {
+    pub(crate) fn look(c: &VfsCore, path: &str) -> Result<Path, Errno> {
         let (root, cred) = (c.root(), Cred::root());
         let ctx = Ctx::new(&cred, &root);
         c.lookup(&ctx, &root, path.as_bytes(), true, false)

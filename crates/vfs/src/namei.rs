@@ -6,8 +6,10 @@
 //! follows `(parent id, name)` hash lookups from dentry to dentry, checks search permission
 //! from the inodes' atomic mode bits, crosses mounts through the lock-free mount table, and
 //! only then takes a reference on the final dentry (`get_not_dead`), and re-checks the
-//! rename sequence. It is correct because, besides rename (which bumps the sequence), the
-//! dcache only changes monotonically: a negative dentry becomes positive once, and an
+//! rename sequence. It is correct because, besides renames that move or replace a directory
+//! (which bump the sequence) and renames of non-directories (which only the final component
+//! can see, through immutable hash nodes: `dentry`'s module docs), the dcache only changes
+//! monotonically: a negative dentry becomes positive once, and an
 //! unhashed dentry is never rehashed except by rename. A dentry found in the hash while
 //! pinned stays allocated until the walk unpins; the final `get_not_dead` fails on a dentry
 //! killed meanwhile. Anything unusual (a cache miss, `..`, a symlink to follow, a

@@ -37,6 +37,8 @@ mod io;
 mod mount;
 mod namespace;
 mod open;
+#[cfg(test)]
+mod rename_tests;
 
 pub use dir::{d_type_of_mode, decode_dirents};
 pub use fileattr::SetAttr;
