@@ -28,11 +28,13 @@
 //! the two directory locks one after the other, never nested.
 
 mod dirmap;
+mod pages;
 
 use crossbeam_utils::CachePadded;
 use dirmap::DirMap;
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
+use pages::FilePages;
 use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
@@ -42,7 +44,7 @@ use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBlock, SysResult};
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Page size of file data chunks.
@@ -97,7 +99,7 @@ type Xattrs = Vec<(Box<[u8]>, Box<[u8]>)>;
 type Page = Option<Box<[u8; PAGE]>>;
 
 enum Node {
-    File(RwLock<BTreeMap<u64, Page>>),
+    File(FilePages<Page>),
     /// Boxed: a directory's maps are large, and every regular file pays for the largest
     /// variant.
     Dir(Box<RwLock<DirMap>>),
@@ -158,7 +160,7 @@ fn dir_map(inode: &Inode) -> SysResult<&RwLock<DirMap>> {
     }
 }
 
-fn pages(inode: &Inode) -> SysResult<&RwLock<BTreeMap<u64, Page>>> {
+fn pages(inode: &Inode) -> SysResult<&FilePages<Page>> {
     match node(inode) {
         Node::File(p) => Ok(p),
         Node::Dir(_) => Err(Errno::EISDIR),
@@ -454,7 +456,7 @@ impl FileSystem for Tmpfs {
         gid: u32,
     ) -> SysResult<InodeRef> {
         let node = match mode & libc::S_IFMT {
-            libc::S_IFREG => Node::File(RwLock::new(BTreeMap::new())),
+            libc::S_IFREG => Node::File(FilePages::default()),
             libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
             libc::S_IFIFO => Node::Fifo(FifoSlot::default()),
             _ => Node::Special,
@@ -500,7 +502,7 @@ impl FileSystem for Tmpfs {
 
     fn tmpfile(&self, dir: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<InodeRef> {
         // shmem_tmpfile: a new file, then d_tmpfile drops its link count to 0.
-        let node = Node::File(RwLock::new(BTreeMap::new()));
+        let node = Node::File(FilePages::default());
         let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
         i.set_nlink(0);
         Ok(i)
@@ -845,7 +847,7 @@ impl FileSystem for Tmpfs {
 
     fn blocks(&self, inode: &Inode) -> u64 {
         match node(inode) {
-            Node::File(p) => p.read().len() as u64 * (PAGE as u64 / 512),
+            Node::File(p) => p.count() * (PAGE as u64 / 512),
             _ => 0,
         }
     }

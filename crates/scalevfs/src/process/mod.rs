@@ -210,6 +210,27 @@ impl Process {
         self.core()
             .lookup(&self.ctx(), start.path(), path, follow, false)
     }
+
+    /// [`resolve_at`](Self::resolve_at) answering `f` of the result, which rcu-walk gives
+    /// without counting the file's dentry (`VfsCore::lookup_with`): for calls that only
+    /// read (stat, access). `f` may run twice.
+    fn resolve_at_with<R>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        f: impl Fn(scalevfs_vfs::namei::PathRef<'_>) -> R,
+    ) -> SysResult<R> {
+        if path.is_empty() {
+            return self
+                .resolve_at(dirfd, path, flags, true)
+                .map(|p| f((&p).into()));
+        }
+        let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let start = self.start(dirfd, path)?;
+        self.core()
+            .lookup_with(&self.ctx(), start.path(), path, follow, f)
+    }
 }
 
 impl Drop for Process {

@@ -329,7 +329,7 @@ impl VfsCore {
             flags,
             creator,
         };
-        if !same && self.locking == Locking::Scalable {
+        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &olast.name) {
             // First without the rename mutex, which only a rename that moves a directory
             // needs (it keeps the ancestry stable): both parents by address, the second
             // only tried, so this cannot deadlock with a rename that holds the mutex and
@@ -369,6 +369,16 @@ impl VfsCore {
             (Some(b), Some(odir.rwsem.write()))
         };
         self.rename_locked(&rename, true).map(|_| ())
+    }
+
+    /// Is `name` in `dir` cached as a directory? A hint (no lock, no count) that sends a
+    /// directory rename straight to the locked path.
+    fn cached_dir(&self, dir: &Path, name: &[u8]) -> bool {
+        let g = crossbeam_epoch::pin();
+        self.dcache
+            .lookup_rcu(&dir.dentry, name, &g)
+            // SAFETY: found in the dcache while pinned.
+            .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
     }
 
     /// The rename with both parents' `rwsem`s held (and, across directories, the rename

@@ -1,6 +1,7 @@
 //! Tests of rename's two locking paths: a rename of non-directories takes neither the
 //! rename mutex nor the rename sequence (scalable design), one that involves a directory
-//! takes both, and the two run together without deadlock while path walks stay exact.
+//! takes both, and the two run together without deadlock while path walks stay exact;
+//! and `lookup_with`, which answers from an uncounted dentry, under the same races.
 
 use super::VfsCore;
 use crate::dentry::tests::{core, look};
@@ -9,6 +10,7 @@ use crate::namei::Ctx;
 use crate::perm::Cred;
 use crate::Errno;
 use scalevfs_primitives::Locking;
+use shuttle::sync::atomic::Ordering as SeqOrd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -168,5 +170,168 @@ fn file_and_directory_renames_together_stress() {
             assert_eq!(look(&c, &format!("/p/q/f{i}")).err(), Some(Errno::ENOENT));
         }
         assert!(look(&c, "/p/d").is_ok());
+    }
+}
+
+/// Shuttle model of the two rename paths' locking: a file renamer locks the two parents
+/// by address, the second only tried, and falls back to the rename mutex and
+/// ancestor-first order; a directory renamer holds the mutex and locks the ancestor `p`
+/// first, though `q` (its descendant) has the lower address; an unlink locks the parent
+/// and then the victim. Shuttle reports a deadlock if any schedule has one.
+#[test]
+fn shuttle_rename_paths_do_not_deadlock() {
+    use shuttle::sync::Mutex;
+    fn model() {
+        // Index order is address order: q < p, but p is q's ancestor.
+        let locks = Arc::new([Mutex::new(()), Mutex::new(()), Mutex::new(())]);
+        let (q, p, victim) = (0, 1, 2);
+        let rename_mutex = Arc::new(Mutex::new(()));
+        let file = {
+            let (locks, rename_mutex) = (locks.clone(), rename_mutex.clone());
+            shuttle::thread::spawn(move || {
+                for _ in 0..2 {
+                    let fast = {
+                        let _a = locks[q].lock().unwrap();
+                        locks[p].try_lock().is_ok()
+                    };
+                    if !fast {
+                        let _m = rename_mutex.lock().unwrap();
+                        let _a = locks[p].lock().unwrap();
+                        let _b = locks[q].lock().unwrap();
+                    }
+                }
+            })
+        };
+        let dir = {
+            let (locks, rename_mutex) = (locks.clone(), rename_mutex.clone());
+            shuttle::thread::spawn(move || {
+                let _m = rename_mutex.lock().unwrap();
+                let _a = locks[p].lock().unwrap();
+                let _b = locks[q].lock().unwrap();
+            })
+        };
+        let unlink = shuttle::thread::spawn(move || {
+            let _a = locks[q].lock().unwrap();
+            let _b = locks[victim].lock().unwrap();
+        });
+        for h in [file, dir, unlink] {
+            h.join().unwrap();
+        }
+    }
+    shuttle::check_random(model, 2000);
+    shuttle::check_pct(model, 2000, 3);
+}
+
+/// Shuttle model of a hash chain under a rename that takes no sequence (`rcuhash`): nodes
+/// are immutable, a rename unlinks the old node and pushes a new one at the head. A reader
+/// walking the chain meanwhile always finds a name bound throughout (`g`), and finds the
+/// renamed file under one of its names or not at all (then ref-walk would answer), never
+/// a key that was not bound while it walked.
+#[test]
+fn shuttle_chain_lookup_during_file_rename() {
+    use shuttle::sync::atomic::AtomicUsize as SAtomic;
+    use shuttle::sync::Mutex;
+    const NONE: usize = usize::MAX;
+    fn model() {
+        // Arena of immutable (key, next) nodes: 0 = f at "x", 1 = g, 2/3 = f renamed.
+        let keys = ["x", "g", "y", "x"];
+        let next: Arc<Vec<SAtomic>> = Arc::new((0..4).map(|_| SAtomic::new(NONE)).collect());
+        let head = Arc::new(SAtomic::new(0));
+        next[0].store(1, SeqOrd::SeqCst);
+        let bucket = Arc::new(Mutex::new(()));
+        let renamer = {
+            let (next, head, bucket) = (next.clone(), head.clone(), bucket.clone());
+            shuttle::thread::spawn(move || {
+                // x -> y (node 2), then y -> x (node 3): unlink the old, push the new.
+                for (old, new) in [(0usize, 2usize), (2, 3)] {
+                    let _b = bucket.lock().unwrap();
+                    let mut pred: Option<usize> = None;
+                    let mut cur = head.load(SeqOrd::SeqCst);
+                    while cur != old {
+                        pred = Some(cur);
+                        cur = next[cur].load(SeqOrd::SeqCst);
+                    }
+                    let after = next[old].load(SeqOrd::SeqCst);
+                    match pred {
+                        None => head.store(after, SeqOrd::SeqCst),
+                        Some(pr) => next[pr].store(after, SeqOrd::SeqCst),
+                    }
+                    next[new].store(head.load(SeqOrd::SeqCst), SeqOrd::SeqCst);
+                    head.store(new, SeqOrd::SeqCst);
+                }
+            })
+        };
+        let reader = shuttle::thread::spawn(move || {
+            for want in ["g", "x", "y"] {
+                let mut cur = head.load(SeqOrd::SeqCst);
+                let mut found = None;
+                while cur != NONE {
+                    if keys[cur] == want {
+                        found = Some(cur);
+                        break;
+                    }
+                    cur = next[cur].load(SeqOrd::SeqCst);
+                }
+                if want == "g" {
+                    assert_eq!(found, Some(1), "a name bound throughout was missed");
+                }
+                if let Some(n) = found {
+                    assert_eq!(keys[n], want);
+                }
+            }
+        });
+        renamer.join().unwrap();
+        reader.join().unwrap();
+    }
+    shuttle::check_random(model, 3000);
+    shuttle::check_pct(model, 3000, 3);
+}
+
+/// `lookup_with` answers from the uncounted dentry while other threads unlink, recreate
+/// and rename the file: each answer is ENOENT or the stat of one of the file's
+/// incarnations (a regular file with the mode it was made with), never a torn one, and the
+/// dentry it read is not counted (its count is unchanged after many reads).
+#[test]
+fn lookup_with_stats_uncounted_during_unlink_and_rename_stress() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let c = core(locking);
+        mkdir(&c, "/d");
+        creat(&c, "/d/f");
+        let before = look(&c, "/d/f").unwrap().dentry.count();
+        let stat_once = || {
+            with_ctx(&c, |ctx, root| {
+                c.lookup_with(ctx, root, b"/d/f", true, |p| c.stat(p))
+            })
+        };
+        for _ in 0..100 {
+            assert_eq!(stat_once().unwrap().mode & libc::S_IFMT, libc::S_IFREG);
+        }
+        assert_eq!(look(&c, "/d/f").unwrap().dentry.count(), before);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for _ in 0..500 {
+                    with_ctx(&c, |ctx, root| c.unlink(ctx, root, b"/d/f", false)).unwrap();
+                    creat(&c, "/d/g");
+                    rename(&c, "/d/g", "/d/f", 0).unwrap();
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            for _ in 0..2 {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        match stat_once() {
+                            Ok(st) => {
+                                assert_eq!(st.mode, libc::S_IFREG | 0o644);
+                                // 0: unlinked after the walk found it, as on Linux.
+                                assert!(st.nlink <= 1, "{}", st.nlink);
+                            }
+                            Err(e) => assert_eq!(e, Errno::ENOENT),
+                        }
+                    }
+                });
+            }
+        });
+        assert!(stat_once().is_ok());
     }
 }
