@@ -148,13 +148,15 @@ impl VfsCore {
 
     /// The path of `p` as seen from `root` (d_path). `None`: not reachable from `root`.
     pub fn d_path(&self, root: &Path, p: &Path) -> Option<Vec<u8>> {
-        self.dcache.d_path(
-            p.mnt.addr(),
-            &p.dentry,
-            root.mnt.addr(),
-            &root.dentry,
-            &mount_parent,
-        )
+        let mut buf = vec![0u8; crate::dentry::PATH_MAX];
+        loop {
+            match self.d_path_prepend(root, p.mnt, &p.dentry, &mut buf) {
+                Ok(start) => return Some(buf.split_off(start)),
+                Err(DPathError::Unreachable { .. }) => return None,
+                // Deeper than PATH_MAX (getcwd says ENAMETOOLONG/ERANGE; here: grow).
+                Err(DPathError::TooLong) => buf = vec![0u8; buf.len() * 4],
+            }
+        }
     }
 
     /// [`d_path`](Self::d_path) of a dentry the caller may hold without a count (it must

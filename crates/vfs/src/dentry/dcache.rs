@@ -403,32 +403,12 @@ impl Dcache {
     }
 
     /// Builds the path of `d` (in mount `mnt`) relative to `root` (in `root_mnt`), like
-    /// d_path: reads the tree as a rename-lock reader. `up` maps a mount root to its
-    /// mountpoint and parent mount (`None` at the top). Returns `None` if `d` is not below
-    /// `root` (the caller reports "unreachable").
-    pub fn d_path(
-        &self,
-        mnt: usize,
-        d: &Dentry,
-        root_mnt: usize,
-        root: &Dentry,
-        up: &dyn Fn(usize, *const Dentry) -> Option<(usize, *const Dentry)>,
-    ) -> Option<Vec<u8>> {
-        let mut buf = vec![0u8; PATH_MAX];
-        loop {
-            match self.d_path_prepend(mnt, d, root_mnt, root, up, &mut buf) {
-                Ok(start) => return Some(buf.split_off(start)),
-                Err(DPathError::Unreachable { .. }) => return None,
-                // Deeper than PATH_MAX (getcwd says ENAMETOOLONG/ERANGE; here: grow).
-                Err(DPathError::TooLong) => buf = vec![0u8; buf.len() * 4],
-            }
-        }
-    }
-
-    /// [`d_path`](Self::d_path) written at the *end* of `buf`, as Linux's `prepend_path`
-    /// fills a page from the end: returns where the path starts. Allocates nothing, so
-    /// readers on different CPUs (getcwd) share no allocator state either.
-    /// `TooLong` if it does not fit.
+    /// Linux's `prepend_path`, at the *end* of `buf` (a page filled from the end): returns
+    /// where the path starts. Reads the tree as a rename-lock reader. `up` maps a mount
+    /// root to its mountpoint and parent mount (`None` at the top). `Unreachable` if `d`
+    /// is not below `root` (the caller reports "unreachable"); `TooLong` if it does not
+    /// fit. Allocates nothing, so readers on different CPUs (getcwd) share no allocator
+    /// state either.
     pub fn d_path_prepend(
         &self,
         mnt: usize,
@@ -516,5 +496,5 @@ pub enum DPathError {
     TooLong,
 }
 
-/// Linux's `PATH_MAX`, the buffer [`Dcache::d_path`] starts with.
+/// Linux's `PATH_MAX`, the buffer [`VfsCore::d_path`](crate::core::VfsCore::d_path) starts with.
 pub const PATH_MAX: usize = 4096;
