@@ -420,8 +420,10 @@ impl VfsCore {
             return Err(Errno::ENOTDIR);
         }
         // Loops: the source may not be an ancestor of the new parent, nor the target one of
-        // the old parent (the rename mutex keeps ancestry stable while we check).
-        if !same {
+        // the old parent (the rename mutex keeps ancestry stable while we check). Only a
+        // directory is anyone's ancestor: without one there is nothing to walk (the walk
+        // would count every ancestor's dentry, `/` included).
+        if !same && moves_dir {
             if is_ancestor(&od, &ndp.dentry) {
                 return Err(Errno::EINVAL);
             }
