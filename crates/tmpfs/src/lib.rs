@@ -82,13 +82,15 @@ pub struct Tmpfs {
     /// Extended attributes, kept beside the inodes rather than in them, so that a file
     /// without any pays nothing: inode number -> its attributes, under a table of hashed
     /// mutexes (attributes of different files rarely share a lock).
+    /// An inode with attributes has [`HAS_XATTRS`] set (under its `xattrs` lock), so that
+    /// evicting one without looks at no lock and no shared counter.
     xattrs: HashedMutexes<HashMap<u64, Xattrs>>,
-    /// How many inodes have attributes: eviction looks in `xattrs` only when some do, so
-    /// creating and removing files never touches its locks otherwise. Changed under the
-    /// inode's `xattrs` lock; read Relaxed at eviction, which the last reference's
-    /// Release/Acquire orders after every change that inode saw.
-    xattr_inodes: CachePadded<AtomicU64>,
 }
+
+/// The inode has an entry in `Tmpfs::xattrs`. Set and cleared under the inode's `xattrs`
+/// lock; read Relaxed at eviction, which the last reference's Release/Acquire orders after
+/// every change that inode saw.
+const HAS_XATTRS: u16 = scalevfs_vfs::inode::I_FS_PRIVATE;
 
 /// One inode's extended attributes, kept sorted by name in *descending* byte order:
 /// `listxattr` on Linux's tmpfs reports them so (its `simple_xattrs` red-black tree).
@@ -186,7 +188,6 @@ impl Tmpfs {
             used_pages: CachePadded::new(AtomicU64::new(0)),
             used_inodes: CachePadded::new(AtomicU64::new(0)),
             xattrs: HashedMutexes::new(),
-            xattr_inodes: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
@@ -350,10 +351,8 @@ impl FileSystem for Tmpfs {
             }
             _ => {}
         }
-        if self.xattr_inodes.load(Ordering::Relaxed) != 0
-            && self.xattrs.lock_key(inode.ino).remove(&inode.ino).is_some()
-        {
-            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+        if inode.has_flag(HAS_XATTRS) {
+            self.xattrs.lock_key(inode.ino).remove(&inode.ino);
         }
         self.unreserve_inode();
     }
@@ -419,7 +418,7 @@ impl FileSystem for Tmpfs {
         if list.is_empty() {
             m.remove(&inode.ino);
         } else if fresh {
-            self.xattr_inodes.fetch_add(1, Ordering::Relaxed);
+            inode.set_flag(HAS_XATTRS, true);
         }
         r
     }
@@ -438,7 +437,7 @@ impl FileSystem for Tmpfs {
         list.remove(i);
         if list.is_empty() {
             m.remove(&inode.ino);
-            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+            inode.set_flag(HAS_XATTRS, false);
         }
         Ok(())
     }

@@ -196,3 +196,27 @@ fn symlinks_keep_their_target() {
     let mut b = [0u8; 1];
     assert_eq!(fs.read(&root, 0, &mut b), Err(Errno::EISDIR));
 }
+
+#[test]
+fn the_xattr_flag_follows_the_attributes_and_eviction_drops_them() {
+    let (fs, _sb, root) = setup(TmpfsOptions::default());
+    let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
+    let has = |i: &Inode| fs.xattrs.lock_key(i.ino).contains_key(&i.ino);
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    fs.setxattr(&f, b"user.a", b"1", 0).unwrap();
+    fs.setxattr(&f, b"user.b", b"2", 0).unwrap();
+    assert!(f.has_flag(HAS_XATTRS) && has(&f));
+    fs.removexattr(&f, b"user.a").unwrap();
+    assert!(f.has_flag(HAS_XATTRS), "one attribute left");
+    fs.removexattr(&f, b"user.b").unwrap();
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    // A failed replace leaves no entry and no flag.
+    assert_eq!(
+        fs.setxattr(&f, b"user.c", b"3", libc::XATTR_REPLACE),
+        Err(Errno::ENODATA)
+    );
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    fs.setxattr(&f, b"user.c", b"3", 0).unwrap();
+    fs.evict_inode(&f);
+    assert!(!has(&f), "eviction dropped the attributes");
+}
