@@ -445,6 +445,9 @@ impl Dcache {
                     .then(|| c.count.lock());
                 let parent = c.parent_ptr();
                 if parent.is_null() {
+                    // A file system's root, which no rename moves: the lock is not needed,
+                    // and `up` (the mount table) is not taken under a `d_lock`.
+                    drop(leaf_lock);
                     // A mount root: continue at the mountpoint.
                     match up(m, cur) {
                         Some((pm, mp)) => {
