@@ -6,8 +6,12 @@
 //! * create (open O_CREAT, mkdir, symlink, link): the parent's `rwsem` exclusively; the
 //!   negative dentry is instantiated under it.
 //! * unlink/rmdir: the parent's `rwsem` exclusively; the victim is dropped from the dcache.
-//! * rename: same directory: its `rwsem`; across directories: the superblock's rename mutex,
-//!   then both `rwsem`s by address; then the dcache update under the rename lock (write).
+//! * rename: same directory: its `rwsem`; across directories, of non-directories (scalable):
+//!   both `rwsem`s by address, the second only tried; otherwise (a directory on either side,
+//!   the try failed, or legacy) the superblock's rename mutex, then both `rwsem`s, an
+//!   ancestor before its descendant, else by address. The dcache update runs under the
+//!   rename lock (write) when a directory moves or is replaced (legacy: always); see the
+//!   `dentry` module docs for why path walks need no more.
 //! * write/truncate/fallocate: the file's `rwsem` exclusively; read takes no inode lock
 //!   (tmpfs pages have their own lock).
 //! * chmod/chown/utimes: the inode's `rwsem` exclusively (attribute + ctime together).
