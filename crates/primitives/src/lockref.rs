@@ -974,14 +974,8 @@ mod tests {
             // Against 3 other fast paths the budget is rarely exhausted, but a thread
             // that is descheduled or slowed (ThreadSanitizer, 4 threads on 2 cores) can
             // lose it now and then; a few in 2000 operations is still lockless.
-            assert_eq!(
-                after.locked, after.fallbacks,
-                "{after:?}: locked only on budget"
-            );
-            assert!(
-                after.fallbacks <= 20,
-                "{after:?}: back on the lockless path"
-            );
+            assert_eq!(after.locked, after.fallbacks, "{after:?}: locked only on budget");
+            assert!(after.fallbacks <= 20, "{after:?}: back on the lockless path");
         }
         assert_eq!(r.count(), 1 + threads as i32);
         // A single thread now never touches the lock.
