@@ -28,11 +28,13 @@
 //! the two directory locks one after the other, never nested.
 
 mod dirmap;
+mod pages;
 
 use crossbeam_utils::CachePadded;
 use dirmap::DirMap;
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
+use pages::FilePages;
 use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
@@ -42,7 +44,7 @@ use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBlock, SysResult};
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Page size of file data chunks.
@@ -80,13 +82,15 @@ pub struct Tmpfs {
     /// Extended attributes, kept beside the inodes rather than in them, so that a file
     /// without any pays nothing: inode number -> its attributes, under a table of hashed
     /// mutexes (attributes of different files rarely share a lock).
+    /// An inode with attributes has [`HAS_XATTRS`] set (under its `xattrs` lock), so that
+    /// evicting one without looks at no lock and no shared counter.
     xattrs: HashedMutexes<HashMap<u64, Xattrs>>,
-    /// How many inodes have attributes: eviction looks in `xattrs` only when some do, so
-    /// creating and removing files never touches its locks otherwise. Changed under the
-    /// inode's `xattrs` lock; read Relaxed at eviction, which the last reference's
-    /// Release/Acquire orders after every change that inode saw.
-    xattr_inodes: CachePadded<AtomicU64>,
 }
+
+/// The inode has an entry in `Tmpfs::xattrs`. Set and cleared under the inode's `xattrs`
+/// lock; read Relaxed at eviction, which the last reference's Release/Acquire orders after
+/// every change that inode saw.
+const HAS_XATTRS: u16 = scalevfs_vfs::inode::I_FS_PRIVATE;
 
 /// One inode's extended attributes, kept sorted by name in *descending* byte order:
 /// `listxattr` on Linux's tmpfs reports them so (its `simple_xattrs` red-black tree).
@@ -97,7 +101,7 @@ type Xattrs = Vec<(Box<[u8]>, Box<[u8]>)>;
 type Page = Option<Box<[u8; PAGE]>>;
 
 enum Node {
-    File(RwLock<BTreeMap<u64, Page>>),
+    File(FilePages<Page>),
     /// Boxed: a directory's maps are large, and every regular file pays for the largest
     /// variant.
     Dir(Box<RwLock<DirMap>>),
@@ -158,7 +162,7 @@ fn dir_map(inode: &Inode) -> SysResult<&RwLock<DirMap>> {
     }
 }
 
-fn pages(inode: &Inode) -> SysResult<&RwLock<BTreeMap<u64, Page>>> {
+fn pages(inode: &Inode) -> SysResult<&FilePages<Page>> {
     match node(inode) {
         Node::File(p) => Ok(p),
         Node::Dir(_) => Err(Errno::EISDIR),
@@ -184,7 +188,6 @@ impl Tmpfs {
             used_pages: CachePadded::new(AtomicU64::new(0)),
             used_inodes: CachePadded::new(AtomicU64::new(0)),
             xattrs: HashedMutexes::new(),
-            xattr_inodes: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
@@ -348,10 +351,8 @@ impl FileSystem for Tmpfs {
             }
             _ => {}
         }
-        if self.xattr_inodes.load(Ordering::Relaxed) != 0
-            && self.xattrs.lock_key(inode.ino).remove(&inode.ino).is_some()
-        {
-            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+        if inode.has_flag(HAS_XATTRS) {
+            self.xattrs.lock_key(inode.ino).remove(&inode.ino);
         }
         self.unreserve_inode();
     }
@@ -417,7 +418,7 @@ impl FileSystem for Tmpfs {
         if list.is_empty() {
             m.remove(&inode.ino);
         } else if fresh {
-            self.xattr_inodes.fetch_add(1, Ordering::Relaxed);
+            inode.set_flag(HAS_XATTRS, true);
         }
         r
     }
@@ -436,7 +437,7 @@ impl FileSystem for Tmpfs {
         list.remove(i);
         if list.is_empty() {
             m.remove(&inode.ino);
-            self.xattr_inodes.fetch_sub(1, Ordering::Relaxed);
+            inode.set_flag(HAS_XATTRS, false);
         }
         Ok(())
     }
@@ -454,7 +455,7 @@ impl FileSystem for Tmpfs {
         gid: u32,
     ) -> SysResult<InodeRef> {
         let node = match mode & libc::S_IFMT {
-            libc::S_IFREG => Node::File(RwLock::new(BTreeMap::new())),
+            libc::S_IFREG => Node::File(FilePages::default()),
             libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
             libc::S_IFIFO => Node::Fifo(FifoSlot::default()),
             _ => Node::Special,
@@ -500,7 +501,7 @@ impl FileSystem for Tmpfs {
 
     fn tmpfile(&self, dir: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<InodeRef> {
         // shmem_tmpfile: a new file, then d_tmpfile drops its link count to 0.
-        let node = Node::File(RwLock::new(BTreeMap::new()));
+        let node = Node::File(FilePages::default());
         let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
         i.set_nlink(0);
         Ok(i)
@@ -845,7 +846,7 @@ impl FileSystem for Tmpfs {
 
     fn blocks(&self, inode: &Inode) -> u64 {
         match node(inode) {
-            Node::File(p) => p.read().len() as u64 * (PAGE as u64 / 512),
+            Node::File(p) => p.count() * (PAGE as u64 / 512),
             _ => 0,
         }
     }

@@ -196,3 +196,80 @@ fn symlinks_keep_their_target() {
     let mut b = [0u8; 1];
     assert_eq!(fs.read(&root, 0, &mut b), Err(Errno::EISDIR));
 }
+
+#[test]
+fn the_xattr_flag_follows_the_attributes_and_eviction_drops_them() {
+    let (fs, _sb, root) = setup(TmpfsOptions::default());
+    let f = fs.create(&root, b"f", libc::S_IFREG | 0o644, 0, 0).unwrap();
+    let has = |i: &Inode| fs.xattrs.lock_key(i.ino).contains_key(&i.ino);
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    fs.setxattr(&f, b"user.a", b"1", 0).unwrap();
+    fs.setxattr(&f, b"user.b", b"2", 0).unwrap();
+    assert!(f.has_flag(HAS_XATTRS) && has(&f));
+    fs.removexattr(&f, b"user.a").unwrap();
+    assert!(f.has_flag(HAS_XATTRS), "one attribute left");
+    fs.removexattr(&f, b"user.b").unwrap();
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    // A failed replace leaves no entry and no flag.
+    assert_eq!(
+        fs.setxattr(&f, b"user.c", b"3", libc::XATTR_REPLACE),
+        Err(Errno::ENODATA)
+    );
+    assert!(!f.has_flag(HAS_XATTRS) && !has(&f));
+    fs.setxattr(&f, b"user.c", b"3", 0).unwrap();
+    fs.evict_inode(&f);
+    assert!(!has(&f), "eviction dropped the attributes");
+}
+
+/// Creates, mkdirs, unlinks and rmdirs of distinct names in one directory from several
+/// threads (each under the directory's `rwsem`, as the VFS calls them): afterwards the
+/// directory's size, link count and times are what the surviving entries say, as Linux's
+/// tmpfs would report them.
+#[test]
+fn directory_stat_after_concurrent_creates_and_unlinks_stress() {
+    const THREADS: usize = 4;
+    const FILES: usize = 60;
+    const DIRS: usize = 10;
+    let (fs, _sb, root) = setup(TmpfsOptions::default());
+    let start = root.stat().mtime;
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (fs, root) = (&fs, &root);
+            s.spawn(move || {
+                let name = |k: &str, i: usize| format!("{k}{t}-{i}").into_bytes();
+                for i in 0..FILES {
+                    let _l = root.rwsem.write();
+                    fs.create(root, &name("f", i), libc::S_IFREG | 0o644, 0, 0)
+                        .unwrap();
+                }
+                for i in 0..DIRS {
+                    let _l = root.rwsem.write();
+                    fs.create(root, &name("d", i), libc::S_IFDIR | 0o755, 0, 0)
+                        .unwrap();
+                }
+                // Remove every other file and the first half of the directories.
+                for i in (0..FILES).step_by(2) {
+                    let _l = root.rwsem.write();
+                    let f = fs.lookup(root, &name("f", i)).unwrap().unwrap();
+                    fs.unlink(root, &name("f", i), &f).unwrap();
+                    assert_eq!(f.nlink(), 0);
+                }
+                for i in 0..DIRS / 2 {
+                    let _l = root.rwsem.write();
+                    let d = fs.lookup(root, &name("d", i)).unwrap().unwrap();
+                    fs.rmdir(root, &name("d", i), &d).unwrap();
+                }
+            });
+        }
+    });
+    let live_files = THREADS * FILES / 2;
+    let live_dirs = THREADS * (DIRS - DIRS / 2);
+    let st = root.stat();
+    assert_eq!(
+        st.size as u64,
+        (2 + live_files + live_dirs) as u64 * BOGO_DIRENT_SIZE
+    );
+    assert_eq!(st.nlink as usize, 2 + live_dirs);
+    assert!(st.mtime >= start && st.ctime == st.mtime);
+    assert_eq!(names(&fs, &root, 0).len(), 2 + live_files + live_dirs);
+}

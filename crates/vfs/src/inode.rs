@@ -106,7 +106,7 @@ pub struct Inode {
     /// Type and permission bits (16 bits hold them), beside `flags` in one word.
     mode: AtomicU16,
     /// Inode flags: the `chattr` flags the file system keeps (`FS_*_FL` below 0x100, see
-    /// [`crate::fileattr`]) and [`I_LINKABLE`].
+    /// [`crate::fileattr`]), [`I_LINKABLE`] and [`I_FS_PRIVATE`].
     flags: AtomicU16,
     uid: AtomicU32,
     gid: AtomicU32,
@@ -144,6 +144,9 @@ unsafe impl Sync for Inode {}
 /// Inode flag: an `O_TMPFILE` file opened without `O_EXCL`, which `linkat` may give a
 /// name although its link count is 0 (Linux's `I_LINKABLE`); the first link clears it.
 pub const I_LINKABLE: u16 = 1 << 15;
+/// Inode flag the file system may use for its own purpose (tmpfs: the inode has extended
+/// attributes); the VFS never reads or changes it.
+pub const I_FS_PRIVATE: u16 = 1 << 14;
 /// Where the `chattr` flags sit in the flag word.
 const FS_FLAGS: u16 = 0xff;
 

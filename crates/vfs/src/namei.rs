@@ -6,8 +6,10 @@
 //! follows `(parent id, name)` hash lookups from dentry to dentry, checks search permission
 //! from the inodes' atomic mode bits, crosses mounts through the lock-free mount table, and
 //! only then takes a reference on the final dentry (`get_not_dead`), and re-checks the
-//! rename sequence. It is correct because, besides rename (which bumps the sequence), the
-//! dcache only changes monotonically: a negative dentry becomes positive once, and an
+//! rename sequence. It is correct because, besides renames that move or replace a directory
+//! (which bump the sequence) and renames of non-directories (which only the final component
+//! can see, through immutable hash nodes: `dentry`'s module docs), the dcache only changes
+//! monotonically: a negative dentry becomes positive once, and an
 //! unhashed dentry is never rehashed except by rename. A dentry found in the hash while
 //! pinned stays allocated until the walk unpins; the final `get_not_dead` fails on a dentry
 //! killed meanwhile. Anything unusual (a cache miss, `..`, a symlink to follow, a
@@ -60,6 +62,22 @@ impl<'a> Ctx<'a> {
     }
     fn has(&self, bit: u64) -> bool {
         self.resolve & bit != 0
+    }
+}
+
+/// A resolved path without a count on its dentry ([`VfsCore::lookup_with`]).
+#[derive(Clone, Copy)]
+pub struct PathRef<'a> {
+    pub mnt: MntRef,
+    pub dentry: &'a Dentry,
+}
+
+impl<'a> From<&'a Path> for PathRef<'a> {
+    fn from(p: &'a Path) -> PathRef<'a> {
+        PathRef {
+            mnt: p.mnt,
+            dentry: &p.dentry,
+        }
     }
 }
 
@@ -149,7 +167,13 @@ impl VfsCore {
         must_dir: bool,
     ) -> SysResult<Path> {
         check_path(path)?;
-        let r = match self.rcu_lookup(ctx, start, path, follow, must_dir) {
+        // The lock-free walk (module docs), counting the final dentry.
+        let rcu = self.rcu_walk(ctx, start, path, follow, must_dir, |mnt, d| {
+            // SAFETY: found while pinned; `try_get` refuses a dead dentry.
+            let r = unsafe { DentryRef::try_get(d) }?;
+            Some(Path { mnt, dentry: r })
+        });
+        let r = match rcu {
             Some(r) => r,
             None if ctx.has(Resolve::CACHED) => Err(Errno::EAGAIN),
             None => self.scoped(ctx, || {
@@ -164,6 +188,50 @@ impl VfsCore {
             }
         }
         r
+    }
+
+    /// Resolves `path` as [`lookup`](Self::lookup) does and answers `f` of the result
+    /// without counting the final dentry when rcu-walk resolves it: `f` runs pinned, on
+    /// the uncounted dentry, so two callers asking about one file write none of its lines
+    /// (`stat`, `access`). Otherwise `f` runs on ref-walk's counted result. The answer of an
+    /// rcu attempt that a directory rename invalidates is dropped and `f` runs again, so
+    /// `f` must only read. A dentry found in the hash was the name's binding at an instant
+    /// of the walk (`dentry`'s module docs); its inode stays allocated while pinned even if
+    /// an unlink kills it meanwhile, and the answer is then the one from before the unlink.
+    pub fn lookup_with<R>(
+        &self,
+        ctx: &Ctx<'_>,
+        start: &Path,
+        path: &[u8],
+        follow: bool,
+        f: impl Fn(PathRef<'_>) -> R,
+    ) -> SysResult<R> {
+        check_path(path)?;
+        let rcu = self.rcu_walk(ctx, start, path, follow, false, |mnt, d| {
+            // SAFETY: found in the dcache (or the start, referenced by the caller) while
+            // pinned; `rcu_walk` is still pinned while `finish` runs.
+            let dentry = unsafe { &*d };
+            // A negative final dentry answered ENOENT before `finish`; a dead one is fine
+            // (see above), but its inode must still be there to be read.
+            dentry.inode()?;
+            Some((mnt, f(PathRef { mnt, dentry })))
+        });
+        match rcu {
+            Some(r) => {
+                let (mnt, out) = r?;
+                if !ctx.has(Resolve::KEEP_EXPIRY_MARK) {
+                    mnt.note_use();
+                }
+                Ok(out)
+            }
+            None => {
+                let p = self.lookup(ctx, start, path, follow, false)?;
+                Ok(f(PathRef {
+                    mnt: p.mnt,
+                    dentry: &p.dentry,
+                }))
+            }
+        }
     }
 
     /// Runs a ref-walk; a scoped walk (`RESOLVE_BENEATH`/`IN_ROOT`) samples the rename
@@ -319,15 +387,17 @@ impl VfsCore {
         Some((mnt, child))
     }
 
-    /// The lock-free walk (module docs). `None`: fall back to ref-walk.
-    fn rcu_lookup(
+    /// The lock-free walk; `finish` makes the answer from the final dentry (found while
+    /// pinned, the walk still pinned) and is kept only if no directory moved meanwhile.
+    fn rcu_walk<R>(
         &self,
         ctx: &Ctx<'_>,
         start: &Path,
         path: &[u8],
         follow: bool,
         must_dir: bool,
-    ) -> Option<SysResult<Path>> {
+        finish: impl FnOnce(MntRef, *const Dentry) -> Option<R>,
+    ) -> Option<SysResult<R>> {
         let g = crossbeam_epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
         if path[0] == b'/' {
@@ -391,12 +461,11 @@ impl VfsCore {
         if must_dir && !unsafe { &*d }.inode()?.is_dir() {
             return None;
         }
-        // SAFETY: found while pinned; `try_get` refuses a dead dentry.
-        let r = unsafe { DentryRef::try_get(d) }?;
+        let r = finish(mnt, d)?;
         if self.dcache.rename_lock.read_retry(seq) {
             return None;
         }
-        Some(Ok(Path { mnt, dentry: r }))
+        Some(Ok(r))
     }
 
     /// The checks of `nd_jump_root` before a walk starts over at `ctx.root` (an absolute

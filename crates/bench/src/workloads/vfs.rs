@@ -16,6 +16,11 @@
 //! * `inode-churn`: seed 001's exit microbenchmark shape: each thread creates many files
 //!   and removes them (inode create/evict: the superblock inode list).
 //! * `stat-walk`: seed 001's traversal: each thread `fstatat`s every entry of its own tree.
+//! * `dir-create-same`: `inode-churn` with every thread's names in one shared directory
+//!   (the directory's lock, name map, size and times are shared by every create/unlink).
+//! * `dir-rename-same`: each thread renames its own files back and forth within one shared
+//!   directory (rename of non-directories: no rename mutex or sequence; the directory is
+//!   still shared).
 //!
 //! Except in `dcache-distinct-procs`, all threads of a run share one process (one fd
 //! table), as threads do on the host.
@@ -48,7 +53,15 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
             procs: true,
         }),
         Box::new(DPath),
-        Box::new(InodeChurn),
+        Box::new(InodeChurn {
+            layout: ChurnLayout::OwnDirCreate,
+        }),
+        Box::new(InodeChurn {
+            layout: ChurnLayout::SharedDirCreate,
+        }),
+        Box::new(InodeChurn {
+            layout: ChurnLayout::SharedDirRename,
+        }),
         Box::new(StatWalk),
     ]
 }
@@ -443,58 +456,112 @@ impl Instance for DPathInst {
 
 // ------------------------------------------------------------------- inode-churn
 
-struct InodeChurn;
+/// Where `inode-churn`'s threads work and what they do.
+#[derive(Clone, Copy, PartialEq)]
+enum ChurnLayout {
+    /// `inode-churn`: create and unlink in a directory of one's own.
+    OwnDirCreate,
+    /// `dir-create-same`: create and unlink one's own names in one shared directory.
+    SharedDirCreate,
+    /// `dir-rename-same`: rename one's own files back and forth in one shared directory.
+    SharedDirRename,
+}
+
+struct InodeChurn {
+    layout: ChurnLayout,
+}
 
 struct ChurnInst {
     env: Env,
-    /// Per thread: the file names it creates and removes each call.
+    layout: ChurnLayout,
+    /// Per thread: the file names it creates and removes (or renames) each call.
     paths: Vec<Vec<CString>>,
+    /// Per thread, `SharedDirRename`: the names its files are renamed to.
+    renamed: Vec<Vec<CString>>,
 }
 
 impl Workload for InodeChurn {
     fn name(&self) -> &'static str {
-        "inode-churn"
+        match self.layout {
+            ChurnLayout::OwnDirCreate => "inode-churn",
+            ChurnLayout::SharedDirCreate => "dir-create-same",
+            ChurnLayout::SharedDirRename => "dir-rename-same",
+        }
     }
     fn description(&self) -> &'static str {
-        "create 32 files in one's own directory, then unlink them (inode create/evict: sb inode list; seed 001)"
+        match self.layout {
+            ChurnLayout::OwnDirCreate => "create 32 files in one's own directory, then unlink them (inode create/evict: sb inode list; seed 001)",
+            ChurnLayout::SharedDirCreate => "create 32 files of one's own in one shared directory, then unlink them (the directory's lock, map, size, times)",
+            ChurnLayout::SharedDirRename => "rename 32 files of one's own within one shared directory and back (the directory; no global rename lock)",
+        }
     }
     fn designs(&self) -> &'static [Design] {
         ALL
     }
     fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
-        Ok(Box::new(ChurnInst::new(design, threads)?))
+        Ok(Box::new(ChurnInst::new(design, threads, self.layout)?))
     }
 }
 
 impl ChurnInst {
-    fn new(design: Design, threads: usize) -> Result<ChurnInst, String> {
+    fn new(design: Design, threads: usize, layout: ChurnLayout) -> Result<ChurnInst, String> {
         let env = Env::new(design)?;
-        // Each worker makes its directory itself (see `DcacheInst::worker`: the directory's
-        // lock, times and size are written by every create and unlink).
-        let paths = (0..threads)
-            .map(|t| {
-                (0..BATCH)
-                    .map(|i| env.path(&format!("t{t}/f{i}")))
-                    .collect()
-            })
-            .collect();
-        Ok(ChurnInst { env, paths })
+        if layout != ChurnLayout::OwnDirCreate {
+            env.mkdir("shared")?;
+        }
+        let names = |prefix: &str| -> Vec<Vec<CString>> {
+            (0..threads)
+                .map(|t| {
+                    (0..BATCH)
+                        .map(|i| match layout {
+                            ChurnLayout::OwnDirCreate => env.path(&format!("t{t}/{prefix}{i}")),
+                            _ => env.path(&format!("shared/t{t}-{prefix}{i}")),
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let (paths, renamed) = (names("f"), names("g"));
+        Ok(ChurnInst {
+            env,
+            layout,
+            paths,
+            renamed,
+        })
+    }
+
+    fn create(&self, p: &CString) {
+        let fd = self
+            .env
+            .open(p, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY);
+        debug_assert!(fd >= 0);
+        self.env.close(fd);
     }
 }
 
 impl Instance for ChurnInst {
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
-        let paths = &self.paths[thread];
-        self.env
-            .mkdir(&format!("t{thread}"))
-            .expect("a worker makes its own directory");
+        let (paths, renamed) = (&self.paths[thread], &self.renamed[thread]);
+        match self.layout {
+            // Each worker makes its directory itself (see `DcacheInst::worker`: the
+            // directory's lock, times and size are written by every create and unlink).
+            ChurnLayout::OwnDirCreate => self
+                .env
+                .mkdir(&format!("t{thread}"))
+                .expect("a worker makes its own directory"),
+            ChurnLayout::SharedDirCreate => {}
+            ChurnLayout::SharedDirRename => paths.iter().for_each(|p| self.create(p)),
+        }
         Box::new(move || {
+            if self.layout == ChurnLayout::SharedDirRename {
+                for (a, b) in paths.iter().zip(renamed) {
+                    let ok = self.env.rename(a, b) && self.env.rename(b, a);
+                    debug_assert!(ok);
+                }
+                return 2 * BATCH;
+            }
             for p in paths {
-                let fd = self
-                    .env
-                    .open(p, libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY);
-                debug_assert!(fd >= 0);
-                self.env.close(fd);
+                self.create(p);
             }
             for p in paths {
                 let ok = self.env.unlink(p);
@@ -650,7 +717,7 @@ mod tests {
     #[test]
     fn inode_churn_creates_and_evicts() {
         for design in [Design::Legacy, Design::Scalable] {
-            let inst = ChurnInst::new(design, 2).unwrap();
+            let inst = ChurnInst::new(design, 2, ChurnLayout::OwnDirCreate).unwrap();
             let Env::Ours { _vfs: vfs, p } = &inst.env else {
                 unreachable!("scalevfs design")
             };
@@ -663,6 +730,38 @@ mod tests {
             assert!(p.readdir("/bench/t1").unwrap().len() == 2, "only . and ..");
             vfs.drop_caches();
             assert_eq!(vfs.inode_count(), before, "every created inode was evicted");
+        }
+    }
+
+    #[test]
+    fn shared_directory_churn_and_renames_leave_the_directory_as_found() {
+        for design in [Design::Legacy, Design::Scalable] {
+            for layout in [ChurnLayout::SharedDirCreate, ChurnLayout::SharedDirRename] {
+                let inst = ChurnInst::new(design, 2, layout).unwrap();
+                let Env::Ours { p, .. } = &inst.env else {
+                    unreachable!("scalevfs design")
+                };
+                let (mut w0, mut w1) = (inst.worker(0), inst.worker(1));
+                let done = w0() + w1();
+                drop((w0, w1));
+                let listed = p.readdir("/bench/shared").unwrap().len();
+                if layout == ChurnLayout::SharedDirCreate {
+                    assert_eq!(done, 2 * BATCH);
+                    assert_eq!(listed, 2, "only . and ..");
+                } else {
+                    assert_eq!(done, 4 * BATCH);
+                    assert_eq!(
+                        listed,
+                        2 + 2 * BATCH as usize,
+                        "every file back at its name"
+                    );
+                    assert!(p.stat("/bench/shared/t1-f0").is_ok());
+                    assert_eq!(
+                        p.stat("/bench/shared/t1-g0").err(),
+                        Some(scalevfs::Errno::ENOENT)
+                    );
+                }
+            }
         }
     }
 }

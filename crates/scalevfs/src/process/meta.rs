@@ -5,12 +5,19 @@ use crate::typed::PathArg;
 use std::sync::atomic::Ordering;
 
 use super::Process;
-use scalevfs_vfs::{Errno, Path, Stat, Statfs, Statx, SysResult, Timespec};
+use scalevfs_vfs::namei::PathRef;
+use scalevfs_vfs::{Errno, Stat, Statfs, Statx, SysResult, Timespec};
 
 impl Process {
     /// What `newfstatat` and `statx` describe: `EINVAL` for an unknown flag, then the
     /// walk. vfs_statx: the `AT_STATX_SYNC_TYPE` bits are accepted (and mean nothing here).
-    fn stat_target(&self, dirfd: i32, path: &[u8], flags: i32) -> SysResult<Path> {
+    fn stat_target<R>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        f: impl Fn(PathRef<'_>) -> R,
+    ) -> SysResult<R> {
         let valid = libc::AT_SYMLINK_NOFOLLOW
             | libc::AT_EMPTY_PATH
             | libc::AT_NO_AUTOMOUNT
@@ -18,11 +25,10 @@ impl Process {
         if flags & !valid != 0 {
             return Err(Errno::EINVAL);
         }
-        self.resolve_at(dirfd, path, flags, true)
+        self.inspect_at(&self.ctx(), dirfd, path, flags, f)
     }
     pub fn newfstatat(&self, dirfd: i32, path: impl PathArg, flags: i32) -> SysResult<Stat> {
-        let p = self.stat_target(dirfd, path.path_bytes(), flags)?;
-        Ok(self.core().stat(&p))
+        self.stat_target(dirfd, path.path_bytes(), flags, |p| self.core().stat(p))
     }
     /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
     /// included; see `VfsCore::statx` for which ones come back.
@@ -33,8 +39,7 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
-        let p = self.stat_target(dirfd, path.path_bytes(), flags)?;
-        Ok(self.core().statx(&p, mask))
+        self.stat_target(dirfd, path.path_bytes(), flags, |p| self.core().statx(p, mask))
     }
     /// `statfs(2)` of the file system `path` is on.
     pub fn statfs(&self, path: impl PathArg) -> SysResult<Statfs> {
@@ -157,8 +162,9 @@ impl Process {
             &self.cred
         };
         let ctx = scalevfs_vfs::namei::Ctx::new(cred, &self.root);
-        let p = self.resolve_at_with(&ctx, dirfd, path.path_bytes(), flags, true)?;
-        self.core().access(&ctx, &p, mode)
+        self.inspect_at(&ctx, dirfd, path.path_bytes(), flags, |p| {
+            self.core().access(&ctx, p, mode)
+        })?
     }
     /// Sets the umask and returns the previous one.
     pub fn umask(&self, mask: u32) -> u32 {

@@ -192,6 +192,27 @@ impl Process {
         let start = self.start(dirfd, path)?;
         self.core().lookup(ctx, start.path(), path, follow, false)
     }
+
+    /// [`resolve_at_with`](Self::resolve_at_with) answering `f` of the result, which
+    /// rcu-walk gives without counting the file's dentry (`VfsCore::lookup_with`): for
+    /// calls that only read (stat, access). `f` may run twice.
+    fn inspect_at<R>(
+        &self,
+        ctx: &Ctx<'_>,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        f: impl Fn(scalevfs_vfs::namei::PathRef<'_>) -> R,
+    ) -> SysResult<R> {
+        if path.is_empty() {
+            return self
+                .resolve_at_with(ctx, dirfd, path, flags, true)
+                .map(|p| f((&p).into()));
+        }
+        let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
+        let start = self.start(dirfd, path)?;
+        self.core().lookup_with(ctx, start.path(), path, follow, f)
+    }
 }
 
 impl Drop for Process {

@@ -5,13 +5,15 @@ use super::VfsCore;
 use crate::abi::{Stat, Statx, Timespec};
 use crate::inode::{now, Inode};
 use crate::mount::Path;
-use crate::namei::Ctx;
+use crate::namei::{Ctx, PathRef};
 use crate::perm::{self, permission, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::{Errno, SysResult};
 
 impl VfsCore {
-    pub fn stat(&self, p: &Path) -> Stat {
-        p.dentry
+    /// `stat` of a counted ([`Path`]) or uncounted ([`PathRef`], `lookup_with`) path.
+    pub fn stat<'a>(&self, p: impl Into<PathRef<'a>>) -> Stat {
+        p.into()
+            .dentry
             .inode()
             .map(|i| {
                 i.fs().getattr(i);
@@ -24,7 +26,8 @@ impl VfsCore {
     /// the basic fields always (but mtime and ctime only if one of them is asked for: a
     /// file system with fine-grained timestamps, `fill_mg_cmtime`), the creation time if
     /// asked for, the mount id always, `STATX_ATTR_MOUNT_ROOT` on a mount's root.
-    pub fn statx(&self, p: &Path, want: u32) -> Statx {
+    pub fn statx<'a>(&self, p: impl Into<PathRef<'a>>, want: u32) -> Statx {
+        let p = p.into();
         let Some(i) = p.dentry.inode() else {
             return Statx::default();
         };
@@ -37,7 +40,7 @@ impl VfsCore {
         if want & libc::STATX_BTIME != 0 {
             mask |= libc::STATX_BTIME;
         }
-        let mount_root = p.mnt.is_root(&p.dentry);
+        let mount_root = p.mnt.is_root(p.dentry);
         let major = |d: u64| libc::major(d);
         let minor = |d: u64| libc::minor(d);
         Statx {
@@ -195,8 +198,8 @@ impl VfsCore {
         Ok(())
     }
 
-    pub fn access(&self, ctx: &Ctx<'_>, p: &Path, mode: i32) -> SysResult<()> {
-        let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+    pub fn access<'a>(&self, ctx: &Ctx<'_>, p: impl Into<PathRef<'a>>, mode: i32) -> SysResult<()> {
+        let inode = p.into().dentry.inode().ok_or(Errno::ENOENT)?;
         let mut mask = 0;
         if mode & libc::R_OK != 0 {
             mask |= MAY_READ;

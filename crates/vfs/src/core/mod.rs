@@ -6,8 +6,12 @@
 //! * create (open O_CREAT, mkdir, symlink, link): the parent's `rwsem` exclusively; the
 //!   negative dentry is instantiated under it.
 //! * unlink/rmdir: the parent's `rwsem` exclusively; the victim is dropped from the dcache.
-//! * rename: same directory: its `rwsem`; across directories: the superblock's rename mutex,
-//!   then both `rwsem`s by address; then the dcache update under the rename lock (write).
+//! * rename: same directory: its `rwsem`; across directories, of non-directories (scalable):
+//!   both `rwsem`s by address, the second only tried; otherwise (a directory on either side,
+//!   the try failed, or legacy) the superblock's rename mutex, then both `rwsem`s, an
+//!   ancestor before its descendant, else by address. The dcache update runs under the
+//!   rename lock (write) when a directory moves or is replaced (legacy: always); see the
+//!   `dentry` module docs for why path walks need no more.
 //! * write/truncate/fallocate: the file's `rwsem` exclusively; read takes no inode lock
 //!   (tmpfs pages have their own lock).
 //! * chmod/chown/utimes: the inode's `rwsem` exclusively (attribute + ctime together).
@@ -37,6 +41,8 @@ mod io;
 mod mount;
 mod namespace;
 mod open;
+#[cfg(test)]
+mod rename_tests;
 
 pub use dir::{d_type_of_mode, decode_dirents};
 pub use fileattr::SetAttr;
@@ -146,13 +152,15 @@ impl VfsCore {
 
     /// The path of `p` as seen from `root` (d_path). `None`: not reachable from `root`.
     pub fn d_path(&self, root: &Path, p: &Path) -> Option<Vec<u8>> {
-        self.dcache.d_path(
-            p.mnt.addr(),
-            &p.dentry,
-            root.mnt.addr(),
-            &root.dentry,
-            &mount_parent,
-        )
+        let mut buf = vec![0u8; crate::dentry::PATH_MAX];
+        loop {
+            match self.d_path_prepend(root, p.mnt, &p.dentry, &mut buf) {
+                Ok(start) => return Some(buf.split_off(start)),
+                Err(DPathError::Unreachable { .. }) => return None,
+                // Deeper than PATH_MAX (getcwd says ENAMETOOLONG/ERANGE; here: grow).
+                Err(DPathError::TooLong) => buf = vec![0u8; buf.len() * 4],
+            }
+        }
     }
 
     /// [`d_path`](Self::d_path) of a dentry the caller may hold without a count (it must

@@ -9,6 +9,7 @@ use crate::mount::Path;
 use crate::namei::{Ctx, LastKind};
 use crate::perm::{self, permission, Cred, MAY_WRITE};
 use crate::{Errno, SysResult};
+use scalevfs_primitives::Locking;
 
 impl VfsCore {
     /// Resolves the parent of a name to create and runs `f` with the parent's `rwsem` held
@@ -302,7 +303,6 @@ impl VfsCore {
         flags: u32,
         creator: &Cred,
     ) -> SysResult<()> {
-        let exchange = flags & libc::RENAME_EXCHANGE != 0;
         let noreplace = flags & libc::RENAME_NOREPLACE != 0;
         if odp.mnt != ndp.mnt {
             return Err(Errno::EXDEV);
@@ -320,6 +320,33 @@ impl VfsCore {
         let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
         let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
         let same = odp.dentry == ndp.dentry;
+        let rename = RenameArgs {
+            ctx,
+            odp,
+            olast,
+            ndp,
+            nlast,
+            flags,
+            creator,
+        };
+        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &olast.name) {
+            // First without the rename mutex, which only a rename that moves a directory
+            // needs (it keeps the ancestry stable): both parents by address, the second
+            // only tried, so this cannot deadlock with a rename that holds the mutex and
+            // locks an ancestor before its descendant. A directory found on either side
+            // sends the rename to the locked path below.
+            let (a, b) = if (odir as *const Inode) < (ndir as *const Inode) {
+                (odir, ndir)
+            } else {
+                (ndir, odir)
+            };
+            let _la = a.rwsem.write();
+            if let Some(_lb) = b.rwsem.try_write() {
+                if let Renamed::Done = self.rename_locked(&rename, false)? {
+                    return Ok(());
+                }
+            }
+        }
         let sb = odir.sb();
         let _rm = (!same).then(|| sb.rename_mutex.lock());
         // lock_rename: an ancestor before its descendant (unlink and rmdir lock parent before
@@ -341,12 +368,43 @@ impl VfsCore {
             let b = ndir.rwsem.write();
             (Some(b), Some(odir.rwsem.write()))
         };
+        self.rename_locked(&rename, true).map(|_| ())
+    }
+
+    /// Is `name` in `dir` cached as a directory? A hint (no lock, no count) that sends a
+    /// directory rename straight to the locked path.
+    fn cached_dir(&self, dir: &Path, name: &[u8]) -> bool {
+        let g = crossbeam_epoch::pin();
+        self.dcache
+            .lookup_rcu(&dir.dentry, name, &g)
+            // SAFETY: found in the dcache while pinned.
+            .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
+    }
+
+    /// The rename with both parents' `rwsem`s held (and, across directories, the rename
+    /// mutex if `may_move_dir`). `MovesDir` (nothing done): a directory is on one side and
+    /// the caller did not hold the rename mutex.
+    fn rename_locked(&self, r: &RenameArgs<'_>, may_move_dir: bool) -> SysResult<Renamed> {
+        let (ctx, odp, olast, ndp, nlast) = (r.ctx, r.odp, r.olast, r.ndp, r.nlast);
+        let (flags, creator) = (r.flags, r.creator);
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let noreplace = flags & libc::RENAME_NOREPLACE != 0;
+        let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
+        let same = odp.dentry == ndp.dentry;
         let od = self.lookup_one(odp, &olast.name, true)?;
         let Some(src) = od.inode() else {
             return Err(Errno::ENOENT);
         };
         let nd = self.lookup_one(ndp, &nlast.name, true)?;
         let tgt = nd.inode();
+        // A rename that moves or replaces a directory changes the ancestry that path
+        // walks and d_path read: it needs the rename mutex (across directories) and writes
+        // the rename sequence. One of two non-directories touches neither (module docs).
+        let moves_dir = src.is_dir() || tgt.is_some_and(|t| t.is_dir());
+        if moves_dir && !same && !may_move_dir {
+            return Ok(Renamed::MovesDir);
+        }
         if noreplace && tgt.is_some() {
             return Err(Errno::EEXIST);
         }
@@ -362,8 +420,10 @@ impl VfsCore {
             return Err(Errno::ENOTDIR);
         }
         // Loops: the source may not be an ancestor of the new parent, nor the target one of
-        // the old parent (the rename mutex keeps ancestry stable while we check).
-        if !same {
+        // the old parent (the rename mutex keeps ancestry stable while we check). Only a
+        // directory is anyone's ancestor: without one there is nothing to walk (the walk
+        // would count every ancestor's dentry, `/` included).
+        if !same && moves_dir {
             if is_ancestor(&od, &ndp.dentry) {
                 return Err(Errno::EINVAL);
             }
@@ -377,7 +437,7 @@ impl VfsCore {
         }
         if let Some(t) = tgt {
             if std::ptr::eq(t, src) {
-                return Ok(());
+                return Ok(Renamed::Done);
             }
         }
         perm::may_delete(odir, src, src.is_dir(), ctx.cred)?;
@@ -412,15 +472,11 @@ impl VfsCore {
             odir.fs()
                 .rename(odir, &olast.name, ndir, &nlast.name, flags)?;
         }
-        let _w = self.dcache.rename_lock.write();
-        if exchange {
-            self.dcache
-                .d_move(&od, &ndp.dentry, &nlast.name, Some(&nd), true);
-        } else {
-            self.dcache
-                .d_move(&od, &ndp.dentry, &nlast.name, Some(&nd), false);
-        }
-        Ok(())
+        let _w =
+            (moves_dir || self.locking == Locking::Legacy).then(|| self.dcache.rename_lock.write());
+        self.dcache
+            .d_move(&od, &ndp.dentry, &nlast.name, Some(&nd), exchange);
+        Ok(Renamed::Done)
     }
 
     pub fn readlink(&self, p: &Path, buf: &mut [u8]) -> SysResult<usize> {
@@ -434,6 +490,25 @@ impl VfsCore {
         buf[..n].copy_from_slice(&t[..n]);
         Ok(n)
     }
+}
+
+/// A rename's arguments after both walks (see [`VfsCore::rename_parents`]).
+#[derive(Clone, Copy)]
+struct RenameArgs<'a> {
+    ctx: &'a Ctx<'a>,
+    odp: &'a Path,
+    olast: &'a crate::namei::Last,
+    ndp: &'a Path,
+    nlast: &'a crate::namei::Last,
+    flags: u32,
+    creator: &'a Cred,
+}
+
+/// What [`VfsCore::rename_locked`] did.
+enum Renamed {
+    Done,
+    /// Nothing: a directory is involved, retry holding the rename mutex.
+    MovesDir,
 }
 
 /// `renameat2`'s flags: `EINVAL` for unknown bits and for `RENAME_EXCHANGE` with

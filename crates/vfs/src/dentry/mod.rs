@@ -1,0 +1,235 @@
+//! The dentry cache.
+//!
+//! ## Objects
+//! A [`Dentry`] names an inode (positive) or records that a name does not exist (negative) in
+//! a parent directory. Dentries live in one [`RcuHash`] keyed by `(parent id, name)`: the key
+//! uses the parent's unique `id` rather than its address, so a negative dentry does not have
+//! to pin its parent (rmdir frees a directory even if negative children are cached; their
+//! keys name an id that is never reused, so they are just garbage for the LRU).
+//!
+//! ## Reference count and `d_lock` (seed 004)
+//! `count` is a [`DRef`]: a `LockRef` (scalable: get/put by cmpxchg while the count is above
+//! one) or a `LegacyRef` (every change under the lock). Its lock is the dentry's `d_lock`; it
+//! protects the transitions of `flags` (HASHED, ON_LRU, REFERENCED), `lru`, and the
+//! `parent`/`name` of a dentry being moved. A dentry is *dead* once its count is marked dead
+//! under `d_lock`; `get_not_dead` never revives it.
+//!
+//! A positive non-root dentry holds a reference to its parent; a hashed dentry with count 0
+//! stays cached ("unused") and sits on the LRU. A dentry is killed (unhashed, removed from the
+//! LRU, marked dead, its inode reference and parent reference dropped) when its count reaches
+//! zero while it is unhashed (unlinked, renamed over), or when the shrinker picks it.
+//! Its memory is freed after an epoch grace period, because rcu-walk reads dentries without a
+//! reference.
+//!
+//! ## LRU (seed 001's remaining bottleneck)
+//! Unused dentries go on per-CPU LRU shards ([`Lru`]). `dput` adds a dentry to the LRU only
+//! if it is not already on it; otherwise it just sets REFERENCED (if not set). A dentry that
+//! is taken again is *not* removed from the LRU (lazy LRU, as Linux). So `dput` of a hot
+//! dentry, which is on the LRU already, touches no shared lock: only its own `d_lock`. The
+//! shrinker gives REFERENCED dentries a second chance and drops in-use ones from the list.
+//! Legacy ablation: one shard.
+//!
+//! The shards are small slabs of their own rather than a `DList`: `dput` nests the shard
+//! lock inside `d_lock`, so the shrinker must not take a `d_lock` while it holds a shard
+//! lock. It copies a batch of pointers under the shard lock (pinned in the epoch, so they
+//! stay allocated), drops the lock, and then judges each dentry under its own `d_lock`; a
+//! slot is removed only if it still holds that dentry, so a stale batch entry is harmless.
+//!
+//! ## Rename (seed 004)
+//! `d_move` runs with the moved dentry's `d_lock`: it unhashes the old key, changes
+//! `parent`, `parent_id`, `name`, and hashes the new key. A rename that moves or replaces a
+//! directory does it under the rename lock (a sequence read/write lock) held for writing:
+//! rcu-walk samples the rename sequence before it starts and re-checks it after taking its
+//! reference on the final dentry; d_path runs as a reader (optimistic, then the shared lock;
+//! legacy: the exclusive lock).
+//!
+//! A rename of one non-directory to another place (scalable design; legacy: every rename
+//! writes the sequence, as Linux's `d_move`) writes no global line: no sequence, no rename
+//! mutex. Readers stay correct without it:
+//! * rcu-walk meets a non-directory only as its final component (an intermediate one makes
+//!   the walk fall back), reached through a hash node. Nodes are immutable and a rename
+//!   inserts a new node, so a node found with key `(parent, name)` *was* in the cache under
+//!   that key at some instant of the walk (insert at the head, unlink leaves the node's
+//!   `next` intact): the answer, positive or negative (`ENOENT`), is the name's binding at
+//!   that instant. A miss falls back to ref-walk, which waits for the parent's `rwsem`.
+//! * The directories the walk crossed did not move: moving one writes the sequence.
+//! * d_path reads a non-directory leaf's `parent` and `name` under its `d_lock` (the
+//!   lock `d_move` changes them under), and the ancestors, directories, under the sequence.
+//! * `parent()` (dget_parent) re-checks the parent pointer after counting it.
+//!
+//! ## Lock order
+//! rename lock (write) -> `d_lock` (moved dentry, then target: by address) -> hash bucket /
+//! LRU shard (leaves). A parent's `d_lock` is never taken while a child's is held: killing a
+//! child drops its lock before putting the parent.
+//!
+//! ## Orderings
+//! `inode` is published once (negative -> positive) with a Release store after `parent`, and
+//! read with Acquire (pairs). `name` is an epoch pointer replaced with Release and loaded with
+//! Acquire. `flags` and `lru` are changed under `d_lock`; lock-free readers read `flags` as a
+//! hint (Relaxed) only where the result is re-validated (rcu-walk's final get + sequence).
+
+use crate::erc::{Erc, ErcInner};
+use crate::inode::{Inode, InodeRef, SuperBlock};
+use crate::prims::{DRef, DRefGuard, RenameLock};
+use crate::rcuhash::{hash_name, RcuHash};
+use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+use scalevfs_primitives::percpu::PerCpuCounter;
+use scalevfs_primitives::Locking;
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+const HASHED: u32 = 1;
+const ON_LRU: u32 = 2;
+const REFERENCED: u32 = 4;
+/// Something is mounted on this dentry (changed under the mount table lock).
+const MOUNTED: u32 = 8;
+
+/// See the module docs.
+pub struct Dentry {
+    count: DRef,
+    id: u64,
+    flags: AtomicU32,
+    parent_id: AtomicU64,
+    parent: AtomicPtr<Dentry>,
+    /// One allocation: crossbeam's length-prefixed array, so a name costs its length plus a
+    /// word (a `Vec` would add a 24-byte header allocation).
+    name: Atomic<[NameByte]>,
+    inode: AtomicPtr<ErcInner<Inode>>,
+    lru: AtomicU64,
+    dcache: *const Dcache,
+}
+
+// SAFETY: the raw pointers are to the dcache (outlives its dentries) and to dentries and
+// inodes kept alive by the counting and epoch rules in the module docs.
+unsafe impl Send for Dentry {}
+// SAFETY: as above; all mutable state is atomic or under `d_lock`.
+unsafe impl Sync for Dentry {}
+
+impl Drop for Dentry {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: the dentry is retired and no reader can see it any more.
+        unsafe {
+            let n = self
+                .name
+                .load(Ordering::Relaxed, crossbeam_epoch::unprotected());
+            if !n.is_null() {
+                drop(n.into_owned());
+            }
+        }
+    }
+}
+
+impl Dentry {
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+    fn dcache(&self) -> &Dcache {
+        // SAFETY: the dcache outlives every dentry (the VFS tears it down last, or leaks it).
+        unsafe { &*self.dcache }
+    }
+    /// The inode, or `None` for a negative dentry. Valid while the caller holds a reference
+    /// to this dentry or is pinned in the epoch having found it in the cache.
+    pub fn inode(&self) -> Option<&Inode> {
+        // Acquire: pairs with the Release store in `instantiate`.
+        let p = self.inode.load(Ordering::Acquire);
+        if p.is_null() {
+            None
+        } else {
+            // SAFETY: a published inode pointer carries a count the dentry holds until it is
+            // killed; after that the memory survives the grace period of any pinned reader.
+            Some(unsafe { Erc::raw_deref(p) })
+        }
+    }
+    /// A counted reference to the inode.
+    pub fn inode_ref(&self) -> Option<InodeRef> {
+        // Pinned before the load: a dentry being killed concurrently drops its inode count,
+        // and only a pin taken before the load keeps the inode's memory for `try_get`.
+        let _g = crossbeam_epoch::pin();
+        // Acquire: pairs with the Release store in `instantiate`.
+        let p = self.inode.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: as in `inode`; try_get refuses an evicted inode.
+        unsafe { Erc::try_get_raw(p) }
+    }
+    pub fn is_negative(&self) -> bool {
+        // Acquire: pairs with the Release store in `instantiate`.
+        self.inode.load(Ordering::Acquire).is_null()
+    }
+    pub fn is_hashed(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & HASHED != 0
+    }
+    pub fn is_root(&self) -> bool {
+        // Acquire: pairs with the Release stores of `parent` in `instantiate`/`set_location`.
+        !self.is_negative() && self.parent.load(Ordering::Acquire).is_null()
+    }
+    /// Unlinked: neither in the cache nor a root (getcwd reports ENOENT).
+    pub fn is_unlinked(&self) -> bool {
+        !self.is_hashed() && !self.is_root()
+    }
+    pub fn is_mounted(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & MOUNTED != 0
+    }
+    pub(crate) fn set_mounted(&self, on: bool) {
+        if on {
+            // Release: pairs with the Acquire in `is_mounted`; the mount table is published first.
+            self.flags.fetch_or(MOUNTED, Ordering::Release);
+        } else {
+            self.flags.fetch_and(!MOUNTED, Ordering::Release);
+        }
+    }
+    /// The current name (a copy).
+    pub fn name(&self) -> Vec<u8> {
+        let g = crossbeam_epoch::pin();
+        self.with_name(&g, |n| n.to_vec())
+    }
+    fn with_name<R>(&self, g: &Guard, f: impl FnOnce(&[u8]) -> R) -> R {
+        // Acquire: pairs with the Release store in d_move.
+        let n = self.name.load(Ordering::Acquire, g);
+        // SAFETY: names are retired through the epoch after being replaced; `g` is pinned.
+        f(name_bytes(unsafe { n.deref() }))
+    }
+    /// The parent (uncounted; valid under the epoch or while this dentry is referenced).
+    /// The parent directory's inode number, read as Linux's `parent_ino` reads it: under
+    /// the epoch, without taking a count (which would write the parent's line, shared by
+    /// every directory in it). A concurrent rename may give the old parent's number, as on
+    /// Linux. `None` for a root.
+    pub fn parent_ino(&self) -> Option<u64> {
+        let _g = crossbeam_epoch::pin();
+        let p = self.parent_ptr();
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: pinned: `p` was our parent, which our own reference kept alive until a
+        // concurrent rename dropped it, and dentries are freed through the epoch, so its
+        // memory (and its inode's, see `inode`) outlives the pin.
+        unsafe { &*p }.inode().map(|i| i.ino)
+    }
+    pub fn parent_ptr(&self) -> *const Dentry {
+        // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
+        self.parent.load(Ordering::Acquire)
+    }
+    /// The reference count (racy snapshot).
+    pub fn count(&self) -> u32 {
+        self.count.count()
+    }
+}
+
+mod count;
+mod dcache;
+mod lru;
+mod name;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub(crate) use count::put_if_last;
+pub use count::DentryRef;
+use count::*;
+pub use dcache::{DPathError, Dcache, PATH_MAX};
+pub use lru::Lru;
+use name::*;
