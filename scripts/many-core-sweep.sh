@@ -27,7 +27,7 @@ done
 out=$1
 [ -x "$bin" ] || { echo "many-core-sweep: $bin is not an executable (set BIN)" >&2; exit 2; }
 mkdir -p "$out"
-workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn}
+workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache-distinct-anyfd,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn}
 threads=${THREADS:-1,2,4,8,16,32}
 {
     echo "date: $(date -u +%FT%TZ)"
