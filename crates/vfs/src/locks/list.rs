@@ -13,7 +13,8 @@ pub(crate) struct Held {
     pub(crate) info: LockInfo,
     /// Requests that conflicted with this lock when last examined, oldest first
     /// (Linux's `flc_blocked_requests`). Re-examined whenever this lock shrinks, changes type
-    /// or goes away; a waiter sits on exactly one lock's list.
+    /// or goes away; a pending waiter sits on exactly one lock's list, or among the
+    /// followers of one request woken to retry (`handoff.rs`).
     pub(crate) waiters: Vec<Arc<Waiter>>,
 }
 
