@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The many-core sweep: every design of the contended and the seed workloads at 1, 2, 4, 8,
-# 16 and 32 threads, the host kernel beside them, in one run on one machine, written to one
+# 16, 32 and 64 threads, the host kernel beside them, in one run on one machine, written to one
 # archive. Made for a lent 16-core machine, where nothing is installed: build here
 # (`cargo build --release -p scalevfs-cli`), copy the binary over, run this there.
 #
 #   scripts/many-core-sweep.sh [--baseline OLD_BINARY] [--duration S] [--repeats N] OUT_DIR
 #
 # BIN (default target/release/scalevfs) is the binary under test. With --baseline, an older
-# scalevfs binary runs the same sweep right after, so one archive holds before and after.
+# scalevfs binary runs the same sweep right after, so one archive holds before and after
+# (each binary runs the workloads it knows: an older one lacks the newer workloads).
 # Writes OUT_DIR/sweep.tar.gz with new/report.md, new/results.json (and old/...) and
 # machine.txt (CPU model, core count, kernel). Takes about 20 s per workload and binary
-# with the defaults (3 designs x 6 thread counts x 3 repeats x 0.25 s, plus setup).
+# with the defaults (3 designs x 7 thread counts x 3 repeats x 0.25 s, plus setup).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-target/release/scalevfs}
@@ -27,8 +28,8 @@ done
 out=$1
 [ -x "$bin" ] || { echo "many-core-sweep: $bin is not an executable (set BIN)" >&2; exit 2; }
 mkdir -p "$out"
-workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn}
-threads=${THREADS:-1,2,4,8,16,32}
+workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache-distinct-anyfd,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn}
+threads=${THREADS:-1,2,4,8,16,32,64}
 {
     echo "date: $(date -u +%FT%TZ)"
     echo "cpus: $(nproc)"
@@ -40,8 +41,10 @@ threads=${THREADS:-1,2,4,8,16,32}
     echo "threads: $threads, duration $duration s, repeats $repeats"
 } >"$out/machine.txt"
 run() { # NAME BINARY
-    local t0=$SECONDS
-    "$2" bench -w "$workloads" --threads "$threads" --duration "$duration" \
+    local t0=$SECONDS known mine
+    known=$("$2" bench --list | awk '{print $1}')
+    mine=$(tr , '\n' <<<"$workloads" | grep -Fx -f <(echo "$known") | paste -sd,)
+    "$2" bench -w "$mine" --threads "$threads" --duration "$duration" \
         --repeats "$repeats" --out "$out/$1" >"$out/$1.log" 2>&1
     echo "$1: exit $?, $((SECONDS - t0)) s" >>"$out/machine.txt"
 }

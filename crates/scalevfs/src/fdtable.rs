@@ -36,6 +36,17 @@
 //!   any lock (the last drop releases the file at once).
 //!
 //! The per-process limit (`RLIMIT_NOFILE`, default 1024) is an atomic read by allocation.
+//!
+//! ## Any descriptor (`O_ANYFD`, sv6's idea; opt-in)
+//! POSIX's lowest-free rule is what makes threads that open at the same time share the
+//! allocation word. A caller that does not need the lowest descriptor (it passes the
+//! number around, it never relies on `open` reusing the one it just closed) can ask for
+//! *any* free descriptor ([`FdTable::alloc_any`]): the descriptors from 64 up are split
+//! into ranges of 64, one word of the bitmap each, one range per CPU (as many as the
+//! limit allows); the caller takes the lowest free descriptor of its CPU's range, so
+//! threads on different CPUs write different words. A full range spills upwards, then
+//! to the lowest free descriptor, so `EMFILE` still means the table is full. Plain
+//! allocations are unchanged and still get the lowest free descriptor.
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
@@ -43,6 +54,21 @@ use scalevfs_vfs::erc::{Erc, ErcInner};
 use scalevfs_vfs::{Errno, FileRef, OpenFile, SysResult};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+/// `open`/`openat` flag: any free descriptor will do, not the lowest (sv6's `O_ANYFD`; see
+/// the module docs). A bit Linux's open flags do not use; never stored in the file's
+/// status flags.
+pub const O_ANYFD: i32 = 0x4000_0000;
+
+/// Installs the file `open` made for `flags` (`O_CLOEXEC`, `O_ANYFD`).
+pub fn install_opened(fds: &FdTable, file: FileRef, flags: i32) -> SysResult<i32> {
+    let cloexec = flags & libc::O_CLOEXEC != 0;
+    if flags & O_ANYFD != 0 {
+        fds.alloc_any(file, cloexec)
+    } else {
+        fds.alloc(0, file, cloexec)
+    }
+}
 
 /// Number of chunks: 64 * (2^15 - 1) descriptors at most.
 pub const NCHUNKS: usize = 15;
@@ -91,6 +117,14 @@ impl Chunk {
         let lines = self.slots.len();
         &self.slots[i % lines][i / lines]
     }
+}
+
+/// A descriptor whose allocation bit `claim` set: chunk, word, bit, and its number.
+struct Claimed<'a> {
+    c: &'a Chunk,
+    w: usize,
+    bit: usize,
+    fd: usize,
 }
 
 /// See the module docs.
@@ -158,6 +192,28 @@ impl FdTable {
 
     /// Installs `file` at the lowest free descriptor `>= min` (`EMFILE` at the limit).
     pub fn alloc(&self, min: u32, file: FileRef, cloexec: bool) -> SysResult<i32> {
+        let claimed = self.claim(min)?;
+        Ok(self.install(claimed, file, cloexec))
+    }
+
+    /// Installs `file` at any free descriptor (`O_ANYFD`, see the module docs): the
+    /// lowest free one in this CPU's range if any, else the lowest free one from this
+    /// range up, else the lowest free one (`EMFILE` at the limit).
+    pub fn alloc_any(&self, file: FileRef, cloexec: bool) -> SysResult<i32> {
+        let ranges = (self.limit() / 64).saturating_sub(1) as usize;
+        let ranges = ranges.min(scalevfs_primitives::cpu::num_cpus());
+        let claimed = match ranges {
+            0 => self.claim(0),
+            n => {
+                let first = 64 * (1 + scalevfs_primitives::cpu::current_shard(n) as u32);
+                self.claim(first).or_else(|_| self.claim(0))
+            }
+        }?;
+        Ok(self.install(claimed, file, cloexec))
+    }
+
+    /// Claims the lowest free descriptor `>= min`: its bit is set, its slot still null.
+    fn claim(&self, min: u32) -> SysResult<Claimed<'_>> {
         let limit = self.limit();
         if min >= limit {
             return Err(Errno::EMFILE);
@@ -194,20 +250,22 @@ impl FdTable {
                         Ordering::Acquire,
                         Ordering::Relaxed,
                     ) {
-                        Ok(_) => {
-                            self.set_cloexec_in(c, w, bit, cloexec);
-                            let p = Erc::into_raw(file) as *mut _;
-                            // Release: the file is visible before its pointer (pairs with the
-                            // Acquire in `get`).
-                            c.slot(w * 64 + bit).store(p, Ordering::Release);
-                            return Ok(fd as i32);
-                        }
+                        Ok(_) => return Ok(Claimed { c, w, bit, fd }),
                         Err(now) => v = now,
                     }
                 }
             }
         }
         Err(Errno::EMFILE)
+    }
+
+    /// Publishes `file` in a claimed descriptor.
+    fn install(&self, d: Claimed<'_>, file: FileRef, cloexec: bool) -> i32 {
+        self.set_cloexec_in(d.c, d.w, d.bit, cloexec);
+        let p = Erc::into_raw(file) as *mut _;
+        // Release: the file is visible before its pointer (pairs with the Acquire in `get`).
+        d.c.slot(d.w * 64 + d.bit).store(p, Ordering::Release);
+        d.fd as i32
     }
 
     fn set_cloexec_in(&self, c: &Chunk, w: usize, bit: usize, on: bool) {
@@ -444,5 +502,84 @@ mod tests {
         assert_eq!(locate(192), (2, 0));
         assert_eq!(locate(959), (3, 511));
         assert_eq!(locate(1023), (4, 63));
+    }
+
+    /// `O_ANYFD` takes a descriptor of this CPU's range (64 up), leaves the lowest free
+    /// descriptor to plain opens, spills when its range is full, and still fills the
+    /// table to the limit before `EMFILE`. The flag is not kept in the status flags.
+    #[test]
+    fn anyfd_uses_a_range_of_its_own_and_fills_the_table() {
+        use super::O_ANYFD;
+        use crate::{Credentials, Process, Vfs};
+        let v = Vfs::new(Default::default());
+        let p = Process::new(&v, Credentials::root());
+        p.write_file("/f", b"abc").unwrap();
+        let any = p.open("/f", libc::O_RDONLY | O_ANYFD, 0).unwrap();
+        assert!((64..1024).contains(&any), "{any}");
+        let fl = p
+            .fcntl(any, libc::F_GETFL, scalevfs_vfs::FcntlArg::None)
+            .unwrap();
+        assert_eq!(fl & O_ANYFD, 0, "status flags {fl:#x}");
+        assert_eq!(p.pread64(any, &mut [0u8; 3], 0), Ok(3));
+        assert_eq!(
+            p.open("/f", libc::O_RDONLY, 0),
+            Ok(0),
+            "lowest free for plain opens"
+        );
+        p.close(any).unwrap();
+        p.close(0).unwrap();
+
+        // One range (64..128) below the limit: it fills, then spills to the lowest.
+        p.set_fd_limit(130).unwrap();
+        let fds: Vec<i32> = (0..130)
+            .map(|_| p.open("/f", libc::O_RDONLY | O_ANYFD, 0).unwrap())
+            .collect();
+        assert_eq!(fds[..66], (64..130).collect::<Vec<_>>()[..]);
+        assert_eq!(fds[66..], (0..64).collect::<Vec<_>>()[..]);
+        assert_eq!(
+            p.open("/f", libc::O_RDONLY | O_ANYFD, 0),
+            Err(scalevfs_vfs::Errno::EMFILE)
+        );
+        for fd in fds {
+            p.close(fd).unwrap();
+        }
+    }
+
+    /// Threads of one process opening with and without `O_ANYFD` at once: every
+    /// descriptor they get refers to the file they opened and is theirs alone until they
+    /// close it.
+    #[test]
+    fn anyfd_and_lowest_fd_opens_together() {
+        use super::O_ANYFD;
+        use crate::{Credentials, Process, Vfs};
+        let v = Vfs::new(Default::default());
+        let p = Process::new(&v, Credentials::root());
+        let rounds = if cfg!(miri) { 5 } else { 500 };
+        for t in 0..8 {
+            p.write_file(format!("/f{t}"), format!("file{t}").as_bytes())
+                .unwrap();
+        }
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let p = &p;
+                s.spawn(move || {
+                    let flags = libc::O_RDONLY | if t % 2 == 0 { O_ANYFD } else { 0 };
+                    for _ in 0..rounds {
+                        let fds: Vec<i32> = (0..4)
+                            .map(|_| p.open(format!("/f{t}"), flags, 0).unwrap())
+                            .collect();
+                        for &fd in &fds {
+                            let mut buf = [0u8; 8];
+                            let n = p.pread64(fd, &mut buf, 0).unwrap();
+                            assert_eq!(&buf[..n], format!("file{t}").as_bytes(), "fd {fd}");
+                        }
+                        for fd in fds {
+                            p.close(fd).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(p.open("/f0", libc::O_RDONLY, 0), Ok(0), "nothing left open");
     }
 }

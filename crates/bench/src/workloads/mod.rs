@@ -2,6 +2,7 @@
 
 use crate::Workload;
 
+pub mod anyfd;
 pub mod counter;
 pub mod dlist;
 pub mod epoll;
@@ -24,6 +25,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
     v.extend(dlist::workloads());
     v.extend(epoll::workloads());
     v.extend(vfs::workloads());
+    v.extend(anyfd::workloads());
     v.extend(locks::workloads());
     v.extend(fuse::workloads());
     v.extend(counter::workloads());

@@ -76,11 +76,12 @@ impl Process {
     ) -> SysResult<i32> {
         let start = self.start(dirfd, path)?;
         let umask = self.umask.load(Ordering::Relaxed);
+        let open_flags = flags & !crate::fdtable::O_ANYFD;
         let f = self
             .core()
-            .open(&self.ctx(), start.path(), path, flags, mode, umask)?;
+            .open(&self.ctx(), start.path(), path, open_flags, mode, umask)?;
         let f = pollfiles::open_fifo(f, cancel)?;
-        self.fds.alloc(0, f, flags & libc::O_CLOEXEC != 0)
+        crate::fdtable::install_opened(&self.fds, f, flags)
     }
     /// `openat2(2)`: `openat` with strict flag checking and the `RESOLVE_*` restrictions
     /// on the walk (see `scalevfs_vfs::namei::Resolve`): `RESOLVE_BENEATH` and

@@ -46,9 +46,9 @@
 //!
 //! - *watched file's last close* → [`release_file_from_epoll`] (`eventpoll_release_file`):
 //!   repeatedly, under the file's link lock, take the first item and set its `dying`
-//!   flag; unlock; lock the item's instance `mtx` and remove the item for good (`force`);
+//!   flag; unlock; lock the item's shard of its instance's map and remove the item for good (`force`);
 //!   drop it, which drops its instance reference.
-//! - *epoll file's last close* → `clear_and_put`: under `mtx`, remove every item whose
+//! - *epoll file's last close* → `clear_and_put`: shard by shard, remove every item whose
 //!   `dying` flag (checked under the target's link lock) is clear; a dying item is left
 //!   in the map for the first path to finish; then drop the file's reference.
 //!
@@ -63,7 +63,7 @@
 //! while relying on that mutex to keep instances alive (the nested-epoll depth and loop
 //! checks) could follow an `epitem->ep` into a freed instance. Here no walker follows a
 //! raw pointer: every hop is an `Arc` clone taken under the lock that protects the
-//! container it comes from (an instance's map under its `mtx`; a file's links under the
+//! container it comes from (an instance's map under its shard locks; a file's links under the
 //! link lock; the ready list under the ready lock), and the lock is dropped only after
 //! the clone exists. A concurrent release may unlink an item or drop its own references
 //! meanwhile, but the memory the walker holds stays valid until its clone drops, and it
@@ -77,10 +77,11 @@
 //! |---|---|
 //! | `EpollContext::nested` | insertions of an epoll into an epoll (loop/depth check) |
 //! | `EpollContext::legacy` | legacy ablation only: both release paths |
-//! | `EventPoll::mtx` (outer before inner) | the item map, item `events`/`data` changes, scans |
+//! | `EventPoll` item-map shard locks (`items.rs`; one at a time) | that shard's part of the item map |
+//! | `EventPoll::scan` (outer before inner) | one scan at a time; item `events`/`data` changes (`EPOLL_CTL_MOD`) |
 //! | target `EpLinks` lock | the target's item list and each item's `dying` flag |
 //! | target `WaitQueue` lock | the target's hooked items; callbacks run under it |
-//! | `EventPoll::ready` | ready list, overflow list, `linked`/`on_ovf` flags |
+//! | `EventPoll::ready` | ready list, overflow list, `linked`/`on_ovf`/`removed` flags |
 //! | `EventPoll::wq` lock | sleeping `epoll_wait` callers (exclusive, wake one) |
 //!
 //! A callback (target queue lock held) takes the instance's ready lock and its `wq`
@@ -90,12 +91,20 @@
 //!
 //! ## Scans and the overflow list
 //!
-//! `epoll_wait` (`ep_send_events`) takes `mtx`, moves the ready list out (`scanning`),
+//! `epoll_wait` (`ep_send_events`) takes `scan`, moves the ready list out (`scanning`),
 //! and polls each item without the ready lock, as Linux does with `ovflist`: callbacks
 //! arriving during the scan go to the overflow list; at the end the undelivered items,
 //! then the overflow items not already linked, then the level-triggered re-queues form
 //! the new ready list (Linux's order). `EPOLLONESHOT` disarms an item after delivery
 //! (`events &= EP_PRIVATE_BITS`) until `EPOLL_CTL_MOD`.
+//!
+//! Registration and scans (a shared instance): `EPOLL_CTL_ADD`, `EPOLL_CTL_DEL` and the
+//! watched file's last close take only the key's shard lock, so threads adding and
+//! removing different descriptors neither wait for each other nor for a scan. An item
+//! added during a scan joins the ready list, not the scan. An item removed during a scan
+//! is flagged `removed` under the ready lock and unlinked from the ready and overflow
+//! lists; the scan drops it from its private list instead of re-queueing it, and skips
+//! it if it has not reached it yet. `EPOLL_CTL_MOD` takes `scan` (see `modify`).
 //!
 //! ## Memory orderings
 //!
@@ -103,7 +112,9 @@
 //! target's state and then (in the callback) loads `events`. That store-buffer pattern
 //! needs both sides sequentially consistent: `events` is stored and loaded with `SeqCst`
 //! and eventfd's counter likewise (pipes and nested epolls order it through their locks).
-//! Every other flag is read and written under the lock named in the table (Relaxed).
+//! Every other flag is read and written under the lock named in the table (Relaxed),
+//! except that a scan also reads `removed` without the ready lock, as a hint (it checks
+//! it again under the lock before re-queueing).
 //!
 //! ## Differences from Linux
 //!
@@ -115,7 +126,13 @@
 //!   epoll (Linux also takes `epnested_mutex` when the instance itself is watched, for the
 //!   path check we do not do).
 //! - A cancelled `epoll_wait` returns `EINTR` (signals are the embedder's).
+//! - Linux's `EPOLL_CTL_ADD`/`DEL` wait for a running scan (`ep->mtx`); ours do not, so
+//!   an `epoll_wait` may return an event of a descriptor whose `EPOLL_CTL_DEL` (or last
+//!   close) returned while the wait ran, as if the wait had collected it just before. It
+//!   never returns one for a descriptor removed before the wait began.
 
+mod items;
+mod nesting;
 #[cfg(test)]
 mod shuttle_tests;
 #[cfg(test)]
@@ -123,7 +140,7 @@ mod stress;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::Waker;
@@ -137,6 +154,7 @@ use crate::poll::{
     deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue,
 };
 use crate::Errno;
+use items::{ItemMap, Shard};
 
 pub const EPOLL_CTL_ADD: i32 = 1;
 pub const EPOLL_CTL_DEL: i32 = 2;
@@ -268,9 +286,10 @@ pub struct EpItem {
     me: Weak<EpItem>,
     key: FdKey,
     target: Arc<dyn Pollable>,
-    /// Requested events plus private bits; written under `ep.mtx`, read by callbacks.
+    /// Requested events plus private bits; written under `ep.scan` (and at insertion),
+    /// read by callbacks.
     events: AtomicU32,
-    /// Written under `ep.mtx`.
+    /// Written under `ep.scan` (and at insertion).
     data: AtomicU64,
     /// Set under the target's link lock by the file-release path.
     dying: AtomicBool,
@@ -278,6 +297,9 @@ pub struct EpItem {
     linked: AtomicBool,
     /// On the overflow list (ready lock).
     on_ovf: AtomicBool,
+    /// Removed from its instance (set under the ready lock): a scan that has it in its
+    /// private list drops it instead of delivering or re-queueing it.
+    removed: AtomicBool,
 }
 
 impl Drop for EpItem {
@@ -358,7 +380,11 @@ struct Ready {
 /// An epoll instance (`struct eventpoll`). See the module docs.
 pub struct EventPoll {
     ctx: Arc<EpollContext>,
-    mtx: Mutex<BTreeMap<FdKey, Arc<EpItem>>>,
+    /// The items, sharded by key (`items.rs`).
+    items: ItemMap,
+    /// Serializes scans, and `EPOLL_CTL_MOD` against them (Linux's `ep->mtx` as the
+    /// scans use it).
+    scan: Mutex<()>,
     ready: Mutex<Ready>,
     /// `epoll_wait` sleepers.
     wq: WaitQueue,
@@ -380,7 +406,7 @@ impl Pollable for EventPoll {
     /// `ep_eventpoll_poll`: readable when an item on the ready list really is ready;
     /// items found not ready are dropped from the list, as in Linux.
     fn poll(&self) -> u32 {
-        let _m = self.mtx.lock();
+        let _m = self.scan.lock();
         let mut tx = self.start_scan();
         let mut res = 0;
         while let Some(item) = tx.front() {
@@ -412,7 +438,8 @@ impl EventPoll {
         }
         Arc::new(EventPoll {
             ctx: ctx.clone(),
-            mtx: Mutex::new(BTreeMap::new()),
+            items: ItemMap::new(ctx.locking),
+            scan: Mutex::new(()),
             ready: Mutex::new(Ready::default()),
             wq: WaitQueue::new(),
             poll_wait: WaitQueue::new(),
@@ -425,17 +452,18 @@ impl EventPoll {
         !r.rdllist.is_empty() || r.scanning
     }
 
-    /// `ep_start_scan`; caller holds `mtx`.
+    /// `ep_start_scan`; caller holds `scan`.
     fn start_scan(&self) -> VecDeque<Arc<EpItem>> {
         let mut r = self.ready.lock();
         r.scanning = true;
         std::mem::take(&mut r.rdllist)
     }
 
-    /// `ep_done_scan`; caller holds `mtx`.
+    /// `ep_done_scan`; caller holds `scan`. Items removed during the scan are dropped.
     fn done_scan(&self, tx: VecDeque<Arc<EpItem>>) {
         let mut r = self.ready.lock();
         let mut list = tx;
+        list.retain(|it| !it.removed.load(Ordering::Relaxed));
         for it in std::mem::take(&mut r.ovf) {
             it.on_ovf.store(false, Ordering::Relaxed);
             if !it.linked.swap(true, Ordering::Relaxed) {
@@ -468,12 +496,17 @@ impl EventPoll {
 
     /// `ep_send_events`: fills `out` from the ready list.
     fn send_events(&self, out: &mut [EpollEvent]) -> usize {
-        let _m = self.mtx.lock();
+        let _m = self.scan.lock();
         let mut tx = self.start_scan();
         let mut res = 0;
         while res < out.len() {
             let Some(item) = tx.pop_front() else { break };
             item.linked.store(false, Ordering::Relaxed);
+            // Relaxed: a removal racing this scan may or may not be seen here (see
+            // "Differences from Linux"); the re-queue below checks it under the lock.
+            if item.removed.load(Ordering::Relaxed) {
+                continue;
+            }
             let ev = item.events.load(Ordering::SeqCst);
             let revents = item.target.poll() & ev;
             if revents == 0 {
@@ -485,22 +518,20 @@ impl EventPoll {
                 item.events.store(ev & EP_PRIVATE_BITS, Ordering::SeqCst);
             } else if ev & EPOLLET == 0 {
                 let mut r = self.ready.lock();
-                item.linked.store(true, Ordering::Relaxed);
-                r.rdllist.push_back(item);
+                if !item.removed.load(Ordering::Relaxed) {
+                    item.linked.store(true, Ordering::Relaxed);
+                    r.rdllist.push_back(item);
+                }
             }
         }
         self.done_scan(tx);
         res
     }
 
-    /// `__ep_remove`; caller holds `mtx` (passed as `map`). Returns false (and does
-    /// nothing) for a dying item unless `force`.
-    fn remove_item(
-        &self,
-        map: &mut BTreeMap<FdKey, Arc<EpItem>>,
-        item: &Arc<EpItem>,
-        force: bool,
-    ) -> bool {
+    /// `__ep_remove`; caller holds the item's shard lock (passed as `map`). Returns
+    /// false (and does nothing) for a dying item unless `force`. A scan running now may
+    /// hold the item in its private list: the `removed` flag makes it drop the item.
+    fn remove_item(&self, map: &mut Shard, item: &Arc<EpItem>, force: bool) -> bool {
         {
             let mut l = item.links().items.lock();
             if item.dying.load(Ordering::Relaxed) && !force {
@@ -514,18 +545,22 @@ impl EventPoll {
         item.queue().remove(&item.entry());
         {
             let mut r = self.ready.lock();
+            item.removed.store(true, Ordering::Relaxed);
             if item.linked.swap(false, Ordering::Relaxed) {
                 r.rdllist.retain(|x| !same_item(x, item));
+            }
+            if item.on_ovf.swap(false, Ordering::Relaxed) {
+                r.ovf.retain(|x| !same_item(x, item));
             }
         }
         map.remove(&item.key);
         true
     }
 
-    /// `ep_insert`; caller holds `mtx`.
+    /// `ep_insert`; caller holds the key's shard lock.
     fn insert(
         self: &Arc<Self>,
-        map: &mut BTreeMap<FdKey, Arc<EpItem>>,
+        map: &mut Shard,
         key: FdKey,
         target: &Arc<dyn Pollable>,
         ev: EpollEvent,
@@ -543,6 +578,7 @@ impl EventPoll {
             dying: AtomicBool::new(false),
             linked: AtomicBool::new(false),
             on_ovf: AtomicBool::new(false),
+            removed: AtomicBool::new(false),
         });
         item.links().items.lock().push(item.clone());
         map.insert(key, item.clone());
@@ -553,8 +589,11 @@ impl EventPoll {
         }
     }
 
-    /// `ep_modify`; caller holds `mtx`.
+    /// `ep_modify`; caller holds the item's shard lock. Excludes scans, so that a scan
+    /// never delivers the old `data` with the new events nor disarms (`EPOLLONESHOT`)
+    /// what this call re-arms.
     fn modify(&self, item: &Arc<EpItem>, ev: EpollEvent) {
+        let _scan = self.scan.lock();
         item.data.store(ev.data, Ordering::Relaxed);
         // SeqCst: pairs with the SeqCst load in the callback (module docs).
         item.events.store(ev.events, Ordering::SeqCst);
@@ -567,11 +606,12 @@ impl EventPoll {
     fn clear(&self) {
         let _legacy = (self.ctx.locking == Locking::Legacy).then(|| self.ctx.legacy.lock());
         self.poll_wait.wake(0);
-        let mut map = self.mtx.lock();
-        let all: Vec<Arc<EpItem>> = map.values().cloned().collect();
-        for it in &all {
-            self.remove_item(&mut map, it, false);
-        }
+        self.items.for_each_shard(|map| {
+            let all: Vec<Arc<EpItem>> = map.values().cloned().collect();
+            for it in &all {
+                self.remove_item(map, it, false);
+            }
+        });
     }
 }
 
@@ -599,7 +639,7 @@ pub fn release_file_from_epoll(file: &dyn Pollable) {
         };
         {
             let ep = &item.ep;
-            let mut map = ep.mtx.lock();
+            let mut map = ep.items.lock(&item.key);
             ep.remove_item(&mut map, &item, true);
         }
         // Dropping the item drops its instance reference; if it was the last one, the
@@ -673,12 +713,12 @@ impl Epoll {
         let _nested = match tep {
             Some(t) if op == EPOLL_CTL_ADD => {
                 let g = ctx.nested.lock();
-                loop_check(&self.ep, t)?;
+                nesting::loop_check(&self.ep, t)?;
                 Some(g)
             }
             _ => None,
         };
-        let mut map = self.ep.mtx.lock();
+        let mut map = self.ep.items.lock(&key);
         let existing = map.get(&key).cloned();
         match (op, existing) {
             (EPOLL_CTL_ADD, None) => {
@@ -768,80 +808,4 @@ impl Drop for Epoll {
         release_file_from_epoll(&*self.ep);
         self.ep.clear();
     }
-}
-
-/// `ep_loop_check` (Linux 6.x): `ELOOP` if adding `to` into `ep` would close a cycle or
-/// make a chain of more than `EP_MAX_NESTS` epoll-to-epoll edges. Caller holds
-/// `ctx.nested`. Every instance visited is kept alive by an `Arc` in `keep`.
-fn loop_check(ep: &EventPoll, to: &EventPoll) -> Result<(), Errno> {
-    let mut keep: Vec<Arc<dyn Pollable>> = Vec::new();
-    let mut memo = HashMap::new();
-    let down = depth_down(to, ep, 0, &mut memo, &mut keep);
-    if down > EP_MAX_NESTS {
-        return Err(Errno::ELOOP);
-    }
-    let mut keep_up: Vec<Arc<EventPoll>> = Vec::new();
-    let up = depth_up(ep, &mut HashMap::new(), &mut keep_up);
-    if down + 1 + up > EP_MAX_NESTS {
-        return Err(Errno::ELOOP);
-    }
-    Ok(())
-}
-
-fn depth_down(
-    ep: &EventPoll,
-    inserting: &EventPoll,
-    depth: usize,
-    memo: &mut HashMap<*const EventPoll, usize>,
-    keep: &mut Vec<Arc<dyn Pollable>>,
-) -> usize {
-    if let Some(&d) = memo.get(&(ep as *const _)) {
-        return d;
-    }
-    let children: Vec<Arc<dyn Pollable>> = ep
-        .mtx
-        .lock()
-        .values()
-        .filter(|it| it.target.as_epoll().is_some())
-        .map(|it| it.target.clone())
-        .collect();
-    let mut result = 0;
-    for c in &children {
-        let t = c.as_epoll().expect("filtered");
-        if std::ptr::eq(t, inserting) || depth > EP_MAX_NESTS {
-            result = EP_MAX_NESTS + 1;
-        } else {
-            result = result.max(depth_down(t, inserting, depth + 1, memo, keep) + 1);
-        }
-        if result > EP_MAX_NESTS {
-            break;
-        }
-    }
-    keep.extend(children);
-    memo.insert(ep as *const _, result);
-    result
-}
-
-fn depth_up(
-    ep: &EventPoll,
-    memo: &mut HashMap<*const EventPoll, usize>,
-    keep: &mut Vec<Arc<EventPoll>>,
-) -> usize {
-    if let Some(&d) = memo.get(&(ep as *const _)) {
-        return d;
-    }
-    let parents: Vec<Arc<EventPoll>> = ep
-        .links
-        .items
-        .lock()
-        .iter()
-        .map(|it| it.ep.clone())
-        .collect();
-    let mut result = 0;
-    for p in &parents {
-        result = result.max(depth_up(p, memo, keep) + 1);
-    }
-    keep.extend(parents);
-    memo.insert(ep as *const _, result);
-    result
 }

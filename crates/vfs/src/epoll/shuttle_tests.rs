@@ -257,3 +257,107 @@ fn shuttle_nested_walk_races_release() {
         ITERS,
     );
 }
+
+/// A shared instance: one thread scans (level-triggered items stay ready, so every scan
+/// re-queues them) while another deletes one item with `EPOLL_CTL_DEL` and a third closes
+/// the other watched file, neither waiting for the scan. A wait that begins after the
+/// deletion never reports the deleted item, nothing removed is left on the ready list,
+/// and every item is freed.
+#[test]
+fn shuttle_remove_races_scan() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            let e1 = EventFd::new(1, 0).unwrap();
+            let e2 = EventFd::new(1, 0).unwrap();
+            let t1: Arc<dyn Pollable> = e1.pollable();
+            add(&ep, 1, &t1, EPOLLIN);
+            add(&ep, 2, &e2.pollable(), EPOLLIN);
+            let deleted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let scanner = {
+                let (ep, deleted) = (ep.clone(), deleted.clone());
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    for _ in 0..2 {
+                        let was_deleted = deleted.load(Ordering::SeqCst);
+                        // One event per wait: the other item stays on the scan's
+                        // private list and is put back at its end.
+                        let mut evs = [EpollEvent::default(); 1];
+                        let n = ep.wait(&mut evs, 0, None).unwrap();
+                        if was_deleted {
+                            assert!(evs[..n].iter().all(|e| e.data != 1), "{:?}", &evs[..n]);
+                        }
+                    }
+                })
+            };
+            let deleter = {
+                let ep = ep.clone();
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    ep.ctl(EPOLL_CTL_DEL, key(1), &t1, EpollEvent::default())
+                        .unwrap();
+                    deleted.store(true, Ordering::SeqCst);
+                })
+            };
+            let closer = thread::spawn(move || {
+                sync::enter_shuttle();
+                drop(e2);
+            });
+            scanner.join().unwrap();
+            deleter.join().unwrap();
+            closer.join().unwrap();
+            // Nothing removed is left on a list (which would keep it, and through it the
+            // instance, alive).
+            assert_eq!(c.accounting().unwrap().live(), (1, 0));
+            let mut evs = [EpollEvent::default(); 4];
+            assert_eq!(ep.wait(&mut evs, 0, None), Ok(0), "{evs:?}");
+            drop(e1);
+            drop(ep);
+            assert_all_freed(&c, 1, 2);
+        },
+        ITERS,
+    );
+}
+
+/// `EPOLL_CTL_MOD` re-arming an `EPOLLONESHOT` item races a scan that delivers (and so
+/// disarms) it: the re-arm is never lost. Unless the scan delivered the re-armed
+/// registration (its new data), a wait after both reports it.
+#[test]
+fn shuttle_oneshot_rearm_races_scan() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::with_accounting(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            // A pipe: its poll takes a lock, where the schedule may switch threads
+            // mid-scan.
+            let (r, w) = pipe2(0).unwrap();
+            w.write(b"x", None).unwrap();
+            let t: Arc<dyn Pollable> = r.pollable();
+            add(&ep, 1, &t, EPOLLIN | EPOLLONESHOT);
+            let scanner = {
+                let ep = ep.clone();
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    let mut evs = [EpollEvent::default(); 4];
+                    let n = ep.wait(&mut evs, 0, None).unwrap();
+                    evs[..n].to_vec()
+                })
+            };
+            let rearm = EpollEvent::new(EPOLLIN | EPOLLONESHOT, 7);
+            ep.ctl(EPOLL_CTL_MOD, key(1), &t, rearm).unwrap();
+            let scanned = scanner.join().unwrap();
+            let mut evs = [EpollEvent::default(); 4];
+            let after = ep.wait(&mut evs, 0, None).unwrap();
+            if scanned.iter().any(|e| e.data == 7) {
+                assert_eq!(after, 0, "delivered twice: {scanned:?} {evs:?}");
+            } else {
+                assert_eq!(after, 1, "re-arm lost: scan saw {scanned:?}");
+                assert_eq!(evs[0].data, 7);
+            }
+        },
+        ITERS,
+    );
+}

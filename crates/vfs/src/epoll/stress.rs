@@ -1,7 +1,7 @@
 //! Many-thread stress: churn threads create thousands of eventfds and pipes, register
 //! each in a shared instance and in their own instance, signal it, wait for it on their
-//! own instance (no event may be lost for a live registration), then close it without
-//! DEL; meanwhile waiter threads sit in `epoll_wait` on the shared instances and a closer
+//! own instance (no event may be lost for a live registration), DEL every third from the
+//! shared instance, then close it without DEL; meanwhile waiter threads sit in `epoll_wait` on the shared instances and a closer
 //! thread keeps closing and replacing them. At the end every instance and item
 //! allocated must have been freed.
 
@@ -57,11 +57,17 @@ fn run(locking: Locking) {
                         EpollEvent::new(EPOLLIN | EPOLLET, id),
                     )
                     .unwrap();
-                    drop(sh);
                     // Our own registration is live: its event must arrive.
                     let n = mine.wait(&mut ev, 10_000, None).unwrap();
                     assert_eq!(n, 1, "event lost for {id}");
                     assert_eq!(ev[0], EpollEvent::new(EPOLLIN, id));
+                    if i % 3 == 0 {
+                        // DEL from the shared instance while its waiters scan it (our
+                        // `Arc` keeps the instance open even if the closer replaced it).
+                        sh.ctl(EPOLL_CTL_DEL, k, &signal, EpollEvent::default())
+                            .unwrap();
+                    }
+                    drop(sh);
                     drop(signal);
                     // Close without DEL (from both instances).
                     drop(file);

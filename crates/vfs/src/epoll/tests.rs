@@ -200,3 +200,46 @@ fn add_while_waiting() {
     .unwrap();
     assert_eq!(h.join().unwrap(), Ok(vec![EpollEvent::new(EPOLLIN, 4)]));
 }
+
+/// The scalable instance spreads its items over one shard per CPU (rounded up to a power
+/// of two), the legacy one keeps them in one; either way every key is found again by
+/// `EPOLL_CTL_ADD` (`EEXIST`), `EPOLL_CTL_MOD` and `EPOLL_CTL_DEL`, and a DEL leaves the
+/// map empty.
+#[test]
+fn item_map_shards() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let c = EpollContext::with_accounting(locking);
+        let ep = Epoll::new(&c);
+        let want = match locking {
+            Locking::Legacy => 1,
+            Locking::Scalable => scalevfs_primitives::cpu::num_cpus()
+                .next_power_of_two()
+                .min(items::MAX_SHARDS),
+        };
+        assert_eq!(ep.instance().items.shard_count(), want);
+        let files: Vec<EventFd> = (0..256).map(|_| EventFd::new(0, 0).unwrap()).collect();
+        let keys = |i: usize| FdKey {
+            file: i * 64,
+            fd: i as i32,
+        };
+        for (i, f) in files.iter().enumerate() {
+            let ev = EpollEvent::new(EPOLLIN, i as u64);
+            ep.ctl(EPOLL_CTL_ADD, keys(i), &f.pollable(), ev).unwrap();
+        }
+        let mut used = 0;
+        ep.instance()
+            .items
+            .for_each_shard(|m| used += usize::from(!m.is_empty()));
+        assert_eq!(ep.instance().items.all().len(), 256);
+        assert!(used > want / 2, "{used} of {want} shards used");
+        for (i, f) in files.iter().enumerate() {
+            let ev = EpollEvent::new(EPOLLIN, i as u64);
+            let t = f.pollable();
+            assert_eq!(ep.ctl(EPOLL_CTL_ADD, keys(i), &t, ev), Err(Errno::EEXIST));
+            ep.ctl(EPOLL_CTL_MOD, keys(i), &t, ev).unwrap();
+            ep.ctl(EPOLL_CTL_DEL, keys(i), &t, ev).unwrap();
+            assert_eq!(ep.ctl(EPOLL_CTL_DEL, keys(i), &t, ev), Err(Errno::ENOENT));
+        }
+        assert!(ep.instance().items.all().is_empty());
+    }
+}

@@ -13,7 +13,8 @@ pub(crate) struct Held {
     pub(crate) info: LockInfo,
     /// Requests that conflicted with this lock when last examined, oldest first
     /// (Linux's `flc_blocked_requests`). Re-examined whenever this lock shrinks, changes type
-    /// or goes away; a waiter sits on exactly one lock's list.
+    /// or goes away; a pending waiter sits on exactly one lock's list, or among the
+    /// followers of one request woken to retry (`handoff.rs`).
     pub(crate) waiters: Vec<Arc<Waiter>>,
 }
 
@@ -29,12 +30,14 @@ impl Held {
 pub(crate) const PENDING: u8 = 0;
 pub(crate) const GRANTED: u8 = 1;
 pub(crate) const DEADLOCK: u8 = 2;
+/// Woken to ask again (`handoff::HandOff::Retry`).
+pub(crate) const RETRY: u8 = 3;
 
 /// A blocked request.
 pub(crate) struct Waiter {
     pub(crate) req: LockRequest,
     pub(crate) class: LockClass,
-    /// `PENDING`, then `GRANTED` or `DEADLOCK`, set once by whoever completes the request
+    /// `PENDING`, then `GRANTED`, `RETRY` or `DEADLOCK`, set once by whoever completes the request
     /// (under the context lock) before it unparks `thread`.
     pub(crate) state: AtomicU8,
     pub(crate) thread: Thread,
@@ -82,10 +85,14 @@ impl Waiter {
 /// never overlapping, and never adjacent with the same type (they merge); owners appear in
 /// the order they first took a lock, as in Linux's list (so `F_GETLK` reports the same
 /// conflicting lock Linux would).
+///
+/// `retrying` holds the requests woken to retry and the waiters queued behind them
+/// (`handoff.rs`); it is empty under `HandOff::Grant`.
 #[derive(Default)]
 pub(crate) struct Lists {
     pub(crate) posix: Vec<Held>,
     pub(crate) flock: Vec<Held>,
+    pub(crate) retrying: Vec<super::handoff::Retrying>,
 }
 
 fn overlaps(a: &LockInfo, start: i64, end: i64) -> bool {

@@ -63,7 +63,7 @@
 //! makes the cycle check exact and atomic with the edge insertion (see below); its cost
 //! falls on requests that are about to sleep anyway.
 //!
-//! ## Blocking and wakeups (no thundering herd)
+//! ## Blocking and wakeups (no thundering herd; `handoff.rs`)
 //!
 //! A blocked request is a `list::Waiter` queued on the one held lock it conflicts with
 //! first (Linux's `fl_blocked_requests`). Whenever a lock is removed, shrunk, split,
@@ -71,25 +71,22 @@
 //! under the context lock*, oldest first (except that a waiter still polling its state
 //! goes ahead of sleeping ones that have waited under a millisecond,
 //! `list::prefer_polling`; threads are unparked only after the context lock is released,
-//! `list::Wakeups`): a waiter that no longer conflicts is granted
-//! right there (its lock is inserted on its behalf, with the same split/merge logic) and
-//! only then woken; a waiter that still conflicts is moved to the lock it now conflicts
-//! with and not woken. So an unlock wakes exactly the requests it lets proceed, and a
-//! woken request never has to retry. Granting in queue order also means a grant made
-//! during re-examination is seen by the waiters behind it (100 writers queued on one lock:
-//! an unlock grants the first and re-queues the others on it, waking one thread).
+//! `list::Wakeups`): a waiter that still conflicts is moved to the lock it now conflicts
+//! with and not woken. A waiter that no longer conflicts is, by the manager's
+//! [`HandOff`] policy, woken to retry (the scalable default, as Linux: the lock goes to
+//! whichever thread runs and asks first, and waiters conflicting with the woken request
+//! wait behind it without being woken), or granted right there and then woken (the
+//! legacy design: arrival order, and every hand-off waits for the woken thread to be
+//! scheduled). Either way an unlock wakes only requests it lets proceed: 100 writers
+//! queued on one lock wake one thread per unlock.
 //!
-//! The waiter's thread first polls its own `state` for a few microseconds
-//! (`WAITER_POLL`, by at most half the CPUs at once): a grant that comes that soon costs the granter one atomic swap in
-//! `unpark` and the waiter no sleep. Then it sleeps in [`CancelToken::wait_until`] on its
-//! `state`; the granter
-//! stores `state` with Release and then unparks it (the sleeper's Acquire load pairs with
-//! it). A cancelled sleeper takes the context lock and, if its request is still pending,
-//! unqueues it and returns `EINTR`; if it was granted meanwhile the grant stands and the
-//! call returns success (as if the signal came just after the call returned).
+//! The waiter's thread polls its own `state` for a few microseconds, then sleeps in
+//! [`CancelToken::wait_until`]; the completer stores `state` with Release and then
+//! unparks it (the sleeper's Acquire load pairs with it). `handoff.rs` details the
+//! waiting, the retry and cancellation.
 //!
 //! Memory orderings: everything shared is under the locks above except a waiter's
-//! `state` (Release store by the granter, Acquire load by the sleeper) and a token's
+//! `state` (Release store by the completer, Acquire load by the sleeper) and a token's
 //! `cancelled` flag (Release in `cancel`, Acquire in `is_cancelled`).
 //!
 //! ## Deadlock detection
@@ -128,9 +125,12 @@
 //!
 //! ## Other differences from Linux
 //!
-//! - A blocking request whose conflicting lock goes away is granted directly (see above);
-//!   Linux wakes it to retry. Which waiter gets a lock first can therefore differ from a
-//!   particular Linux run, never the set of outcomes a Linux scheduler could produce.
+//! - Under [`HandOff::Grant`] a blocking request whose conflicting lock goes away is
+//!   granted directly; Linux (and [`HandOff::Retry`]) wakes it to retry. Which waiter
+//!   gets a lock first can therefore differ from a particular Linux run, never the set of
+//!   outcomes a Linux scheduler could produce. Linux wakes every follower of a request
+//!   when that request's retry ends; we re-examine them under the context lock and wake
+//!   only those that can proceed.
 //! - Deadlines on [`CancelToken`] produce `EINTR` (Linux has no timed lock wait).
 //! - The listing's order is per context (its flock locks, then its POSIX/OFD locks, each
 //!   followed by its waiters), and a waiter is always shown one level deep under the lock
@@ -141,6 +141,7 @@
 //!   never returns it for record locks).
 
 pub(crate) mod deadlock;
+mod handoff;
 pub(crate) mod list;
 pub(crate) mod registry;
 mod summary;
@@ -158,9 +159,8 @@ mod stress;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use scalevfs_primitives::Locking;
 
@@ -169,7 +169,8 @@ use crate::cancel::CancelToken;
 use crate::Errno;
 use crossbeam_utils::CachePadded;
 use deadlock::Graph;
-use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter, Wakeups};
+pub use handoff::HandOff;
+use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
 use registry::ContextList;
 use summary::{PosixSummary, Snapshot};
 use sync::{Mutex, MutexGuard};
@@ -222,6 +223,7 @@ impl std::fmt::Debug for FileLockContext {
 
 struct Shared {
     locking: Locking,
+    hand_off: HandOff,
     legacy: Option<Mutex<()>>,
     graph: Graph,
     registry: ContextList,
@@ -257,6 +259,9 @@ enum Wait<'a> {
     Until(&'a CancelToken),
 }
 
+/// A request queued on a lock: its waiter and the token it sleeps on (`None`: forever).
+pub(crate) type Queued<'t> = (Arc<Waiter>, Option<&'t CancelToken>);
+
 /// Both locks of an operation: the legacy global lock (if any), then the context's.
 /// Dropping it republishes the POSIX list's summary while the context lock is still held
 /// (fields drop after `drop` runs).
@@ -275,10 +280,23 @@ impl Drop for Guard<'_> {
 }
 
 impl LockManager {
+    /// A manager with `locking`'s hand-off policy: [`HandOff::Retry`] for the scalable
+    /// design, [`HandOff::Grant`] for the legacy one.
     pub fn new(locking: Locking) -> Self {
+        let hand_off = match locking {
+            Locking::Scalable => HandOff::Retry,
+            Locking::Legacy => HandOff::Grant,
+        };
+        Self::with_hand_off(locking, hand_off)
+    }
+
+    /// A manager with an explicit hand-off policy (an ablation: `Grant` with the
+    /// scalable design is the design before wake-and-retry).
+    pub fn with_hand_off(locking: Locking, hand_off: HandOff) -> Self {
         let legacy = locking == Locking::Legacy;
         let shared = Arc::new(Shared {
             locking,
+            hand_off,
             legacy: legacy.then(|| Mutex::new(())),
             graph: Graph::new(!legacy),
             registry: ContextList::new(locking),
@@ -300,6 +318,10 @@ impl LockManager {
 
     pub fn locking(&self) -> Locking {
         self.shared.locking
+    }
+
+    pub fn hand_off(&self) -> HandOff {
+        self.shared.hand_off
     }
 
     /// A context for the inode `(dev, ino)` (`dev` as `st_dev` reports it).
@@ -416,31 +438,39 @@ impl LockManager {
                 }
             }
         }
-        let (w, token) = {
-            let mut g = self.lock(ctx);
-            let Some(i) = find_conflict(&g.lists.posix, req) else {
-                let mut reeval = Vec::new();
-                posix_apply(&mut g.lists.posix, req, &mut reeval);
-                let woken = self.reeval(&mut g.lists, reeval);
-                drop(g);
-                woken.wake();
-                return Ok(());
-            };
-            g.contended = true;
-            let token = match wait {
-                Wait::No => return Err(Errno::EAGAIN),
-                Wait::Forever => None,
-                Wait::Until(t) if t.is_cancelled() => return Err(Errno::EINTR),
-                Wait::Until(t) => Some(t),
-            };
-            let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner)));
-            if !self.wait_edge(&w, g.lists.posix[i].info.owner) {
-                return Err(Errno::EDEADLK);
+        self.request(ctx, |g, reeval| match find_conflict(&g.lists.posix, req) {
+            None => {
+                posix_apply(&mut g.lists.posix, req, reeval);
+                Ok(None)
             }
-            g.lists.posix[i].waiters.push(w.clone());
-            (w, token)
+            Some(i) => {
+                g.contended = true;
+                self.block_posix(&mut g.lists, i, req, wait)
+            }
+        })
+    }
+
+    /// A POSIX/OFD request conflicting with the lock at `i`: `EAGAIN`, `EINTR` or
+    /// `EDEADLK`, or queued on that lock (the waiter and the token to sleep on).
+    fn block_posix<'t>(
+        &self,
+        lists: &mut Lists,
+        i: usize,
+        req: &LockRequest,
+        wait: Wait<'t>,
+    ) -> Result<Option<Queued<'t>>, Errno> {
+        let token = match wait {
+            Wait::No => return Err(Errno::EAGAIN),
+            Wait::Forever => None,
+            Wait::Until(t) if t.is_cancelled() => return Err(Errno::EINTR),
+            Wait::Until(t) => Some(t),
         };
-        self.sleep(ctx, &w, token)
+        let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner)));
+        if !self.wait_edge(&w, lists.posix[i].info.owner) {
+            return Err(Errno::EDEADLK);
+        }
+        lists.posix[i].waiters.push(w.clone());
+        Ok(Some((w, token)))
     }
 
     /// `flock(2)` for the open file description `file`: `op` is `LOCK_SH`, `LOCK_EX` or
@@ -465,10 +495,8 @@ impl LockManager {
             start: 0,
             end: OFFSET_MAX,
         };
-        let (res, woken) = {
-            let mut g = self.lock(ctx);
-            let mut reeval = Vec::new();
-            let res = match flock_apply(&mut g.lists.flock, &req, &mut reeval) {
+        self.request(ctx, |g, reeval| {
+            match flock_apply(&mut g.lists.flock, &req, reeval) {
                 Ok(()) => Ok(None),
                 Err(_) if op & libc::LOCK_NB != 0 => Err(Errno::EAGAIN),
                 Err(_) if cancel.is_some_and(CancelToken::is_cancelled) => Err(Errno::EINTR),
@@ -477,16 +505,10 @@ impl LockManager {
                     // the lock we queue on.
                     let w = Arc::new(Waiter::new(req, LockClass::Flock));
                     g.lists.flock[i].waiters.push(w.clone());
-                    Ok(Some(w))
+                    Ok(Some((w, cancel)))
                 }
-            };
-            (res, self.reeval(&mut g.lists, reeval))
-        };
-        woken.wake();
-        match res? {
-            None => Ok(()),
-            Some(w) => self.sleep(ctx, &w, cancel),
-        }
+            }
+        })
     }
 
     /// The POSIX close rule: `process` closed some fd of this inode, so all its POSIX locks
@@ -628,178 +650,5 @@ impl LockManager {
     /// The listing in `/proc/locks` format.
     pub fn proc_locks(&self) -> String {
         self.list().iter().map(ListedLock::proc_line).collect()
-    }
-
-    /// Records (or moves) `w`'s wait-for edge onto `blocker`'s owner. False, with no edge
-    /// left, if `w` is a POSIX request and the wait would close a cycle. Waits on POSIX
-    /// locks get edges (POSIX and OFD waiters alike, as Linux's `blocked_hash`); a POSIX
-    /// request blocked by an OFD lock is checked but adds no edge (see `deadlock.rs`).
-    /// Called under the context lock.
-    fn wait_edge(&self, w: &Arc<Waiter>, blocker: LockOwner) -> bool {
-        let me = w.req.owner;
-        let check = matches!(me, LockOwner::Process(_));
-        match blocker {
-            LockOwner::Process(b) => {
-                if w.edge() == Some(b) {
-                    return true;
-                }
-                let ok = self.shared.graph.wait_for(me, w.id(), blocker, check, true);
-                w.set_edge(ok.then_some(b));
-                ok
-            }
-            LockOwner::File(_) => {
-                if !check {
-                    self.drop_edge(w);
-                    return true;
-                }
-                w.set_edge(None);
-                self.shared.graph.wait_for(me, w.id(), blocker, true, false)
-            }
-        }
-    }
-
-    fn drop_edge(&self, w: &Arc<Waiter>) {
-        if w.edge().is_some() {
-            self.shared.graph.remove(w.req.owner, w.id());
-            w.set_edge(None);
-        }
-    }
-
-    /// Re-examines waiters whose blocker changed, oldest first: grant, re-queue on the new
-    /// conflicting lock, or fail with `EDEADLK`. Grants can change more locks, whose
-    /// waiters join the queue. Called under the context lock.
-    fn reeval(&self, lists: &mut Lists, mut queue: Vec<Arc<Waiter>>) -> Wakeups {
-        let mut wake = Wakeups::default();
-        if queue.is_empty() {
-            return wake;
-        }
-        list::prefer_polling(&mut queue);
-        let mut k = 0;
-        while k < queue.len() {
-            let w = queue[k].clone();
-            k += 1;
-            let blocked = if w.class == LockClass::Flock {
-                flock_apply(&mut lists.flock, &w.req, &mut queue).err()
-            } else {
-                let c = find_conflict(&lists.posix, &w.req);
-                if c.is_none() {
-                    posix_apply(&mut lists.posix, &w.req, &mut queue);
-                }
-                c
-            };
-            match blocked {
-                None => {
-                    self.drop_edge(&w);
-                    w.complete(list::GRANTED, &mut wake);
-                }
-                Some(i) if w.class == LockClass::Flock => lists.flock[i].waiters.push(w),
-                Some(i) => {
-                    if self.wait_edge(&w, lists.posix[i].info.owner) {
-                        lists.posix[i].waiters.push(w);
-                    } else {
-                        w.complete(list::DEADLOCK, &mut wake);
-                    }
-                }
-            }
-        }
-        wake
-    }
-
-    /// Sleeps until `w` is completed or `token` (if any) fires.
-    fn sleep(
-        &self,
-        ctx: &FileLockContext,
-        w: &Arc<Waiter>,
-        token: Option<&CancelToken>,
-    ) -> Result<(), Errno> {
-        // Poll a while first. A lock held for a short critical section is often handed
-        // to us within microseconds; a waiter that is still polling when granted costs the
-        // granter no futex wake-up (its unpark finds the thread running) and itself no
-        // sleep, no token allocation and no waker registration. Each poll is a plain load
-        // of our own waiter's line, so pollers do not bounce the context's lines. At most
-        // half the CPUs poll on one context at a time, so that with more threads than CPUs
-        // the pollers leave the holders (and the granter) CPUs to run on.
-        if ctx.inner.spinners.fetch_add(1, Ordering::Relaxed) < max_spinners() {
-            // Relaxed: a hint for granters (`list::prefer_polling`), ordering nothing.
-            w.polling.store(true, Ordering::Relaxed);
-            let end = Instant::now() + WAITER_POLL;
-            'poll: loop {
-                for _ in 0..32 {
-                    if w.state() != list::PENDING {
-                        break 'poll;
-                    }
-                    std::hint::spin_loop();
-                }
-                if Instant::now() >= end {
-                    break;
-                }
-            }
-        }
-        w.polling.store(false, Ordering::Relaxed);
-        // Relaxed: the count only bounds how many poll; it orders nothing.
-        ctx.inner.spinners.fetch_sub(1, Ordering::Relaxed);
-        if w.state() != list::PENDING {
-            return outcome(w.state());
-        }
-        let own;
-        let token = match token {
-            Some(t) => t,
-            None => {
-                // Only blocking calls get here, so the allocation is off the fast path.
-                own = CancelToken::new();
-                &own
-            }
-        };
-        let r = token.wait_until(|| w.state() != list::PENDING);
-        let state = match r {
-            Ok(()) => w.state(),
-            Err(e) => {
-                let mut g = self.lock(ctx);
-                let s = w.state();
-                if s != list::PENDING {
-                    s // completed before we got the lock: the outcome stands
-                } else {
-                    let lists = &mut *g.lists;
-                    for h in lists.posix.iter_mut().chain(lists.flock.iter_mut()) {
-                        h.waiters.retain(|x| !Arc::ptr_eq(x, w));
-                    }
-                    self.drop_edge(w);
-                    return Err(e);
-                }
-            }
-        };
-        outcome(state)
-    }
-}
-
-/// How long a blocked request polls its own state before it sleeps: long enough for a
-/// queue of a few short holds to hand the lock on, short against a scheduler time slice.
-const WAITER_POLL: Duration = Duration::from_micros(30);
-
-/// Blocked requests that may poll one context at once: half the CPUs (none on one CPU,
-/// where polling only delays the holder).
-fn max_spinners() -> u32 {
-    (scalevfs_primitives::cpu::num_cpus() / 2) as u32
-}
-
-/// A completed waiter's result.
-fn outcome(state: u8) -> Result<(), Errno> {
-    match state {
-        list::GRANTED => Ok(()),
-        _ => Err(Errno::EDEADLK),
-    }
-}
-
-impl Waiter {
-    fn new(req: LockRequest, class: LockClass) -> Self {
-        Waiter {
-            req,
-            class,
-            state: std::sync::atomic::AtomicU8::new(list::PENDING),
-            thread: sync::current(),
-            edge: std::sync::atomic::AtomicU64::new(0),
-            polling: std::sync::atomic::AtomicBool::new(false),
-            queued_at: Instant::now(),
-        }
     }
 }

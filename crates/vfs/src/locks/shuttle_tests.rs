@@ -210,3 +210,71 @@ fn shuttle_retarget_deadlock() {
         ITERS,
     );
 }
+
+/// Wake-and-retry: two blocking owners (one of them cancelled at some point), a barging
+/// non-blocking owner and the first holder's unlock, all racing. Mutual exclusion holds,
+/// nobody sleeps forever (a woken request's followers are always re-examined when its
+/// retry ends), the cancelled one is granted or `EINTR`, and nothing is left queued,
+/// retrying or in the graph.
+#[test]
+fn shuttle_retry_barging_and_cancel() {
+    shuttle::check_random(
+        || {
+            let (m, c) = setup();
+            let inside = Arc::new(AtomicUsize::new(0));
+            m.setlk(&c, &rq(p(1), LockType::Write, 0), None).unwrap();
+            inside.fetch_add(1, Ordering::SeqCst);
+            let tok = CancelToken::new();
+            let spawn = |o: LockOwner, tok: Option<CancelToken>| {
+                let (m, c, inside) = (m.clone(), c.clone(), inside.clone());
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    let own = CancelToken::new();
+                    let r = m.setlk(
+                        &c,
+                        &rq(o, LockType::Write, 0),
+                        Some(tok.as_ref().unwrap_or(&own)),
+                    );
+                    if r.is_ok() {
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+                        thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        m.setlk(&c, &rq(o, LockType::Unlock, 0), None).unwrap();
+                    }
+                    r
+                })
+            };
+            let a = spawn(p(2), None);
+            let b = spawn(LockOwner::File(3), Some(tok.clone()));
+            let barger = {
+                let (m, c, inside) = (m.clone(), c.clone(), inside.clone());
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    for _ in 0..2 {
+                        if m.setlk(&c, &rq(p(4), LockType::Write, 0), None).is_ok() {
+                            assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+                            inside.fetch_sub(1, Ordering::SeqCst);
+                            m.setlk(&c, &rq(p(4), LockType::Unlock, 0), None).unwrap();
+                        }
+                        thread::yield_now();
+                    }
+                })
+            };
+            let canceller = thread::spawn(move || {
+                sync::enter_shuttle();
+                tok.cancel();
+            });
+            inside.fetch_sub(1, Ordering::SeqCst);
+            m.setlk(&c, &rq(p(1), LockType::Unlock, 0), None).unwrap();
+            assert_eq!(a.join().unwrap(), Ok(()));
+            let rb = b.join().unwrap();
+            assert!(matches!(rb, Ok(()) | Err(Errno::EINTR)), "{rb:?}");
+            barger.join().unwrap();
+            canceller.join().unwrap();
+            assert!(m.list().is_empty(), "{}", m.proc_locks());
+            assert!(c.inner.lists.lock().retrying.is_empty());
+            assert_eq!(m.shared.graph.len(), 0);
+        },
+        ITERS,
+    );
+}

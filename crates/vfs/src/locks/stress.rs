@@ -86,8 +86,7 @@ impl Shadow {
     }
 }
 
-fn run(mode: Locking, threads: usize, iters: usize) {
-    let m = LockManager::new(mode);
+fn run(m: LockManager, threads: usize, iters: usize) {
     let ctxs: Vec<FileLockContext> = (0..CTXS).map(|i| m.new_context(7, i as u64)).collect();
     let shadow = StdMutex::new(Shadow {
         bytes: vec![vec![Vec::new(); BYTES]; CTXS],
@@ -225,7 +224,9 @@ fn run(mode: Locking, threads: usize, iters: usize) {
         }
     });
     eprintln!(
-        "{mode:?}: {} EDEADLK, {} EINTR",
+        "{:?}/{:?}: {} EDEADLK, {} EINTR",
+        m.locking(),
+        m.hand_off(),
         deadlocks.into_inner(),
         interrupted.into_inner()
     );
@@ -235,12 +236,22 @@ fn run(mode: Locking, threads: usize, iters: usize) {
 
 #[test]
 fn stress_no_conflicting_holders_no_lost_waiters() {
-    run(Locking::Scalable, 24, 2000);
+    run(LockManager::new(Locking::Scalable), 24, 2000);
+}
+
+/// The scalable design with the grant-on-unlock hand-off (the ablation).
+#[test]
+fn stress_grant_hand_off() {
+    run(
+        LockManager::with_hand_off(Locking::Scalable, HandOff::Grant),
+        16,
+        1000,
+    );
 }
 
 #[test]
 fn stress_legacy() {
-    run(Locking::Legacy, 16, 1000);
+    run(LockManager::new(Locking::Legacy), 16, 1000);
 }
 
 /// Many owners hammer one byte with non-blocking write locks (most answered `EAGAIN`
@@ -302,4 +313,88 @@ fn stress_nonblocking_contention_stays_exclusive() {
     assert!(granted.into_inner() > 0);
     assert!(refused.into_inner() > 0, "the contention was real");
     assert!(m.list().is_empty(), "{}", m.proc_locks());
+}
+
+/// The convoy shape: many more threads than CPUs on one byte, blocking (POSIX and OFD),
+/// barging with `F_SETLK`, and waiting with deadlines short enough that cancellation
+/// races every hand-off (of waiters queued on a lock and of those held back behind a
+/// request woken to retry). Exclusion holds; every patient waiter gets the lock; nothing
+/// is left queued, retrying or in the graph.
+#[test]
+fn stress_one_byte_convoy() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    for m in [
+        LockManager::new(Locking::Scalable),
+        LockManager::with_hand_off(Locking::Scalable, HandOff::Grant),
+    ] {
+        let ctx = m.new_context(7, 2);
+        let holders = AtomicUsize::new(0);
+        let (granted, interrupted) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for t in 0..32u64 {
+                let (m, ctx, holders, granted, interrupted) =
+                    (&m, &ctx, &holders, &granted, &interrupted);
+                s.spawn(move || {
+                    let owner = if t % 2 == 0 {
+                        LockOwner::Process(t)
+                    } else {
+                        LockOwner::File(t)
+                    };
+                    let req = |ty| LockRequest {
+                        owner,
+                        pid: t as i32,
+                        ty,
+                        start: 0,
+                        end: 0,
+                    };
+                    for i in 0..300 {
+                        let r = match t % 4 {
+                            0 => m.setlk(ctx, &req(LockType::Write), None),
+                            3 if i % 2 == 0 => {
+                                let tok = CancelToken::with_deadline(
+                                    Instant::now() + Duration::from_micros(50),
+                                );
+                                m.setlk(ctx, &req(LockType::Write), Some(&tok))
+                            }
+                            _ => {
+                                let tok = CancelToken::with_deadline(
+                                    Instant::now() + Duration::from_secs(20),
+                                );
+                                let r = m.setlk(ctx, &req(LockType::Write), Some(&tok));
+                                assert_eq!(r, Ok(()), "a patient waiter waited 20 s");
+                                r
+                            }
+                        };
+                        match r {
+                            Ok(()) => {
+                                assert_eq!(holders.fetch_add(1, SeqCst), 0, "two holders");
+                                granted.fetch_add(1, SeqCst);
+                                // Hold it across a reschedule now and then, so that
+                                // waiters pile up even on two CPUs.
+                                if i % 4 == 0 {
+                                    std::thread::yield_now();
+                                }
+                                holders.fetch_sub(1, SeqCst);
+                                m.setlk(ctx, &req(LockType::Unlock), None).unwrap();
+                            }
+                            Err(Errno::EAGAIN) if t % 4 == 0 => {}
+                            Err(Errno::EINTR) if t % 4 == 3 => {
+                                interrupted.fetch_add(1, SeqCst);
+                            }
+                            Err(e) => panic!("thread {t}: {e:?}"),
+                        }
+                    }
+                });
+            }
+        });
+        eprintln!(
+            "{:?}: {} granted, {} EINTR",
+            m.hand_off(),
+            granted.into_inner(),
+            interrupted.into_inner()
+        );
+        assert!(m.list().is_empty(), "{}", m.proc_locks());
+        assert!(ctx.inner.lists.lock().retrying.is_empty());
+        assert_eq!(m.shared.graph.len(), 0);
+    }
 }

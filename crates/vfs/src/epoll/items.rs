@@ -1,0 +1,73 @@
+//! An epoll instance's item map (Linux's rbtree `ep->rbr`), split into shards by key so
+//! that threads registering and closing different descriptors in one shared instance
+//! take different locks. Each shard is a map under its own cache-padded mutex; the
+//! number of shards is the CPU count rounded up to a power of two (at most
+//! [`MAX_SHARDS`]), one in the legacy design.
+//!
+//! A shard's lock protects its map and nothing else; the item fields are protected as
+//! the `epoll` module docs say. Shard locks are taken one at a time and before any
+//! other lock of the instance (the walks over all items take them one after the other).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+use scalevfs_primitives::hashed::hash_64;
+use scalevfs_primitives::Locking;
+
+use super::{EpItem, FdKey};
+use crate::locks::sync::{Mutex, MutexGuard};
+
+/// The most shards an instance has.
+pub(super) const MAX_SHARDS: usize = 64;
+
+/// One shard: the items whose keys hash to it.
+pub(super) type Shard = BTreeMap<FdKey, Arc<EpItem>>;
+
+pub(super) struct ItemMap {
+    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    /// `log2(shards.len())`.
+    bits: u32,
+}
+
+impl ItemMap {
+    pub(super) fn new(locking: Locking) -> Self {
+        let n = match locking {
+            Locking::Legacy => 1,
+            Locking::Scalable => scalevfs_primitives::cpu::num_cpus()
+                .next_power_of_two()
+                .min(MAX_SHARDS),
+        };
+        ItemMap {
+            shards: (0..n)
+                .map(|_| CachePadded::new(Mutex::new(BTreeMap::new())))
+                .collect(),
+            bits: n.ilog2(),
+        }
+    }
+
+    /// Locks the shard that holds (or would hold) `key`.
+    pub(super) fn lock(&self, key: &FdKey) -> MutexGuard<'_, Shard> {
+        let mixed = (key.file as u64) ^ (key.fd as u32 as u64).rotate_left(32);
+        self.shards[hash_64(mixed, self.bits) as usize].lock()
+    }
+
+    /// Every shard in turn, each locked while `f` runs on it.
+    pub(super) fn for_each_shard(&self, mut f: impl FnMut(&mut Shard)) {
+        for s in self.shards.iter() {
+            f(&mut s.lock());
+        }
+    }
+
+    /// A snapshot of every item (clones taken under each shard's lock).
+    pub(super) fn all(&self) -> Vec<Arc<EpItem>> {
+        let mut out = Vec::new();
+        self.for_each_shard(|m| out.extend(m.values().cloned()));
+        out
+    }
+
+    #[cfg(test)]
+    pub(super) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+}
