@@ -555,8 +555,15 @@ fn worker(
         };
         match Request::parse(msg, chan) {
             Some(req) => inner.dispatch(req),
-            // Shorter than its header says: nothing to answer to.
-            None => continue,
+            // Shorter than its header says: answer EIO if there is a unique to answer
+            // (so the caller is not left waiting); without a header, nothing to answer.
+            None => {
+                if let Some(unique) = msg.get(8..16) {
+                    let unique = u64::from_ne_bytes(unique.try_into().expect("8 bytes"));
+                    let _ = chan.send(unique, -libc::EIO, &[]);
+                }
+                continue;
+            }
         }
         if let Some(w) = idle {
             w.request_seen();
