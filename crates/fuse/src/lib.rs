@@ -19,8 +19,9 @@
 //!
 //! Mounted with `default_permissions`: the kernel checks permissions with the caller's
 //! fsuid, fsgid, supplementary groups and capabilities (a FUSE request carries only uid,
-//! gid and pid), and computes the set-id bit changes (we do not set
-//! `FUSE_HANDLE_KILLPRIV`, so they arrive as explicit mode changes) and the umask. The VFS
+//! gid and pid), decides when set-id bits must go (with `FUSE_HANDLE_KILLPRIV_V2` it
+//! flags the WRITE or SETATTR and the server clears them, `Fs::kill_suidgid`) and
+//! applies the umask. The VFS
 //! then runs each operation without permission checks, and new files are owned by the
 //! request's uid and gid (or a setgid directory's group). The exceptions: a CREATE that
 //! finds its name already there (made behind the kernel's back after its LOOKUP): the
@@ -31,9 +32,11 @@
 //!
 //! ## Threads
 //!
-//! `threads` workers each loop on a blocking read of the shared `/dev/fuse` fd (the
-//! kernel's device wait is exclusive: one idle worker is woken per request) and end on
-//! `ENODEV`, which the abort at unmount guarantees. A request that has to *wait*
+//! `threads` workers each loop on a blocking read of their own `/dev/fuse` descriptor
+//! (the first the mount's, the others `FUSE_DEV_IOC_CLONE`s of it: one input queue for
+//! all, whose wait is exclusive, so one idle worker is woken per request; a processing
+//! queue each) into a buffer of their own, and end on `ENODEV`, which the abort at
+//! unmount guarantees. A reply goes to the descriptor its request came from. A request that has to *wait*
 //! (`FUSE_SETLKW` or a blocking flock that conflicts) never sleeps on a worker: it is tried
 //! without waiting first, and only if that conflicts is it moved to a thread of its own
 //! that sleeps in the lock manager on a [`CancelToken`](scalevfs_vfs::cancel::CancelToken).
@@ -48,7 +51,9 @@
 //! answered `EINTR`; a grant that won the race stands, as on Linux). For an unknown unique
 //! (not yet published, or already answered) we answer the interrupt `EAGAIN`, which makes
 //! the kernel queue it again if, and only if, the target is still pending: the libfuse
-//! rule.
+//! rule. The kernel looks the target up in the processing queue of the descriptor the
+//! answer is written to, so the answer is offered to every worker's descriptor until one
+//! takes it.
 //!
 //! ## `/sys` and poll
 //!
@@ -550,8 +555,15 @@ fn worker(
         };
         match Request::parse(msg, chan) {
             Some(req) => inner.dispatch(req),
-            // Shorter than its header says: nothing to answer to.
-            None => continue,
+            // Shorter than its header says: answer EIO if there is a unique to answer
+            // (so the caller is not left waiting); without a header, nothing to answer.
+            None => {
+                if let Some(unique) = msg.get(8..16) {
+                    let unique = u64::from_ne_bytes(unique.try_into().expect("8 bytes"));
+                    let _ = chan.send(unique, -libc::EIO, &[]);
+                }
+                continue;
+            }
         }
         if let Some(w) = idle {
             w.request_seen();

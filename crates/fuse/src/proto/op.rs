@@ -393,4 +393,33 @@ mod tests {
         }
         assert_eq!(Operation::decode(&h, &b[..4]).unwrap_err(), DecodeError);
     }
+
+    /// Bad input is an error, never a panic: every opcode with random argument bytes of
+    /// random lengths (and random extension lengths).
+    #[test]
+    fn random_requests_decode_or_fail_without_panicking() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut ok = 0;
+        for _ in 0..20_000 {
+            let mut h = header((next() % 60) as u32);
+            h.total_extlen = (next() % 4) as u16;
+            let len = (next() % 200) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 4 {
+                    0 => 0,
+                    _ => next() as u8,
+                })
+                .collect();
+            if Operation::decode(&h, &bytes).is_ok() {
+                ok += 1;
+            }
+        }
+        assert!(ok > 0, "some random requests are well formed");
+    }
 }

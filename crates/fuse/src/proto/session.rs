@@ -66,20 +66,25 @@ impl Channel {
             error,
             unique,
         };
-        let mut iov = Vec::with_capacity(parts.len() + 1);
-        iov.push(IoSlice::new(header.as_bytes()));
-        iov.extend(
-            parts
-                .iter()
-                .filter(|p| !p.is_empty())
-                .map(|p| IoSlice::new(p)),
-        );
-        // SAFETY: `IoSlice` is ABI-compatible with `iovec`; every slice outlives the call.
+        // Every reply has at most three parts: no allocation on the reply path.
+        const MAX_PARTS: usize = 4;
+        if parts.len() >= MAX_PARTS {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mut iov = [IoSlice::new(&[]); MAX_PARTS];
+        iov[0] = IoSlice::new(header.as_bytes());
+        let mut n_iov = 1;
+        for p in parts.iter().filter(|p| !p.is_empty()) {
+            iov[n_iov] = IoSlice::new(p);
+            n_iov += 1;
+        }
+        // SAFETY: `IoSlice` is ABI-compatible with `iovec`; the first `n_iov` entries
+        // are set and every slice outlives the call.
         let n = unsafe {
             libc::writev(
                 self.fd.as_raw_fd(),
                 iov.as_ptr().cast(),
-                iov.len() as libc::c_int,
+                n_iov as libc::c_int,
             )
         };
         if n < 0 {
@@ -446,4 +451,112 @@ pub(crate) fn negotiate(init_in: &abi::InitIn, config: &MountConfig) -> (abi::In
         max_write: config.max_write,
     };
     (out, negotiated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pipe() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just made for us and are owned by nobody else.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    #[test]
+    fn a_reply_is_one_message_with_its_header() {
+        let (r, w) = pipe();
+        let chan = Channel { fd: w };
+        chan.send(7, -libc::ENOENT, &[b"ab", b"", b"cde"]).unwrap();
+        let mut buf = [0u8; 64];
+        // SAFETY: reads into a live buffer of its length.
+        let n = unsafe { libc::read(r.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        assert_eq!(n, 21);
+        let h = abi::OutHeader::read_from_prefix(&buf).unwrap().0;
+        assert_eq!((h.len, h.error, h.unique), (21, -libc::ENOENT, 7));
+        assert_eq!(&buf[16..21], b"abcde");
+        let too_many = chan.send(1, 0, &[b"a", b"b", b"c", b"d"]).unwrap_err();
+        assert_eq!(too_many.raw_os_error(), Some(libc::EINVAL));
+    }
+
+    #[test]
+    fn a_message_shorter_than_its_header_or_its_length_is_refused() {
+        let (_r, w) = pipe();
+        let chan = Arc::new(Channel { fd: w });
+        let mut h = abi::InHeader {
+            len: 45,
+            opcode: opcode::LOOKUP,
+            unique: 3,
+            nodeid: 1,
+            ..Default::default()
+        };
+        let mut msg = h.as_bytes().to_vec();
+        msg.extend_from_slice(b"name\0");
+        let req = Request::parse(&msg, &chan).unwrap();
+        assert_eq!((req.unique(), req.nodeid()), (3, 1));
+        assert!(matches!(
+            req.operation(),
+            Ok(Operation::Lookup { name: b"name" })
+        ));
+        assert!(
+            Request::parse(&msg[..44], &chan).is_none(),
+            "shorter than its len"
+        );
+        assert!(
+            Request::parse(&msg[..30], &chan).is_none(),
+            "shorter than a header"
+        );
+        h.len = 12;
+        let mut msg = h.as_bytes().to_vec();
+        msg.extend_from_slice(b"name\0");
+        assert!(
+            Request::parse(&msg, &chan).is_none(),
+            "a len below the header's size"
+        );
+    }
+
+    #[test]
+    fn init_takes_what_both_sides_have() {
+        let config = MountConfig {
+            options: Vec::new(),
+            auto_unmount: false,
+            want: init::POSIX_LOCKS | init::DO_READDIRPLUS | init::HANDLE_KILLPRIV_V2,
+            max_write: 128 * 1024,
+        };
+        let kernel = abi::InitIn {
+            major: 7,
+            minor: 50,
+            max_readahead: 4096,
+            flags: (init::POSIX_LOCKS | init::HANDLE_KILLPRIV_V2 | init::INIT_EXT | init::MAX_PAGES)
+                as u32,
+            flags2: 1, // bit 32: nothing we want
+            ..Default::default()
+        };
+        let (out, n) = negotiate(&kernel, &config);
+        assert_eq!(
+            out.minor,
+            abi::KERNEL_MINOR_VERSION,
+            "ours when the kernel's is newer"
+        );
+        assert_eq!(
+            n.flags,
+            init::POSIX_LOCKS | init::HANDLE_KILLPRIV_V2 | init::INIT_EXT | init::MAX_PAGES
+        );
+        assert_eq!(n.offered & (1 << 32), 1 << 32, "flags2 read with INIT_EXT");
+        assert_eq!(
+            (out.flags2, out.max_pages, out.max_write),
+            (0, 32, 128 * 1024)
+        );
+        let old = abi::InitIn {
+            minor: 31,
+            flags: init::POSIX_LOCKS as u32,
+            flags2: 1,
+            ..kernel
+        };
+        let (out, n) = negotiate(&old, &config);
+        assert_eq!(out.minor, 31);
+        assert_eq!(n.offered, init::POSIX_LOCKS, "no flags2 without INIT_EXT");
+    }
 }
