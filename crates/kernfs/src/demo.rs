@@ -1,4 +1,5 @@
-//! A sysfs-style demo tree: the shape of seed 000's workload.
+//! A sysfs-style demo tree: the shape of the workload of Linux's kernfs hashed-lock patches
+//! (many processes reading the GID tables of InfiniBand ports).
 //!
 //! ```text
 //! class/infiniband/mlx5_0/ports/1/gids/0..253   GID strings (0444)
@@ -32,7 +33,7 @@ use crate::Kernfs;
 pub const DEMO_DEV: &str = "mlx5_0";
 /// Its port.
 pub const DEMO_PORT: u32 = 1;
-/// GID table entries per port (seed 000 reads 254).
+/// GID table entries per port (the kernfs hashed-lock patches' workload reads 254).
 pub const DEMO_GIDS: usize = 254;
 
 /// Handles to the interesting nodes of the demo tree.

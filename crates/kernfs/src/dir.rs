@@ -324,7 +324,7 @@ impl Kernfs {
             let d = cur.dir().ok_or(Errno::ENOTDIR)?;
             // Legacy: the tree rwsem is taken per step, once for the permission check and
             // once for the lookup, as `kernfs_iop_permission` and `kernfs_iop_lookup` /
-            // `kernfs_dop_revalidate` did before seed 000 (never nested: a read lock taken
+            // `kernfs_dop_revalidate` did before the hashed-lock patches (never nested: a read lock taken
             // twice deadlocks behind a queued writer).
             self.permission(cur, creds, MAY_EXEC)?;
             if comp.len() > NAME_MAX {

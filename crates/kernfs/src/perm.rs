@@ -4,7 +4,7 @@
 //! with `Relaxed` loads, as Linux's RCU path walk reads `i_mode`/`i_uid`/`i_gid` with
 //! `READ_ONCE`. A concurrent chmod/chown may be seen half done (new mode, old owner); Linux
 //! has the same window. The legacy design takes the tree rwsem for reading around the check,
-//! as `kernfs_iop_permission` did before seed 000 (it shows up in the seed's profile).
+//! as `kernfs_iop_permission` did before the hashed-lock patches (it shows up in their profile).
 
 use scalevfs_vfs::{Errno, SysResult};
 

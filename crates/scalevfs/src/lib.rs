@@ -30,7 +30,7 @@
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
-//!   (`scalevfs_vfs::xattr`); no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
+//!   ; no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
 //!   Linux's tmpfs takes ACLs; no `*xattrat` calls (Linux 6.13); `user.` attributes are
 //!   not charged against `nr_inodes=`; kernfs has none (sysfs has `security.` ones).
 //! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
@@ -59,7 +59,7 @@
 //!   `fallocate` takes what Linux's tmpfs takes: mode 0, `FALLOC_FL_KEEP_SIZE` and
 //!   `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`), but does not
 //!   clear set-user-ID bits as Linux's `file_modified` does.
-//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
+//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locks`]) follow Linux,
 //!   except that deadlock detection follows wait chains of any length (Linux stops after
 //!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.
 //! * Timestamps use `CLOCK_REALTIME` at nanosecond resolution (Linux uses the coarse clock);
@@ -72,7 +72,7 @@
 //! * Directory order is Linux 6.14+ tmpfs's: newest entry first, cookies from 3, position 2
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
-//! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
+//! * Pipes, eventfds and epoll: no signals, so `EPIPE` comes without
 //!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls have
 //!   `_interruptible` variants taking a [`CancelToken`] (a pending signal: `EINTR`). Each
 //!   eventfd and epoll has its own anonymous inode (Linux shares one), whose mode, owner
@@ -86,18 +86,72 @@
 //!   absolute paths and `*at` calls with a directory descriptor do not touch the cwd.
 
 mod cwd;
-pub mod fdtable;
-pub mod inodes;
-pub mod locking;
-pub mod pollfiles;
-pub mod process;
+mod fdtable;
+mod inodes;
+mod locking;
+mod pollfiles;
+mod process;
 mod vfs;
 
-pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
+pub use process::{ioctl_arg, IoctlArg, Process};
+pub use vfs::{Vfs, VfsOptions};
+
+pub use scalevfs_primitives::Locking;
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
-pub use scalevfs_vfs::cancel::CancelToken;
+pub use scalevfs_vfs::cancel::{CancelToken, Registration};
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
-    DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
+    CoreOptions, Credentials, DirEntry, Errno, FcntlArg, FileRef, Flock, OpenHow, Stat, Statfs,
+    Statx, SysResult, Timespec,
 };
+
+/// The `libc` crate whose types appear in signatures (`pollfd`, `sigset_t`, `timespec`)
+/// and whose constants (`O_*`, `AT_*`, `S_IF*`, errno numbers) the calls take.
+pub use libc;
+
+/// Reading a `getdents64` buffer.
+pub mod dirent {
+    /// The `DT_*` type of a file mode (`S_IFDIR` gives `DT_DIR`, ...).
+    pub use scalevfs_vfs::core::d_type_of_mode;
+    /// Decodes the `struct linux_dirent64` records [`Process::getdents64`](crate::Process::getdents64)
+    /// wrote into a buffer: the inverse of the kernel ABI, for callers that do not want to
+    /// walk the records themselves.
+    pub use scalevfs_vfs::core::decode_dirents;
+    pub use scalevfs_vfs::DirEntry;
+}
+
+/// What an embedder needs to write its own file system and mount it with
+/// [`Process::mount`] or [`Vfs::mount`]: the [`FileSystem`](fs::FileSystem) trait and the
+/// types its methods take and return.
+pub mod fs {
+    pub use scalevfs_vfs::abi::Statfs;
+    pub use scalevfs_vfs::dentry::{Dentry, DentryRef};
+    pub use scalevfs_vfs::epoll::{EpItem, EpLinks, EventPoll};
+    pub use scalevfs_vfs::erc::{Erc, Release};
+    pub use scalevfs_vfs::file::{FileRef, OpenFile};
+    pub use scalevfs_vfs::fs::{DirEmit, FileSystem};
+    pub use scalevfs_vfs::inode::{AtomicTime, Inode, InodeRef, NewInode, SuperBlock, I_LINKABLE};
+    pub use scalevfs_vfs::mount::{MntRef, Mount, Path};
+    pub use scalevfs_vfs::pipe::FifoSlot;
+    pub use scalevfs_vfs::poll::{
+        events, Pollable, RegularFile, WaitEntry, WaitError, WaitQueue, WaitQueueGuard,
+    };
+}
+
+/// File locks: the [`LockManager`](locks::LockManager) of a [`Vfs`] ([`Vfs::locks`]) and
+/// the types of its requests and listings.
+pub mod locks {
+    pub use crate::locking::is_lock_cmd;
+    pub use scalevfs_vfs::locks::*;
+}
+
+/// For the in-tree front ends (the FUSE server, the benchmarks, the scalability checker,
+/// the C and Python bindings, the conformance harness): the inode-handle API a FUSE server
+/// uses ([`Vfs::core`](crate::Vfs) and these types) and the VFS core itself. No stability
+/// promise; an embedder needs none of it.
+#[doc(hidden)]
+pub mod frontend {
+    pub use crate::inodes::{Node, Owner, SetAttr, SetTime};
+    pub use scalevfs_vfs::VfsCore;
+}

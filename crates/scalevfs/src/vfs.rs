@@ -10,7 +10,7 @@ use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 use scalevfs_vfs::core::CoreOptions;
 use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::Ctx;
-use scalevfs_vfs::{Cred, FileSystem, SysResult, VfsCore};
+use scalevfs_vfs::{Credentials, FileSystem, SysResult, VfsCore};
 
 /// How to build a [`Vfs`].
 #[derive(Clone, Debug, Default)]
@@ -66,11 +66,13 @@ impl Vfs {
         &self.options
     }
 
-    /// The VFS core (dcache, mounts, operations).
+    /// The VFS core (dcache, mounts, operations), for the in-tree front ends.
+    #[doc(hidden)]
     pub fn core(&self) -> &Arc<VfsCore> {
         &self.core
     }
 
+    #[doc(hidden)]
     /// The epoll context (the nesting lock; the legacy ablation's global release lock).
     pub fn epoll_context(&self) -> &Arc<scalevfs_vfs::epoll::EpollContext> {
         self.poll.epoll_context()
@@ -79,7 +81,7 @@ impl Vfs {
     /// Mounts `fs` on the directory at absolute `path` (resolved as root).
     pub fn mount(&self, path: impl AsRef<[u8]>, fs: Arc<dyn FileSystem>) -> SysResult<()> {
         let root = self.core.root();
-        let cred = Cred::root();
+        let cred = Credentials::root();
         let ctx = Ctx::new(&cred, &root);
         let at = self.core.lookup(&ctx, &root, path.as_ref(), true, true)?;
         self.core.mount(&at, fs).map(|_| ())
@@ -89,7 +91,7 @@ impl Vfs {
     /// with no flags: `EBUSY` while anything in it is in use). See [`Process::umount2`](crate::Process::umount2).
     pub fn umount(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
         let root = self.core.root();
-        let cred = Cred::root();
+        let cred = Credentials::root();
         let ctx = Ctx::new(&cred, &root);
         let target = self.core.lookup(&ctx, &root, path.as_ref(), true, false)?;
         self.core.umount(target, 0)

@@ -13,7 +13,7 @@
 //! ...): the same locks (parent `rwsem` exclusively for namespace changes; the rename
 //! mutex and both parents across directories; the inode `rwsem` for attributes) and the
 //! same errno values, minus what the caller's kernel already did:
-//! * **No permission checks** (`Cred::root()` for the checks), except in `node_open_as`
+//! * **No permission checks** (`Credentials::root()` for the checks), except in `node_open_as`
 //!   (an open the kernel did not see) and the extended attribute operations (below): the
 //!   FUSE kernel mounted with `default_permissions` checked with the caller's fsuid,
 //!   fsgid, supplementary groups and capabilities, which a FUSE request does not carry
@@ -36,12 +36,12 @@ use crate::file::{FileRef, OpenFile};
 use crate::inode::Inode;
 use crate::mount::Path;
 use crate::namei::{Ctx, Last, LastKind, NAME_MAX};
-use crate::perm::Cred;
+use crate::perm::Credentials;
 use crate::xattr;
 use crate::{Errno, SysResult, VfsCore};
 
 /// The credentials the kernel-checked operations run with: every check passes.
-static CHECKED: Cred = Cred {
+static CHECKED: Credentials = Credentials {
     uid: 0,
     gid: 0,
     groups: Vec::new(),
@@ -97,8 +97,8 @@ pub struct Owner {
 }
 
 impl Owner {
-    fn cred(self) -> Cred {
-        Cred {
+    fn cred(self) -> Credentials {
+        Credentials {
             uid: self.uid,
             gid: self.gid,
             groups: Vec::new(),
@@ -427,7 +427,7 @@ impl VfsCore {
     /// for the owner only, and `O_TRUNC` honoured (write permission, set-id bits killed).
     /// `O_CREAT`, `O_EXCL` and `O_NOCTTY` are ignored. The caller must not pass a FIFO
     /// unless it may block in its open.
-    pub fn node_open_as(&self, node: &Node, flags: i32, cred: &Cred) -> SysResult<FileRef> {
+    pub fn node_open_as(&self, node: &Node, flags: i32, cred: &Credentials) -> SysResult<FileRef> {
         let flags = flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_NOCTTY);
         let ctx = Ctx::new(cred, &node.path);
         self.open_existing(&ctx, node.path.clone(), flags)
@@ -439,7 +439,7 @@ impl VfsCore {
     pub fn node_setxattr(
         &self,
         node: &Node,
-        cred: &Cred,
+        cred: &Credentials,
         name: &[u8],
         value: &[u8],
         flags: i32,
@@ -453,7 +453,7 @@ impl VfsCore {
     pub fn node_getxattr(
         &self,
         node: &Node,
-        cred: &Cred,
+        cred: &Credentials,
         name: &[u8],
         buf: &mut [u8],
     ) -> SysResult<usize> {
@@ -463,12 +463,17 @@ impl VfsCore {
 
     /// `listxattr(node)` as `cred` into `buf`: the names, each NUL-terminated, `trusted.*`
     /// only if `cred` is root; an empty `buf` asks for the length ([`xattr::list`]).
-    pub fn node_listxattr(&self, node: &Node, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
+    pub fn node_listxattr(
+        &self,
+        node: &Node,
+        cred: &Credentials,
+        buf: &mut [u8],
+    ) -> SysResult<usize> {
         xattr::list(node.inode(), cred, buf)
     }
 
     /// `removexattr(node, name)` as `cred` (`ENODATA` if it has no such attribute).
-    pub fn node_removexattr(&self, node: &Node, cred: &Cred, name: &[u8]) -> SysResult<()> {
+    pub fn node_removexattr(&self, node: &Node, cred: &Credentials, name: &[u8]) -> SysResult<()> {
         xattr::check_name(name)?;
         xattr::remove(node.inode(), cred, name)
     }

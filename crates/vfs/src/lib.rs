@@ -59,4 +59,4 @@ pub use file::{FileRef, OpenFile};
 pub use fs::{DirEmit, FileSystem};
 pub use inode::{Inode, InodeRef, NewInode, SuperBlock};
 pub use mount::{MntRef, Path};
-pub use perm::Cred;
+pub use perm::Credentials;

@@ -8,19 +8,32 @@ pub const MAY_EXEC: u32 = 1;
 pub const MAY_WRITE: u32 = 2;
 pub const MAY_READ: u32 = 4;
 
-/// Who is asking (fsuid/fsgid = uid/gid here), with supplementary groups.
+/// Who a process is, for permission checks and the ownership of new files: one identity
+/// (uid = euid = fsuid, and the same for groups) and the supplementary groups. uid 0 has
+/// every capability; other uids have none.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cred {
+pub struct Credentials {
+    /// The user id (also the effective and file-system user id).
     pub uid: u32,
+    /// The group id (also the effective and file-system group id).
     pub gid: u32,
+    /// Supplementary groups.
     pub groups: Vec<u32>,
 }
 
-impl Cred {
-    pub fn root() -> Cred {
-        Cred {
-            uid: 0,
-            gid: 0,
+/// The short name the VFS's own modules use for [`Credentials`].
+pub(crate) use Credentials as Cred;
+
+impl Credentials {
+    /// uid 0, gid 0, no supplementary groups: every capability.
+    pub fn root() -> Credentials {
+        Credentials::user(0, 0)
+    }
+    /// `uid`/`gid` with no supplementary groups.
+    pub fn user(uid: u32, gid: u32) -> Credentials {
+        Credentials {
+            uid,
+            gid,
             groups: Vec::new(),
         }
     }
@@ -39,7 +52,7 @@ impl Cred {
 
 /// `inode_permission`: `mask` is a combination of MAY_READ/WRITE/EXEC. Nobody may write
 /// an immutable inode (`EPERM`); then `generic_permission`.
-pub fn permission(inode: &Inode, cred: &Cred, mask: u32) -> SysResult<()> {
+pub fn permission(inode: &Inode, cred: &Credentials, mask: u32) -> SysResult<()> {
     if mask & MAY_WRITE != 0 && inode.is_immutable() {
         return Err(Errno::EPERM);
     }
@@ -76,7 +89,7 @@ pub fn may_setattr(inode: &Inode) -> SysResult<()> {
 
 /// The sticky-directory rule: in a sticky directory only the file's owner, the
 /// directory's owner or root may remove or rename an entry.
-pub fn check_sticky(dir: &Inode, inode: &Inode, cred: &Cred) -> SysResult<()> {
+pub fn check_sticky(dir: &Inode, inode: &Inode, cred: &Credentials) -> SysResult<()> {
     if dir.mode() & libc::S_ISVTX == 0
         || cred.is_root()
         || cred.uid == inode.uid()
@@ -89,7 +102,7 @@ pub fn check_sticky(dir: &Inode, inode: &Inode, cred: &Cred) -> SysResult<()> {
 }
 
 /// `may_create` on the directory: not deleted, write and search permission.
-pub fn may_create(dir: &Inode, cred: &Cred) -> SysResult<()> {
+pub fn may_create(dir: &Inode, cred: &Credentials) -> SysResult<()> {
     if dir.nlink() == 0 {
         return Err(Errno::ENOENT);
     }
@@ -99,7 +112,7 @@ pub fn may_create(dir: &Inode, cred: &Cred) -> SysResult<()> {
 /// `may_delete` of `victim` from `dir`; `isdir` is what the caller wants to remove.
 /// Append-only directories keep their entries, append-only and immutable inodes their
 /// names (`EPERM`).
-pub fn may_delete(dir: &Inode, victim: &Inode, isdir: bool, cred: &Cred) -> SysResult<()> {
+pub fn may_delete(dir: &Inode, victim: &Inode, isdir: bool, cred: &Credentials) -> SysResult<()> {
     permission(dir, cred, MAY_WRITE | MAY_EXEC)?;
     if dir.is_append() {
         return Err(Errno::EPERM);
@@ -123,7 +136,7 @@ pub fn may_delete(dir: &Inode, victim: &Inode, isdir: bool, cred: &Cred) -> SysR
 
 /// The set-id bits a write or truncate by `cred` must clear (`should_remove_suid`): setuid,
 /// and setgid if group-executable, unless the writer is root (CAP_FSETID).
-pub fn kill_suid_on_write(inode: &Inode, cred: &Cred) {
+pub fn kill_suid_on_write(inode: &Inode, cred: &Credentials) {
     let mode = inode.mode();
     if cred.is_root() || !inode.is_reg() {
         return;
@@ -142,7 +155,7 @@ pub fn kill_suid_on_write(inode: &Inode, cred: &Cred) {
 
 /// `may_linkat` with `fs.protected_hardlinks = 1` (the default on current distributions):
 /// a non-owner may only link a regular, non-set-id file it can read and write.
-pub fn may_link(inode: &Inode, cred: &Cred) -> SysResult<()> {
+pub fn may_link(inode: &Inode, cred: &Credentials) -> SysResult<()> {
     if cred.owns(inode) {
         return Ok(());
     }
@@ -190,17 +203,17 @@ mod tests {
     fn owner_group_other_and_root() {
         let sb = sb();
         let f = inode(&sb, 1, libc::S_IFREG | 0o640, 10, 20);
-        let owner = Cred {
+        let owner = Credentials {
             uid: 10,
             gid: 99,
             groups: vec![],
         };
-        let member = Cred {
+        let member = Credentials {
             uid: 11,
             gid: 99,
             groups: vec![20],
         };
-        let other = Cred {
+        let other = Credentials {
             uid: 12,
             gid: 99,
             groups: vec![],
@@ -214,7 +227,7 @@ mod tests {
         f.set_perm(0o077);
         assert_eq!(permission(&f, &owner, MAY_READ), Err(Errno::EACCES));
         // Root: read/write always; exec only with some x bit (or on a directory).
-        let root = Cred::root();
+        let root = Credentials::root();
         f.set_perm(0o000);
         assert!(permission(&f, &root, MAY_READ | MAY_WRITE).is_ok());
         assert_eq!(permission(&f, &root, MAY_EXEC), Err(Errno::EACCES));
@@ -229,14 +242,14 @@ mod tests {
         let sb = sb();
         let dir = inode(&sb, 1, libc::S_IFDIR | 0o1777, 0, 0);
         let theirs = inode(&sb, 2, libc::S_IFREG | 0o666, 10, 10);
-        let me = Cred {
+        let me = Credentials {
             uid: 11,
             gid: 11,
             groups: vec![],
         };
         assert_eq!(may_delete(&dir, &theirs, false, &me), Err(Errno::EPERM));
         assert_eq!(
-            may_delete(&dir, &theirs, true, &Cred::root()),
+            may_delete(&dir, &theirs, true, &Credentials::root()),
             Err(Errno::ENOTDIR)
         );
         let sub = inode(&sb, 3, libc::S_IFDIR | 0o777, 11, 11);

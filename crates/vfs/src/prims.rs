@@ -2,14 +2,14 @@
 //! legacy/scalable switch lives in one place.
 //!
 //! * [`DRef`]: a dentry's reference count and its `d_lock`. Scalable: `LockRef` (cmpxchg while
-//!   the count is above 1, seed 004); legacy: `LegacyRef` (every change under the lock).
+//!   the count is above 1, Linux's lockref); legacy: `LegacyRef` (every change under the lock).
 //!   It is an enum and not a type parameter: the variant is fixed at construction, so the
 //!   branch is perfectly predicted, and a type parameter would have to infect `Dentry`,
 //!   `Dcache`, `Path`, `OpenFile` and the whole system-call API. The cost on the scalable
 //!   path is one well-predicted compare per refcount operation.
-//! * [`RenameLock`]: the rename sequence read/write lock (seed 004): `SeqRwLock`; legacy
-//!   d_path takes it for writing, as before the seed.
-//! * [`InodeList`]: a superblock's inode list (seed 001): `DList` with one shard per CPU,
+//! * [`RenameLock`]: the rename sequence read/write lock (the `seqrwlock_t` patches): `SeqRwLock`; legacy
+//!   d_path takes it for writing, as before those patches.
+//! * [`InodeList`]: a superblock's inode list (Linux's dlock-list): `DList` with one shard per CPU,
 //!   or one shard (the legacy single locked list).
 
 use scalevfs_primitives::dlist::DList;
@@ -78,7 +78,7 @@ impl DRef {
     }
 }
 
-/// The rename lock: a sequence read/write lock (seed 004). Renames and mount changes are
+/// The rename lock: a sequence read/write lock (the `seqrwlock_t` patches). Renames and mount changes are
 /// writers; rcu-walk validates with `read_begin`/`read_retry`; d_path runs as a reader.
 pub struct RenameLock {
     lock: SeqRwLock,
@@ -109,7 +109,7 @@ impl RenameLock {
         self.lock.write_lock()
     }
     /// Runs `f` as a reader that must see a consistent tree (d_path). Scalable: optimistic
-    /// first, then as a shared reader, so readers proceed together (seed 004's after).
+    /// first, then as a shared reader, so readers proceed together (the patches' "after").
     /// Legacy: under the write lock, as d_path took `write_seqlock(&rename_lock)` before.
     pub fn read_consistent<R>(&self, mut f: impl FnMut() -> R) -> R {
         match self.locking {
@@ -122,7 +122,7 @@ impl RenameLock {
     }
 }
 
-/// A superblock's list of inodes (seed 001): a per-CPU `DList`, or the single locked list
+/// A superblock's list of inodes (Linux's dlock-list): a per-CPU `DList`, or the single locked list
 /// (legacy), chosen at construction; both are the one type.
 /// Items are inode addresses, non-zero so that a list slot needs no tag (32 bytes, not 40).
 pub type InodeList = DList<std::num::NonZeroUsize>;

@@ -27,7 +27,7 @@
 
 use crate::fs::FileSystem;
 use crate::inode::Inode;
-use crate::perm::{permission, Cred, MAY_READ, MAY_WRITE};
+use crate::perm::{permission, Credentials, MAY_READ, MAY_WRITE};
 use crate::{Errno, SysResult};
 
 /// Longest name (`XATTR_NAME_MAX`).
@@ -92,7 +92,7 @@ fn namespace(name: &[u8]) -> SysResult<Namespace> {
 
 /// `xattr_permission` (plus commoncap's `security.*` rule) for `mask` = MAY_READ or
 /// MAY_WRITE, before the namespace is resolved, in Linux's order.
-fn xattr_permission(inode: &Inode, cred: &Cred, name: &[u8], mask: u32) -> SysResult<()> {
+fn xattr_permission(inode: &Inode, cred: &Credentials, name: &[u8], mask: u32) -> SysResult<()> {
     let write = mask & MAY_WRITE != 0;
     if write && (inode.is_immutable() || inode.is_append()) {
         return Err(Errno::EPERM);
@@ -118,7 +118,7 @@ fn xattr_permission(inode: &Inode, cred: &Cred, name: &[u8], mask: u32) -> SysRe
 }
 
 /// `cap_inode_setxattr`/`cap_inode_removexattr`: `security.*` needs CAP_SYS_ADMIN.
-fn cap_check(cred: &Cred, name: &[u8]) -> SysResult<()> {
+fn cap_check(cred: &Credentials, name: &[u8]) -> SysResult<()> {
     if name.starts_with(SECURITY) && !cred.is_root() {
         return Err(Errno::EPERM);
     }
@@ -130,7 +130,13 @@ fn fs_of(inode: &Inode) -> &dyn FileSystem {
 }
 
 /// `vfs_setxattr`: the caller checked the arguments ([`check_set_args`]).
-pub fn set(inode: &Inode, cred: &Cred, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+pub fn set(
+    inode: &Inode,
+    cred: &Credentials,
+    name: &[u8],
+    value: &[u8],
+    flags: i32,
+) -> SysResult<()> {
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;
     namespace(name)?;
@@ -142,7 +148,7 @@ pub fn set(inode: &Inode, cred: &Cred, name: &[u8], value: &[u8], flags: i32) ->
 
 /// `vfs_getxattr` into `buf`: the value's length; with an empty `buf`, just the length
 /// (`ERANGE` if `buf` is too small).
-pub fn get(inode: &Inode, cred: &Cred, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
+pub fn get(inode: &Inode, cred: &Credentials, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
     check_name(name)?;
     xattr_permission(inode, cred, name, MAY_READ)?;
     namespace(name)?;
@@ -154,7 +160,7 @@ pub fn get(inode: &Inode, cred: &Cred, name: &[u8], buf: &mut [u8]) -> SysResult
 /// with an empty `buf`, just the length (`ERANGE` if `buf` is too small). As the system
 /// call does, a buffer larger than [`XATTR_LIST_MAX`] counts as that large, so a list
 /// longer than that is `E2BIG` for every buffer (a size query still gets its length).
-pub fn list(inode: &Inode, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
+pub fn list(inode: &Inode, cred: &Credentials, buf: &mut [u8]) -> SysResult<usize> {
     let max = buf.len().min(XATTR_LIST_MAX);
     let buf = &mut buf[..max];
     let mut out = Vec::new();
@@ -173,7 +179,7 @@ pub fn list(inode: &Inode, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
 }
 
 /// `vfs_removexattr`.
-pub fn remove(inode: &Inode, cred: &Cred, name: &[u8]) -> SysResult<()> {
+pub fn remove(inode: &Inode, cred: &Credentials, name: &[u8]) -> SysResult<()> {
     check_name(name)?;
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;

@@ -7,8 +7,8 @@ use std::io;
 use polyfuse::op::{self, SetAttrTime};
 use polyfuse::reply::{OpenOut, StatfsOut};
 use polyfuse::Request;
-use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
-use scalevfs_vfs::{Cred, Errno, FileRef, Timespec};
+use scalevfs::frontend::{Node, Owner, SetAttr, SetTime};
+use scalevfs_vfs::{Credentials as Cred, Errno, FileRef, Timespec};
 
 use super::{caller_cred, e, name_bytes, owner_of, Dispatcher, Fs, Res};
 use crate::tables::Handle;
@@ -240,14 +240,14 @@ impl Dispatcher {
         let s = self.fs.vfs.statfs();
         let mut out = StatfsOut::default();
         let st = out.statfs();
-        st.bsize(s.bsize);
-        st.frsize(s.bsize);
+        st.bsize(s.bsize as u32);
+        st.frsize(s.frsize as u32);
         st.blocks(s.blocks);
         st.bfree(s.bfree);
         st.bavail(s.bavail);
         st.files(s.files);
         st.ffree(s.ffree);
-        st.namelen(s.namelen);
+        st.namelen(s.namelen as u32);
         req.reply(out)
     }
 

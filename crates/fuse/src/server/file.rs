@@ -7,7 +7,7 @@ use std::sync::Arc;
 use polyfuse::op;
 use polyfuse::reply::{OpenOut, PollOut, WriteOut};
 use polyfuse::{Data, Request};
-use scalevfs::inodes::Node;
+use scalevfs::frontend::Node;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
 

@@ -29,12 +29,12 @@ use std::time::Duration;
 use polyfuse::op::Operation;
 use polyfuse::reply::{AttrOut, EntryOut, FileAttr, OpenOut};
 use polyfuse::{Request, Session};
-use scalevfs::inodes::{Node, Owner};
+use scalevfs::frontend::{Node, Owner};
 use scalevfs::Vfs;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_vfs::locks::{FileLockContext, LockManager};
-use scalevfs_vfs::{Cred, Errno, Stat, Timespec};
+use scalevfs_vfs::{Credentials as Cred, Errno, Stat, Timespec};
 
 use crate::tables::{FileTable, Handle, NodeTable, Waits};
 

@@ -6,7 +6,7 @@ use std::io;
 use polyfuse::op;
 use polyfuse::reply::XattrOut;
 use polyfuse::Request;
-use scalevfs_vfs::{xattr, Cred};
+use scalevfs_vfs::{xattr, Credentials as Cred};
 
 use super::{caller_cred, e, name_bytes, Dispatcher, Res};
 

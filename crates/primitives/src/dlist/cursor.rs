@@ -4,7 +4,7 @@
 use super::{DList, DListNode, Guard, Slab, NIL};
 
 /// A walk over a [`DList`], shard by shard, holding at most one shard lock: the
-/// `dlock_list_iter` of the seed.
+/// `dlock_list_iter` of the dlock-list patches.
 ///
 /// As an [`Iterator`] it yields clones of the items (`T` is typically an `Arc`) so the caller
 /// can keep one after dropping the lock. After `next` returns `Some`, the current shard is

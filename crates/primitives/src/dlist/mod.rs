@@ -1,9 +1,9 @@
-//! Distributed lock list (dlock-list): one list and one lock per CPU (seed 001).
+//! Distributed lock list (dlock-list): one list and one lock per CPU (Linux's dlock-list patches).
 //!
 //! A superblock keeps every inode it owns on one list (`sb->s_inodes`) so that unmount,
-//! drop_caches, quota and fsnotify can walk them. Before the seed, that list had one
+//! drop_caches, quota and fsnotify can walk them. Before those patches, that list had one
 //! spinlock (`s_inode_list_lock`), and every inode creation and eviction took it: at 32
-//! threads creating inodes, 71% of the time was spent waiting for it. The seed replaces it
+//! threads creating inodes, 71% of the time was spent waiting for it. The patches replace it
 //! with a *dlock list*: one `{lock, list}` head per CPU, cache-line padded.
 //!
 //! * [`DList::add`] puts the item on the list of the CPU the caller runs on

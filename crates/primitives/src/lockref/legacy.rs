@@ -2,7 +2,7 @@
 
 use super::word::{LockRefGuard, Word};
 
-/// Seed 004's "before": a spinlock-protected count. Every change takes the lock, like
+/// The "before" design of Linux's lockref: a spinlock-protected count. Every change takes the lock, like
 /// `d_lock` around `d_count` before lockref. Same word layout and guard as [`LockRef`](super::LockRef).
 pub struct LegacyRef {
     pub(super) word: Word,

@@ -1,6 +1,6 @@
-//! # lockref: a spinlock and a reference count in one 64-bit word (seed 004)
+//! # lockref: a spinlock and a reference count in one 64-bit word (Linux's lockref)
 //!
-//! Before seed 004 every change of a dentry's reference count took its `d_lock`, so a hot
+//! Before lockref (Linux 3.12) every change of a dentry's reference count took its `d_lock`, so a hot
 //! dentry (`/`, a shared working directory, a file many tasks open) serialized every
 //! `dget`/`dput` of every CPU behind one spinlock. The lockref idea: put the lock and the
 //! count in one 64-bit word, and while the lock is free change the count with a single

@@ -17,7 +17,7 @@ pub(super) enum Step<R> {
 }
 
 /// A spinlock and a 32-bit reference count in one 64-bit word, changed by compare-exchange
-/// while the lock is free (seed 004's lockref), returning to the lockless path after
+/// while the lock is free (Linux's lockref), returning to the lockless path after
 /// contention. See the module docs.
 pub struct LockRef {
     pub(super) word: Word,

@@ -37,37 +37,10 @@ use std::sync::Arc;
 use crate::cwd::Cwd;
 use crate::fdtable::FdTable;
 use scalevfs_vfs::namei::Ctx;
-use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
+use scalevfs_vfs::{Credentials, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
-pub use crate::vfs::{Vfs, VfsOptions};
+use crate::vfs::Vfs;
 pub use ioctl::{ioctl_arg, IoctlArg};
-pub use scalevfs_primitives::Locking;
-
-/// Who a process is, for permission checks and new files' ownership.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Credentials {
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups.
-    pub groups: Vec<u32>,
-}
-
-impl Credentials {
-    pub fn root() -> Credentials {
-        Credentials {
-            uid: 0,
-            gid: 0,
-            groups: Vec::new(),
-        }
-    }
-    pub fn user(uid: u32, gid: u32) -> Credentials {
-        Credentials {
-            uid,
-            gid,
-            groups: Vec::new(),
-        }
-    }
-}
 
 /// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
 /// record-lock owner; dropping it releases its locks, like process exit.
@@ -77,8 +50,7 @@ pub struct Process {
     cwd: Cwd,
     root: Path,
     umask: AtomicU32,
-    cred: Cred,
-    creds: Credentials,
+    cred: Credentials,
     pid: i32,
     vfs: Arc<Vfs>,
 }
@@ -113,12 +85,7 @@ impl Process {
             cwd: Cwd::new(root.clone()),
             root,
             umask: AtomicU32::new(0o022),
-            cred: Cred {
-                uid: creds.uid,
-                gid: creds.gid,
-                groups: creds.groups.clone(),
-            },
-            creds,
+            cred: creds,
             pid: next_pid(),
             vfs: vfs.clone(),
         }
@@ -126,7 +93,7 @@ impl Process {
     /// A child sharing the open file descriptions, cwd, umask and credentials, with a new
     /// pid (so a new POSIX lock owner), as `fork` does.
     pub fn fork(&self) -> Process {
-        let child = Process::new(&self.vfs, self.creds.clone());
+        let child = Process::new(&self.vfs, self.cred.clone());
         child.cwd.set(self.cwd.get());
         child
             .umask
@@ -142,7 +109,7 @@ impl Process {
         self.pid
     }
     pub fn credentials(&self) -> &Credentials {
-        &self.creds
+        &self.cred
     }
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
