@@ -38,11 +38,17 @@ pub const DEMO_GIDS: usize = 254;
 
 /// Handles to the interesting nodes of the demo tree.
 pub struct DemoTree {
+    /// The port's `gids/` directory.
     pub gids_dir: Arc<KernfsNode>,
+    /// The GID attribute files in `gids/` ([`DEMO_GIDS`] of them).
     pub gids: Vec<Arc<KernfsNode>>,
+    /// `kernel/scalevfs/knob`: a writable integer.
     pub knob: Arc<KernfsNode>,
+    /// `kernel/scalevfs/gid_reads`: how many times a GID was shown.
     pub gid_reads: Arc<KernfsNode>,
+    /// `kernel/scalevfs/writes`: how many knob stores succeeded.
     pub writes: Arc<KernfsNode>,
+    /// The device's `device` symlink.
     pub device_link: Arc<KernfsNode>,
     /// `kernel/scalevfs/lock_stat`: `lockstat::report()` (empty of classes unless lockstat
     /// is compiled in and enabled).

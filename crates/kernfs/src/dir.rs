@@ -140,8 +140,11 @@ impl DirData {
 /// One entry of [`Kernfs::readdir`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
+    /// The entry's name.
     pub name: Arc<[u8]>,
+    /// The node's inode number.
     pub ino: u64,
+    /// Directory, attribute file or symlink.
     pub kind: NodeKind,
     /// Position cookie: pass it to [`Kernfs::readdir_from`] to continue after this entry.
     /// Cookies grow with creation order and are never reused within a directory.

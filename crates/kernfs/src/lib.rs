@@ -97,6 +97,8 @@
 //!   write's mtime update of the VFS inode lasts until the next refresh from the node;
 //!   the scalable design revalidates in rcu-walk (Linux's kernfs refuses it).
 
+#![warn(missing_docs)]
+
 pub mod active;
 pub mod demo;
 pub mod dir;

@@ -21,8 +21,11 @@ pub const MAY_EXEC: u32 = 1;
 /// nothing). uid 0 has every capability (DAC override, FOWNER, CHOWN), as root does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Creds<'a> {
+    /// File-system user id.
     pub uid: u32,
+    /// File-system group id.
     pub gid: u32,
+    /// Supplementary groups.
     pub groups: &'a [u32],
 }
 

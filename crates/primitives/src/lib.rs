@@ -19,6 +19,8 @@
 //! Under `--cfg loom` the atomics and locks come from [`loom`](https://docs.rs/loom) so the
 //! models in each module's tests can explore every interleaving; see [`sync`].
 
+#![warn(missing_docs)]
+
 pub mod cpu;
 pub mod dlist;
 pub mod hashed;

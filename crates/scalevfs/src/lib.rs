@@ -15,12 +15,22 @@
 //! assert_eq!(p.stat("/hello").unwrap().size, 2);
 //! ```
 //!
-//! ## Layers
-//! * `scalevfs-vfs`: the VFS core (dentry and inode caches, superblocks, mounts, path
-//!   walk, open file descriptions, permission checks, the `FileSystem` trait).
-//! * `scalevfs-tmpfs`: the in-memory file system every [`Vfs`] mounts at `/`.
-//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
-//!   credentials, lock-owner identity), one method per system call.
+//! ## What this crate offers
+//! * At the root: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
+//!   credentials, lock-owner identity), one method per system call, and the types their
+//!   signatures use ([`Stat`], [`Statx`], [`Statfs`], [`OpenHow`], [`Flock`], [`FcntlArg`],
+//!   [`EpollEvent`], [`CancelToken`], [`Errno`], ...). [`libc`] is re-exported for the
+//!   `O_*`, `AT_*` and `S_IF*` constants and the `pollfd`/`sigset_t`/`timespec` types.
+//! * [`fs`]: the [`FileSystem`](fs::FileSystem) trait and what implementing one takes, to
+//!   mount an embedder's own file system next to the root [`Tmpfs`].
+//! * [`locks`]: the file-lock manager of a [`Vfs`] and its request and listing types.
+//! * [`dirent`]: decoding what [`Process::getdents64`] wrote.
+//! * [`fileattr`]: the inode flags of `FS_IOC_GETFLAGS`/`FS_IOC_SETFLAGS` ([`Process::ioctl`]).
+//!
+//! An embedder needs no other scalevfs crate. Underneath, `scalevfs-vfs` is the VFS core
+//! (dentry and inode caches, superblocks, mounts, path walk, open file descriptions,
+//! permission checks) and `scalevfs-tmpfs` the in-memory file system every [`Vfs`] mounts
+//! at `/`.
 //!
 //! ## Where we differ from Linux (deliberately, or not yet)
 //! * One identity per process: uid = euid = fsuid (and the same for groups), so
@@ -84,6 +94,8 @@
 //!   writes nothing shared. A relative path walk takes a count on the cwd dentry (one
 //!   RMW on its line, shared by the process's threads) where Linux's rcu-walk takes none;
 //!   absolute paths and `*at` calls with a directory descriptor do not touch the cwd.
+
+#![warn(missing_docs)]
 
 mod cwd;
 mod fdtable;

@@ -15,6 +15,7 @@ use scalevfs_vfs::{Credentials, FileSystem, SysResult, VfsCore};
 /// How to build a [`Vfs`].
 #[derive(Clone, Debug, Default)]
 pub struct VfsOptions {
+    /// The design of every lock-protected structure: `Scalable` (default) or the `Legacy` ablation.
     pub locking: Locking,
     /// tmpfs `size=` in bytes for the root file system (`None`: unlimited).
     pub size_limit: Option<u64>,
@@ -34,6 +35,7 @@ pub struct Vfs {
 }
 
 impl Vfs {
+    /// A tree with an empty tmpfs at `/`, sized by `options`.
     pub fn new(options: VfsOptions) -> Arc<Vfs> {
         Vfs::with_core_options(options, CoreOptions::default())
     }
@@ -62,6 +64,7 @@ impl Vfs {
         })
     }
 
+    /// The options it was built with.
     pub fn options(&self) -> &VfsOptions {
         &self.options
     }

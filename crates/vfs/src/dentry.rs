@@ -109,6 +109,7 @@ impl Drop for Dentry {
 }
 
 impl Dentry {
+    /// A number unique to this dentry for the VFS's lifetime (the dcache hash key of its children).
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -142,13 +143,16 @@ impl Dentry {
         // SAFETY: as in `inode`; try_get refuses an evicted inode.
         unsafe { Erc::try_get_raw(p) }
     }
+    /// Whether the dentry has no inode (a cached "does not exist").
     pub fn is_negative(&self) -> bool {
         // Acquire: pairs with the Release store in `instantiate`.
         self.inode.load(Ordering::Acquire).is_null()
     }
+    /// Whether the dentry is in the hash (reachable by lookup).
     pub fn is_hashed(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & HASHED != 0
     }
+    /// Whether the dentry is its own parent (a file system's root).
     pub fn is_root(&self) -> bool {
         // Acquire: pairs with the Release stores of `parent` in `instantiate`/`set_location`.
         !self.is_negative() && self.parent.load(Ordering::Acquire).is_null()
@@ -157,6 +161,7 @@ impl Dentry {
     pub fn is_unlinked(&self) -> bool {
         !self.is_hashed() && !self.is_root()
     }
+    /// Whether something is mounted on the dentry.
     pub fn is_mounted(&self) -> bool {
         self.flags.load(Ordering::Acquire) & MOUNTED != 0
     }
@@ -195,6 +200,7 @@ impl Dentry {
         // memory (and its inode's, see `inode`) outlives the pin.
         unsafe { &*p }.inode().map(|i| i.ino)
     }
+    /// The parent, as a raw pointer (for identity comparisons; not a reference).
     pub fn parent_ptr(&self) -> *const Dentry {
         // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)
@@ -244,6 +250,7 @@ impl PartialEq for DentryRef {
 impl Eq for DentryRef {}
 
 impl DentryRef {
+    /// The dentry's address (identity only).
     pub fn as_ptr(&self) -> *const Dentry {
         self.ptr.as_ptr()
     }
@@ -534,6 +541,7 @@ impl Lru {
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
     }
+    /// Whether the LRU is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -549,6 +557,7 @@ pub struct Dcache {
     /// than copying it (see [`NameRef`]).
     hash: RcuHash<(u64, NameRef), usize>,
     lru: Lru,
+    /// The rename lock: written by d_move and mount changes, read by path walks and `d_path`.
     pub rename_lock: RenameLock,
     locking: Locking,
     /// Live dentries (diagnostics), one counter per CPU so that allocation and kill do not
@@ -571,6 +580,7 @@ fn next_dentry_id() -> u64 {
 }
 
 impl Dcache {
+    /// A dcache of `2^hash_bits` buckets that keeps at most `max_unused` unused dentries.
     pub fn new(locking: Locking, hash_bits: u32, max_unused: usize) -> Dcache {
         let shards = match locking {
             Locking::Legacy => 1,
@@ -585,6 +595,7 @@ impl Dcache {
         }
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.locking
     }
@@ -597,6 +608,7 @@ impl Dcache {
     fn count_dentry(&self, delta: isize) {
         self.nr_dentry.add(delta);
     }
+    /// Unused dentries on the LRU.
     pub fn nr_unused(&self) -> usize {
         self.lru.len()
     }
@@ -1037,7 +1049,10 @@ pub enum DPathError {
     /// Not below the root: the path from the top that was reached (a detached mount's
     /// root, or the global root when the caller's root is elsewhere) starts at `start`
     /// of the buffer, as Linux's `prepend_path` leaves it for getcwd's "(unreachable)".
-    Unreachable { start: usize },
+    Unreachable {
+        /// Where the reached path starts in the buffer.
+        start: usize,
+    },
     /// Longer than the buffer.
     TooLong,
 }

@@ -4,8 +4,11 @@
 use crate::inode::Inode;
 use crate::{Errno, SysResult};
 
+/// Permission to execute a file or search a directory.
 pub const MAY_EXEC: u32 = 1;
+/// Permission to write.
 pub const MAY_WRITE: u32 = 2;
+/// Permission to read.
 pub const MAY_READ: u32 = 4;
 
 /// Who a process is, for permission checks and the ownership of new files: one identity
@@ -41,6 +44,7 @@ impl Credentials {
     pub fn is_root(&self) -> bool {
         self.uid == 0
     }
+    /// Whether `gid` is the primary group or one of the supplementary groups.
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)
     }

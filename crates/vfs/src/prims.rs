@@ -23,7 +23,9 @@ pub use scalevfs_primitives::lockref::LockRefGuard as DRefGuard;
 
 /// A dentry reference count with its lock (see the module docs).
 pub enum DRef {
+    /// Linux's lockref: lock-free count changes while the lock is free.
     Scalable(LockRef),
+    /// Every change under the lock.
     Legacy(LegacyRef),
 }
 
@@ -37,6 +39,7 @@ macro_rules! dispatch {
 }
 
 impl DRef {
+    /// A count of `count` of design `locking`.
     pub fn new(locking: Locking, count: u32) -> DRef {
         match locking {
             Locking::Scalable => DRef::Scalable(LockRef::new(count)),
@@ -48,6 +51,7 @@ impl DRef {
     pub fn count(&self) -> u32 {
         dispatch!(self, r => r.count()).max(0) as u32
     }
+    /// Whether the count is dead (the dentry is being killed).
     #[inline]
     pub fn is_dead(&self) -> bool {
         dispatch!(self, r => r.is_dead())
@@ -68,10 +72,12 @@ impl DRef {
     pub fn put_or_lock(&self) -> Option<DRefGuard<'_>> {
         dispatch!(self, r => r.put_or_lock())
     }
+    /// Takes the lock (`d_lock`).
     #[inline]
     pub fn lock(&self) -> DRefGuard<'_> {
         dispatch!(self, r => r.lock())
     }
+    /// Takes the lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<DRefGuard<'_>> {
         dispatch!(self, r => r.try_lock())
@@ -89,6 +95,7 @@ pub struct RenameLock {
 pub type RenameWriteGuard<'a> = SeqWriteGuard<'a>;
 
 impl RenameLock {
+    /// A rename lock of design `locking`.
     pub fn new(locking: Locking) -> RenameLock {
         RenameLock {
             lock: SeqRwLock::new(),
@@ -105,6 +112,7 @@ impl RenameLock {
     pub fn read_retry(&self, start: SeqCount) -> bool {
         self.lock.read_retry(start)
     }
+    /// Takes the lock for writing: excludes other writers and makes readers retry.
     pub fn write(&self) -> RenameWriteGuard<'_> {
         self.lock.write_lock()
     }

@@ -303,6 +303,7 @@ impl<T> fmt::Debug for DList<T> {
 pub struct LockedList<T>(DList<T>);
 
 impl<T> LockedList<T> {
+    /// An empty list (the legacy design: one shard).
     pub fn new() -> Self {
         LockedList(DList::with_shards(1))
     }

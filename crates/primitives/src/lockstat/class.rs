@@ -158,8 +158,11 @@ impl LockClass {
 /// Min (of non-zero times; 0 if none), max and total of a time, in nanoseconds.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TimeStats {
+    /// The shortest non-zero time (0 if none was recorded).
     pub min: u64,
+    /// The longest time.
     pub max: u64,
+    /// The sum of all times.
     pub total: u64,
 }
 
@@ -176,17 +179,24 @@ impl TimeStats {
 /// One kind's statistics of a class.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct KindStats {
+    /// Acquisitions, contended or not.
     pub acquisitions: u64,
+    /// Acquisitions whose first try failed.
     pub contentions: u64,
+    /// Time from the failed try to the acquisition (contended acquisitions only).
     pub wait: TimeStats,
+    /// Time from the acquisition to the guard's drop.
     pub hold: TimeStats,
 }
 
 /// A snapshot of one class's statistics.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClassStats {
+    /// The class's name.
     pub name: &'static str,
+    /// Shared (reader) acquisitions.
     pub read: KindStats,
+    /// Exclusive acquisitions (writers, mutexes, spinlocks).
     pub write: KindStats,
 }
 

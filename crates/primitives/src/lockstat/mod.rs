@@ -186,7 +186,9 @@ fn registered() -> Vec<&'static LockClass> {
 /// Read or write acquisition. Mutexes and spinlocks record `Write`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A shared (reader) acquisition.
     Read = 0,
+    /// An exclusive acquisition (writer, mutex, spinlock).
     Write = 1,
 }
 

@@ -35,6 +35,7 @@ impl Default for SeqLock {
 }
 
 impl SeqLock {
+    /// An unlocked sequence lock, count 0.
     pub fn new() -> Self {
         SeqLock {
             seq: SeqCounter::new(),

@@ -197,6 +197,7 @@ impl Default for SeqCounter {
 }
 
 impl SeqCounter {
+    /// A counter at 0 (even: no write in progress).
     pub fn new() -> Self {
         SeqCounter {
             seq: AtomicU32::new(0),
@@ -291,6 +292,7 @@ impl<const N: usize> std::fmt::Debug for SeqCell<N> {
 }
 
 impl<const N: usize> SeqCell<N> {
+    /// A cell holding `init`.
     pub fn new(init: [u64; N]) -> Self {
         SeqCell {
             words: init.map(AtomicU64::new),

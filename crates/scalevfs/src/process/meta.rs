@@ -19,6 +19,11 @@ impl Process {
         }
         self.resolve_at(dirfd, path, flags, true)
     }
+    /// `newfstatat(2)` (`fstatat`): the attributes of `path` relative to `dirfd`; takes
+    /// `AT_SYMLINK_NOFOLLOW`, `AT_EMPTY_PATH` and `AT_NO_AUTOMOUNT`.
+    ///
+    /// Errors: `EINVAL` (other flags) and the path-walk errors (`ENOENT`, `ENOTDIR`,
+    /// `EACCES`, `ELOOP`, `ENAMETOOLONG`). Inode numbers and `st_dev` are scalevfs's own.
     pub fn newfstatat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<Stat> {
         let p = self.stat_target(dirfd, path.as_ref(), flags)?;
         Ok(self.core().stat(&p))
@@ -51,10 +56,19 @@ impl Process {
         let f = self.fds.get(fd)?;
         Ok(self.core().statfs(f.path()))
     }
+    /// `fstat(2)`: the attributes of the file open on `fd` (also an `O_PATH` descriptor).
+    ///
+    /// Errors: `EBADF`.
     pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
         let f = self.fds.get(fd)?;
         Ok(self.core().stat(f.path()))
     }
+    /// `fchmodat(2)`: sets the permission bits of `path` (the owner or root only; a
+    /// non-member's set-group-ID bit is cleared). `AT_SYMLINK_NOFOLLOW` on a symlink is
+    /// `EOPNOTSUPP`, as on Linux.
+    ///
+    /// Errors: `EPERM` (not the owner, immutable, append-only), `EINVAL` (flags), and the
+    /// path-walk errors.
     pub fn fchmodat(
         &self,
         dirfd: i32,
@@ -73,6 +87,9 @@ impl Process {
         }
         self.core().chmod(&self.ctx(), &p, mode)
     }
+    /// `fchmod(2)`: [`fchmodat`](Self::fchmodat) on the file open on `fd`.
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `EPERM`.
     pub fn fchmod(&self, fd: i32, mode: u32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -95,6 +112,9 @@ impl Process {
         let p = self.resolve_at(dirfd, path.as_ref(), flags, true)?;
         self.core().chown(&self.ctx(), &p, uid, gid)
     }
+    /// `fchown(2)`: [`fchownat`](Self::fchownat) on the file open on `fd`.
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `EPERM`.
     pub fn fchown(&self, fd: i32, uid: u32, gid: u32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -145,6 +165,12 @@ impl Process {
         };
         self.core().utimes(&self.ctx(), &p, times)
     }
+    /// `faccessat2(2)`: whether the caller may access `path` with `mode` (`F_OK` or a
+    /// combination of `R_OK`, `W_OK`, `X_OK`); takes `AT_EACCESS`, `AT_SYMLINK_NOFOLLOW` and
+    /// `AT_EMPTY_PATH`.
+    ///
+    /// Errors: `EACCES`, `EINVAL` (bad mode or flags), and the path-walk errors. With one identity per process, `AT_EACCESS`
+    /// changes nothing.
     pub fn faccessat(
         &self,
         dirfd: i32,

@@ -78,6 +78,8 @@ fn next_pid() -> i32 {
 }
 
 impl Process {
+    /// A process of `vfs` with credentials `creds`: no descriptors, cwd and root at `/`, umask
+    /// `022`, descriptor limit 1024, a new pid.
     pub fn new(vfs: &Arc<Vfs>, creds: Credentials) -> Process {
         let root = vfs.core.root();
         Process {
@@ -108,9 +110,11 @@ impl Process {
     pub fn pid(&self) -> i32 {
         self.pid
     }
+    /// Who the process is.
     pub fn credentials(&self) -> &Credentials {
         &self.cred
     }
+    /// The tree the process lives in.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
     }

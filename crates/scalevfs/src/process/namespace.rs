@@ -11,6 +11,11 @@ use scalevfs_vfs::namei::{Resolve, PATH_MAX};
 use scalevfs_vfs::{Errno, FileSystem, Path, SysResult};
 
 impl Process {
+    /// `mkdirat(2)`: makes directory `path` with `mode & !umask` (plus the parent's
+    /// set-group-ID bit).
+    ///
+    /// Errors: `EEXIST`, `ENOENT`, `ENOTDIR`, `EACCES`, `EPERM` (immutable parent), `EMLINK`,
+    /// `ENOSPC`, `ENAMETOOLONG`, `ELOOP`.
     pub fn mkdirat(&self, dirfd: i32, path: impl AsRef<[u8]>, mode: u32) -> SysResult<()> {
         let path = path.as_ref();
         let start = self.start_named(dirfd, path)?;
@@ -41,6 +46,13 @@ impl Process {
         self.core()
             .mknod(&self.ctx(), start.path(), path, mode, dev, umask)
     }
+    /// `unlinkat(2)`: removes the name `path` (with `AT_REMOVEDIR`, an empty directory).
+    /// The file lives on while open.
+    ///
+    /// Errors: `ENOENT`, `EISDIR` (a directory without `AT_REMOVEDIR`), `ENOTDIR`,
+    /// `ENOTEMPTY`, `EBUSY` (a mount point), `EACCES`/`EPERM` (permissions, sticky
+    /// directory, immutable or append-only), `EINVAL` (other flags; `.` with
+    /// `AT_REMOVEDIR`).
     pub fn unlinkat(&self, dirfd: i32, path: impl AsRef<[u8]>, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {
             return Err(Errno::EINVAL);
@@ -54,6 +66,13 @@ impl Process {
             flags & libc::AT_REMOVEDIR != 0,
         )
     }
+    /// `renameat2(2)`: renames `oldpath` to `newpath`, replacing it atomically; takes
+    /// `RENAME_NOREPLACE`, `RENAME_EXCHANGE` and `RENAME_WHITEOUT`.
+    ///
+    /// Errors: `ENOENT`, `EEXIST` (`RENAME_NOREPLACE`), `EISDIR`, `ENOTDIR`, `ENOTEMPTY`,
+    /// `EINVAL` (a directory into its own subtree, bad flags), `EBUSY` (a mount point), `EXDEV`
+    /// (across mounts), `EACCES`/`EPERM` (permissions, sticky, immutable, append-only),
+    /// `EMLINK`.
     pub fn renameat2(
         &self,
         olddirfd: i32,
@@ -108,6 +127,11 @@ impl Process {
         let ns = self.start_named(newdirfd, np)?;
         self.core().link(&self.ctx(), &old, ns.path(), np)
     }
+    /// `symlinkat(2)`: makes `linkpath` a symbolic link whose target is `target` (not
+    /// resolved).
+    ///
+    /// Errors: `EEXIST`, `ENOENT` (empty target or missing parent), `ENAMETOOLONG` (target
+    /// over 4095 bytes), `EACCES`, `ENOSPC`, `ENOTDIR`.
     pub fn symlinkat(
         &self,
         target: impl AsRef<[u8]>,
@@ -191,11 +215,17 @@ impl Process {
         }
         self.core().umount(target, flags)
     }
+    /// `chdir(2)`: makes `path` (a searchable directory) the working directory.
+    ///
+    /// Errors: `ENOTDIR`, `EACCES` (no search permission), and the path-walk errors.
     pub fn chdir(&self, path: impl AsRef<[u8]>) -> SysResult<()> {
         let path = path.as_ref();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.set_cwd(p)
     }
+    /// `fchdir(2)`: makes the directory open on `fd` the working directory.
+    ///
+    /// Errors: `EBADF`, `ENOTDIR`, `EACCES`.
     pub fn fchdir(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.set_cwd(f.path().clone())

@@ -118,6 +118,7 @@ impl Process {
     ) -> SysResult<usize> {
         self.getxattr_on(XattrTarget::path(path.as_ref(), true), name, buf)
     }
+    /// `lgetxattr(2)`: [`getxattr`](Self::getxattr) of a symlink itself.
     pub fn lgetxattr(
         &self,
         path: impl AsRef<[u8]>,
@@ -135,6 +136,7 @@ impl Process {
     pub fn listxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::path(path.as_ref(), true), buf)
     }
+    /// `llistxattr(2)`: [`listxattr`](Self::listxattr) of a symlink itself.
     pub fn llistxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::path(path.as_ref(), false), buf)
     }
@@ -142,9 +144,15 @@ impl Process {
     pub fn flistxattr(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::Fd(fd), buf)
     }
+    /// `removexattr(2)`: removes attribute `name` of `path` (following symlinks).
+    ///
+    /// Errors: `ENODATA` (no such attribute), `EOPNOTSUPP` (unknown namespace, or
+    /// `system.posix_acl_*`: no ACLs), `EPERM`/`EACCES` (namespace rules, immutable,
+    /// append-only), `ERANGE` (empty or over-long name).
     pub fn removexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
         self.removexattr_on(XattrTarget::path(path.as_ref(), true), name)
     }
+    /// `lremovexattr(2)`: [`removexattr`](Self::removexattr) of a symlink itself.
     pub fn lremovexattr(&self, path: impl AsRef<[u8]>, name: &[u8]) -> SysResult<()> {
         self.removexattr_on(XattrTarget::path(path.as_ref(), false), name)
     }

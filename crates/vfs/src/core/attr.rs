@@ -10,6 +10,7 @@ use crate::perm::{self, permission, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::{Errno, SysResult};
 
 impl VfsCore {
+    /// `stat`: the attributes of the inode at `p` (no permission needed beyond the walk).
     pub fn stat(&self, p: &Path) -> Stat {
         p.dentry
             .inode()
@@ -87,6 +88,7 @@ impl VfsCore {
         }
     }
 
+    /// `chmod`: sets the permission bits (owner or root; `EPERM` otherwise or if immutable or append-only).
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         perm::may_setattr(inode)?;
@@ -106,6 +108,7 @@ impl VfsCore {
         Ok(())
     }
 
+    /// `chown`: changes owner and group (`u32::MAX` keeps one), clearing set-id bits as Linux does.
     pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         let cred = ctx.cred;
@@ -195,6 +198,7 @@ impl VfsCore {
         Ok(())
     }
 
+    /// `access`: whether `ctx`'s credentials may access `p` with `mode` (`R_OK`/`W_OK`/`X_OK`).
     pub fn access(&self, ctx: &Ctx<'_>, p: &Path, mode: i32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         let mut mask = 0;

@@ -275,6 +275,7 @@ impl Drop for Guard<'_> {
 }
 
 impl LockManager {
+    /// A manager of design `locking`.
     pub fn new(locking: Locking) -> Self {
         let legacy = locking == Locking::Legacy;
         let shared = Arc::new(Shared {
@@ -298,6 +299,7 @@ impl LockManager {
         }
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.shared.locking
     }
