@@ -333,6 +333,8 @@ impl Process {
     }
     /// `preadv(2)`: `readv` at `offset`, leaving the file position alone. The segments
     /// are filled in order; a short read stops the transfer.
+    ///
+    /// Errors: as [`readv`](Self::readv), plus `EINVAL` (negative offset) and `ESPIPE` (pipes).
     pub fn preadv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>], offset: i64) -> SysResult<usize> {
         let empty = bufs.iter().all(|b| b.is_empty());
         let Some(f) = self.positioned_vectored(fd, offset, bufs.len(), empty, |f| f.readable())?

@@ -30,6 +30,9 @@ impl Process {
     }
     /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
     /// included; see `VfsCore::statx` for which ones come back.
+    ///
+    /// Errors: `EINVAL` (unknown flags, `STATX__RESERVED` in `mask`) and the path-walk errors.
+    /// Differences: no `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie.
     pub fn statx(
         &self,
         dirfd: i32,
@@ -47,11 +50,15 @@ impl Process {
         Ok(self.core().statx(&p, mask))
     }
     /// `statfs(2)` of the file system `path` is on.
+    ///
+    /// Errors: the path-walk errors (`ENOENT`, `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`).
     pub fn statfs(&self, path: impl AsRef<[u8]>) -> SysResult<Statfs> {
         let p = self.resolve_at(libc::AT_FDCWD, path.as_ref(), 0, true)?;
         Ok(self.core().statfs(&p))
     }
     /// `fstatfs(2)` (an `O_PATH` descriptor will do, as on Linux).
+    ///
+    /// Errors: `EBADF`.
     pub fn fstatfs(&self, fd: i32) -> SysResult<Statfs> {
         let f = self.fds.get(fd)?;
         Ok(self.core().statfs(f.path()))
@@ -97,6 +104,13 @@ impl Process {
         }
         self.core().chmod(&self.ctx(), f.path(), mode)
     }
+    /// `fchownat(2)`: changes the owner and group of `path` (root only, except that the owner
+    /// may set the group to one of its groups); clears set-user-ID and set-group-ID bits of a
+    /// non-directory as Linux does. Takes `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    ///
+    /// Errors: `EPERM` (not allowed, immutable, append-only), `EINVAL` (flags), and the
+    /// path-walk errors.
+    ///
     /// `uid`/`gid` of `u32::MAX` (-1) leave that id unchanged.
     pub fn fchownat(
         &self,
@@ -188,6 +202,8 @@ impl Process {
         self.core().access(&self.ctx(), &p, mode)
     }
     /// Sets the umask and returns the previous one.
+    ///
+    /// `umask(2)`: only the permission bits (`& 0o777`) are kept; it cannot fail.
     pub fn umask(&self, mask: u32) -> u32 {
         self.umask.swap(mask & 0o777, Ordering::Relaxed)
     }

@@ -150,6 +150,8 @@ impl Process {
         self.core().symlink(&self.ctx(), target, start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
+    ///
+    /// Errors: `EINVAL` (not a symlink, or an empty `buf`), and the path-walk errors.
     pub fn readlinkat(
         &self,
         dirfd: i32,
@@ -173,6 +175,10 @@ impl Process {
         self.core().readlink(&p, buf)
     }
     /// Fills `buf` with `struct linux_dirent64` records; returns bytes used (0 at the end).
+    /// The position is a cookie of Linux 6.14+ tmpfs's directory order (newest entry first).
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `ENOTDIR`, `EINVAL` (`buf` too small for the next
+    /// entry), `ENOENT` (the directory was removed).
     pub fn getdents64(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         self.core().getdents64(&f, buf)

@@ -95,6 +95,8 @@ impl Process {
         self.setxattr_on(XattrTarget::path(path.as_ref(), true), name, value, flags)
     }
     /// `lsetxattr(2)`: a symlink itself.
+    ///
+    /// Errors: as [`setxattr`](Self::setxattr).
     pub fn lsetxattr(
         &self,
         path: impl AsRef<[u8]>,
@@ -106,10 +108,16 @@ impl Process {
     }
     /// `fsetxattr(2)`. The arguments are checked before the descriptor, as Linux (6.13+)
     /// copies them in before it looks `fd` up; `AT_FDCWD` is the cwd (Linux 6.15+).
+    ///
+    /// Errors: as [`setxattr`](Self::setxattr), plus `EBADF`.
     pub fn fsetxattr(&self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
         self.setxattr_on(XattrTarget::FdOrCwd(fd), name, value, flags)
     }
     /// `getxattr(2)` into `buf` (an empty `buf` asks for the value's size).
+    ///
+    /// Errors: `ENODATA` (no such attribute), `ERANGE` (`buf` too small, empty or over-long
+    /// name), `EOPNOTSUPP` (unknown namespace; `system.posix_acl_*`: no ACLs), `EACCES`/`EPERM`
+    /// (namespace rules), and the path-walk errors.
     pub fn getxattr(
         &self,
         path: impl AsRef<[u8]>,
@@ -128,11 +136,16 @@ impl Process {
         self.getxattr_on(XattrTarget::path(path.as_ref(), false), name, buf)
     }
     /// `fgetxattr(2)`: the name is checked before the descriptor (see `fsetxattr`).
+    ///
+    /// Errors: as [`getxattr`](Self::getxattr), plus `EBADF`.
     pub fn fgetxattr(&self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
         self.getxattr_on(XattrTarget::FdOrCwd(fd), name, buf)
     }
     /// `listxattr(2)`: the names, each NUL-terminated, into `buf` (an empty `buf` asks for
     /// the size).
+    ///
+    /// Errors: `ERANGE` (`buf` too small), `E2BIG` (the list exceeds 64 KiB), and the path-walk
+    /// errors.
     pub fn listxattr(&self, path: impl AsRef<[u8]>, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::path(path.as_ref(), true), buf)
     }
