@@ -1,5 +1,5 @@
 //! The [`Target`] trait (one method per system call of the contract in
-//! `scalevfs::process`) and the [`Executor`] that runs a script's steps on one target.
+//! `scalevfs::Process`) and the [`Executor`] that runs a script's steps on one target.
 //!
 //! Paths are byte strings interpreted by the target the way Linux interprets them for the
 //! calling process: relative to its cwd (or `dirfd`), absolute from its root. Both targets

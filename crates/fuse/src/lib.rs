@@ -8,7 +8,7 @@
 //!
 //! ## Nodes and handles
 //!
-//! A FUSE node id names a VFS inode held by a [`Node`](scalevfs::inodes::Node) (a counted
+//! A FUSE node id names a VFS inode held by a [`Node`](scalevfs::frontend::Node) (a counted
 //! dentry reference: keeps the inode alive without a path) in the sharded node table of
 //! `tables`; the node id is the inode number (the root: 1), and the table counts the
 //! kernel's lookups exactly (one critical section per lookup and per forget: libfuse PR
@@ -271,7 +271,7 @@ pub struct Server {
 /// 6; the library's demo tree, which `scalevfs sys` extends with `kernel/scalevfs/locks`).
 fn mount_sys(vfs: &Arc<Vfs>) -> Result<(Arc<KernfsFs>, DemoTree), scalevfs_vfs::Errno> {
     let core = vfs.core();
-    let root_owner = scalevfs::inodes::Owner { uid: 0, gid: 0 };
+    let root_owner = scalevfs::frontend::Owner { uid: 0, gid: 0 };
     core.node_mkdir(&core.root_node(), b"sys", 0o755, root_owner)?;
     let k = Kernfs::new(scalevfs_kernfs::Locking::Scalable);
     let tree = demo_tree(&k)?;

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use parking_lot::{Condvar, Mutex};
-use scalevfs::inodes::Node;
+use scalevfs::frontend::Node;
 use scalevfs_primitives::cpu::current_shard;
 use scalevfs_vfs::cancel::CancelToken;
 use scalevfs_vfs::{FileRef, Inode, SuperBlock};
@@ -341,7 +341,7 @@ impl Waits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scalevfs::inodes::Owner;
+    use scalevfs::frontend::Owner;
     use scalevfs::{Vfs, VfsOptions};
 
     /// Many threads look up and forget the same few inodes (reached by several names: hard

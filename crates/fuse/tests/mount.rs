@@ -617,7 +617,7 @@ fn create_racing_a_file_made_behind_the_kernels_back_is_a_checked_open() {
         s.spawn(|| {
             let core = vfs.core();
             let top = core.root_node();
-            let owner = scalevfs::inodes::Owner {
+            let owner = scalevfs::frontend::Owner {
                 uid: 1000,
                 gid: 1000,
             };

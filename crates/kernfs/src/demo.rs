@@ -1,4 +1,5 @@
-//! A sysfs-style demo tree: the shape of seed 000's workload.
+//! A sysfs-style demo tree: the shape of the workload of Linux's kernfs hashed-lock patches
+//! (many processes reading the GID tables of InfiniBand ports).
 //!
 //! ```text
 //! class/infiniband/mlx5_0/ports/1/gids/0..253   GID strings (0444)
@@ -32,16 +33,22 @@ use crate::Kernfs;
 pub const DEMO_DEV: &str = "mlx5_0";
 /// Its port.
 pub const DEMO_PORT: u32 = 1;
-/// GID table entries per port (seed 000 reads 254).
+/// GID table entries per port (the kernfs hashed-lock patches' workload reads 254).
 pub const DEMO_GIDS: usize = 254;
 
 /// Handles to the interesting nodes of the demo tree.
 pub struct DemoTree {
+    /// The port's `gids/` directory.
     pub gids_dir: Arc<KernfsNode>,
+    /// The GID attribute files in `gids/` ([`DEMO_GIDS`] of them).
     pub gids: Vec<Arc<KernfsNode>>,
+    /// `kernel/scalevfs/knob`: a writable integer.
     pub knob: Arc<KernfsNode>,
+    /// `kernel/scalevfs/gid_reads`: how many times a GID was shown.
     pub gid_reads: Arc<KernfsNode>,
+    /// `kernel/scalevfs/writes`: how many knob stores succeeded.
     pub writes: Arc<KernfsNode>,
+    /// The device's `device` symlink.
     pub device_link: Arc<KernfsNode>,
     /// `kernel/scalevfs/lock_stat`: `lockstat::report()` (empty of classes unless lockstat
     /// is compiled in and enabled).

@@ -140,8 +140,11 @@ impl DirData {
 /// One entry of [`Kernfs::readdir`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
+    /// The entry's name.
     pub name: Arc<[u8]>,
+    /// The node's inode number.
     pub ino: u64,
+    /// Directory, attribute file or symlink.
     pub kind: NodeKind,
     /// Position cookie: pass it to [`Kernfs::readdir_from`] to continue after this entry.
     /// Cookies grow with creation order and are never reused within a directory.
@@ -324,7 +327,7 @@ impl Kernfs {
             let d = cur.dir().ok_or(Errno::ENOTDIR)?;
             // Legacy: the tree rwsem is taken per step, once for the permission check and
             // once for the lookup, as `kernfs_iop_permission` and `kernfs_iop_lookup` /
-            // `kernfs_dop_revalidate` did before seed 000 (never nested: a read lock taken
+            // `kernfs_dop_revalidate` did before the hashed-lock patches (never nested: a read lock taken
             // twice deadlocks behind a queued writer).
             self.permission(cur, creds, MAY_EXEC)?;
             if comp.len() > NAME_MAX {

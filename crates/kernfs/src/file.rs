@@ -10,8 +10,8 @@
 //!   lock `hash(node address)` of a table of `2^table_bits(ncpus)` cache-padded mutexes
 //!   ([`HashedMutexes`](scalevfs_primitives::hashed::HashedMutexes), class
 //!   [`OPEN_FILE_MUTEX_CLASS`]). Opens and closes of unrelated nodes mostly take different
-//!   mutexes; a collision costs false contention, never correctness. (Seed 000; Linux
-//!   5.19+.) The legacy design has one mutex (a table of one).
+//!   mutexes; a collision costs false contention, never correctness. (Linux's kernfs hashed
+//!   locks, 5.19+.) The legacy design has one mutex (a table of one).
 //! * The pointer is *read* without a lock: the first open publishes it with a `Release`
 //!   store of an `Arc::into_raw` reference owned by the node, and `notify` reads it with an
 //!   `Acquire` load (merged Linux: `rcu_assign_pointer` / `rcu_dereference`).
@@ -26,8 +26,8 @@
 //!   The price is one open node (136 bytes with its `Arc` counts) per attribute file ever
 //!   opened, until the node is freed (after its removal). A file's waiters are dropped
 //!   when it closes, so a kept open node holds no wakers of closed files.
-//! * The legacy design is the pre-seed one: it reads and writes the pointer under one
-//!   global spinlock ([`OPEN_NODE_LOCK_CLASS`], the pre-seed `kernfs_open_node_lock`) and
+//! * The legacy design is kernfs's before the hashed locks: it reads and writes the pointer under one
+//!   global spinlock ([`OPEN_NODE_LOCK_CLASS`], the old `kernfs_open_node_lock`) and
 //!   frees the open node with the last close (at once: its readers hold that spinlock).
 //! * Each open file holds its own `Arc` of its open node, so its poll/wait paths need
 //!   neither lock nor guard.
@@ -859,7 +859,7 @@ mod tests {
 
     /// The scalable design keeps a node's open node after the last close (opening it again
     /// reuses it) and frees it with the node; the legacy design frees it with the last
-    /// close, as pre-seed kernfs did.
+    /// close, as kernfs did before its hashed locks.
     #[test]
     fn open_node_lives_as_long_as_the_node_in_the_scalable_design() {
         use crate::{FnAttr, Locking};

@@ -1,4 +1,4 @@
-//! # scalevfs-kernfs: an attribute-tree file system (seed 000)
+//! # scalevfs-kernfs: an attribute-tree file system (Linux's kernfs, with its hashed locks)
 //!
 //! kernfs is how a program exposes live state and knobs as files, the way Linux exposes
 //! devices in `/sys`: an embedder builds a tree of directories, attribute files (with
@@ -37,14 +37,14 @@
 //! lookup), [`dir`] (namespace changes and the removal protocol), [`file`](mod@file) (open files,
 //! read/write/poll), `active.rs` (the drain argument), [`perm`].
 //!
-//! ## Scalability (seed 000 and past it)
+//! ## Scalability (kernfs's hashed locks, and past them)
 //!
 //! Open and close of a file take the node's open-file mutex from a hashed table sized from
 //! the CPU count (kernfs's `NR_KERNFS_LOCKS`), never a global one; the node's open-node
 //! pointer is published for lockless readers (RCU in merged Linux), and the open node is
 //! kept for the node's lifetime once created, so opening a file that was opened before
 //! allocates nothing and writes no pointer (Linux frees it with the last close; see
-//! [`file`](mod@file)). Seed 000
+//! [`file`](mod@file)). The hashed-lock patches
 //! proposed hashed rwsems for the tree and Linux kept one rwsem; here lookups take no lock
 //! at all (epoch-protected hash lists per directory) and namespace changes take only the
 //! directories they change, so lookups and opens of different nodes share no lock and
@@ -52,7 +52,7 @@
 //!
 //! ## Legacy ablation
 //!
-//! [`Locking::Legacy`] builds the pre-seed design behind the same API: one global
+//! [`Locking::Legacy`] builds kernfs's design before the hashed locks behind the same API: one global
 //! open-file mutex (a table of one), one global open-node spinlock taken for every read and
 //! write of `node.open`, and one tree rwsem taken for reading by every lookup step and
 //! permission check and for writing by every namespace change. The scalable design pays
@@ -96,6 +96,8 @@
 //!   serialized by the VFS inode's rwsem (Linux's kernfs takes only `of->mutex`), and a
 //!   write's mtime update of the VFS inode lasts until the next refresh from the node;
 //!   the scalable design revalidates in rcu-walk (Linux's kernfs refuses it).
+
+#![warn(missing_docs)]
 
 pub mod active;
 pub mod demo;

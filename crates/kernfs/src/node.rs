@@ -25,8 +25,11 @@ pub static NODE_LINKAGE_CLASS: LockClass = LockClass::new("kernfs_node_linkage")
 /// What a node is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NodeKind {
+    /// A directory.
     Dir,
+    /// An attribute file (show/store callbacks).
     File,
+    /// A symbolic link to another node.
     Link,
 }
 
@@ -235,18 +238,25 @@ pub struct KernfsNode {
 /// What `getattr` reports, as `stat` on sysfs does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernfsAttr {
+    /// The inode number.
     pub ino: u64,
+    /// Directory, attribute file or symlink.
     pub kind: NodeKind,
     /// Type and permission bits (`S_IFREG | 0o644`).
     pub mode: u32,
+    /// Owner.
     pub uid: u32,
+    /// Group.
     pub gid: u32,
     /// 4096 for attribute files (sysfs's `PAGE_SIZE`), 0 for directories and symlinks.
     pub size: u64,
     /// 1, or for a directory 2 + its subdirectories.
     pub nlink: u32,
+    /// Last access, in nanoseconds since the epoch.
     pub atime_ns: i64,
+    /// Last modification, in nanoseconds since the epoch.
     pub mtime_ns: i64,
+    /// Last status change, in nanoseconds since the epoch.
     pub ctime_ns: i64,
 }
 
@@ -255,7 +265,9 @@ pub struct KernfsAttr {
 pub struct SetAttr {
     /// Permission bits (`& 0o7777`; the type cannot change).
     pub mode: Option<u32>,
+    /// New owner.
     pub uid: Option<u32>,
+    /// New group.
     pub gid: Option<u32>,
 }
 

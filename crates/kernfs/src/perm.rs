@@ -4,7 +4,7 @@
 //! with `Relaxed` loads, as Linux's RCU path walk reads `i_mode`/`i_uid`/`i_gid` with
 //! `READ_ONCE`. A concurrent chmod/chown may be seen half done (new mode, old owner); Linux
 //! has the same window. The legacy design takes the tree rwsem for reading around the check,
-//! as `kernfs_iop_permission` did before seed 000 (it shows up in the seed's profile).
+//! as `kernfs_iop_permission` did before the hashed-lock patches (it shows up in their profile).
 
 use scalevfs_vfs::{Errno, SysResult};
 
@@ -21,8 +21,11 @@ pub const MAY_EXEC: u32 = 1;
 /// nothing). uid 0 has every capability (DAC override, FOWNER, CHOWN), as root does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Creds<'a> {
+    /// File-system user id.
     pub uid: u32,
+    /// File-system group id.
     pub gid: u32,
+    /// Supplementary groups.
     pub groups: &'a [u32],
 }
 

@@ -1,6 +1,6 @@
-//! Hashed lock tables (seed 000: kernfs's hashed mutexes, spinlocks and rwsems).
+//! Hashed lock tables (Linux's kernfs hashed mutexes, spinlocks and rwsems).
 //!
-//! Before the seed, kernfs serialized every open/release of every sysfs file on one global
+//! Before those patches (Linux 5.19), kernfs serialized every open/release of every sysfs file on one global
 //! `kernfs_open_file_mutex` (and one `kernfs_open_node_lock`, one per-fs `kernfs_rwsem`),
 //! so 200 processes reading unrelated files all queued on one lock. The patches replace
 //! each global lock by a table of locks, and an object is protected by the lock its
@@ -28,7 +28,7 @@
 //! two threads on different objects shared a lock one time in four, which cost
 //! kernfs-showgids a fifth of its 1->2 thread scaling.
 //! [`with_bits`](HashedLocks::with_bits) sets the size explicitly (at most
-//! [`MAX_TABLE_BITS`]); `with_bits(0)` (or [`legacy`](HashedLocks::legacy)) is the seed's
+//! [`MAX_TABLE_BITS`]); `with_bits(0)` (or [`legacy`](HashedLocks::legacy)) is the
 //! "before": one global lock behind the same API.
 //!
 //! Every lock sits in its own [`CachePadded`] slot, so threads taking different locks never
@@ -189,7 +189,7 @@ where
         Self::from_fn(bits, None, |_| L::Data::default())
     }
 
-    /// The seed's "before": one global lock behind the same API.
+    /// The "before" design: one global lock behind the same API.
     pub fn legacy() -> Self {
         Self::with_bits(0)
     }

@@ -4,7 +4,7 @@
 //! not a [`Process`](crate::Process), `statfs`, and the live-inode count.
 //!
 //! ```
-//! use scalevfs::inodes::Owner;
+//! use scalevfs::frontend::Owner;
 //! use scalevfs::{Vfs, VfsOptions};
 //! let vfs = Vfs::new(VfsOptions::default());
 //! let core = vfs.core();
@@ -17,24 +17,14 @@
 //! ```
 
 use scalevfs_vfs::locks::FileLockContext;
+use scalevfs_vfs::Statfs;
 
 pub use scalevfs_vfs::handle::{Node, Owner, SetAttr, SetTime};
 
 use crate::{locking, Vfs};
 
-/// `struct statfs` of the root tmpfs, in 4 KiB blocks.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct StatFs {
-    pub bsize: u32,
-    pub blocks: u64,
-    pub bfree: u64,
-    pub bavail: u64,
-    pub files: u64,
-    pub ffree: u64,
-    pub namelen: u32,
-}
-
 impl Vfs {
+    #[doc(hidden)]
     /// The lock context of `node`'s inode, created on first use (see [`crate::locking`]).
     pub fn lock_context<'a>(&self, node: &'a Node) -> &'a FileLockContext {
         locking::context(self.locks(), node.inode())
@@ -42,19 +32,10 @@ impl Vfs {
 
     /// `statfs` of the root file system (the file system's own `statfs`: for tmpfs, its
     /// limits, or half the RAM and as many inodes as blocks without them).
-    pub fn statfs(&self) -> StatFs {
+    pub fn statfs(&self) -> Statfs {
         let root = self.core().root_node();
         let sb = root.inode().sb();
-        let s = sb.fs.statfs(sb);
-        StatFs {
-            bsize: s.bsize as u32,
-            blocks: s.blocks,
-            bfree: s.bfree,
-            bavail: s.bavail,
-            files: s.files,
-            ffree: s.ffree,
-            namelen: s.namelen as u32,
-        }
+        sb.fs.statfs(sb)
     }
 }
 

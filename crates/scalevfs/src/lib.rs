@@ -15,19 +15,30 @@
 //! assert_eq!(p.stat("/hello").unwrap().size, 2);
 //! ```
 //!
-//! ## Layers
-//! * `scalevfs-vfs`: the VFS core (dentry and inode caches, superblocks, mounts, path
-//!   walk, open file descriptions, permission checks, the `FileSystem` trait).
-//! * `scalevfs-tmpfs`: the in-memory file system every [`Vfs`] mounts at `/`.
-//! * this crate: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, root,
-//!   umask, credentials, lock-owner identity), one method per system call, made with
-//!   [`ProcessBuilder`]; [`Process::with_cancel`] for blocking calls a [`CancelToken`]
-//!   interrupts.
-//! * [`typed`], on top of the system calls: [`Dir`] and [`File`] (cap-std's shape,
+//! ## What this crate offers
+//! * At the root: [`Vfs`] (the tree and its caches) and [`Process`] (fd table, cwd, umask,
+//!   credentials, lock-owner identity), one method per system call, and the types their
+//!   signatures use ([`Stat`], [`Statx`], [`Statfs`], [`OpenHow`], [`Flock`], [`FcntlArg`],
+//!   [`EpollEvent`], [`CancelToken`], [`Errno`], ...). [`libc`] is re-exported for the
+//!   `O_*`, `AT_*` and `S_IF*` constants and the `pollfd`/`sigset_t`/`timespec` types.
+//! * [`fs`]: the [`FileSystem`](fs::FileSystem) trait and what implementing one takes, to
+//!   mount an embedder's own file system next to the root [`Tmpfs`].
+//! * [`locks`]: the file-lock manager of a [`Vfs`] and its request and listing types.
+//! * [`dirent`]: decoding what [`Process::getdents64`] wrote.
+//! * [`fileattr`]: the inode flags of `FS_IOC_GETFLAGS`/`FS_IOC_SETFLAGS` ([`Process::ioctl`]).
+//! * [`ProcessBuilder`] (pid, credentials, umask, root, cwd), [`Process::fork`], `execve`,
+//!   the `set*id` calls ([`Credentials`]), and [`Process::with_cancel`] for blocking calls
+//!   a [`CancelToken`] interrupts.
+//! * The typed layer, on top of the system calls: [`Dir`] and [`File`] (cap-std's shape,
 //!   `std::path::Path` or byte-string paths, `std::io` traits, confinement with
-//!   `RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`), [`OpenOptions`], bit-flag types
-//!   ([`OFlags`], [`Mode`], [`AtFlags`], ...), typed lock kinds, [`Metadata`], [`Epoll`].
-//!   `examples/` shows an embedder, a sandbox and a custom file system.
+//!   `RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`), [`OpenOptions`], bit-flag types ([`OFlags`],
+//!   [`Mode`], [`AtFlags`], ...), typed lock kinds, [`Metadata`], [`Epoll`]. The crate's
+//!   `examples/` show an embedder, a sandbox and a custom file system.
+//!
+//! An embedder needs no other scalevfs crate. Underneath, `scalevfs-vfs` is the VFS core
+//! (dentry and inode caches, superblocks, mounts, path walk, open file descriptions,
+//! permission checks) and `scalevfs-tmpfs` the in-memory file system every [`Vfs`] mounts
+//! at `/`.
 //!
 //! ## Where we differ from Linux (deliberately, or not yet)
 //! * Credentials are per process, not per thread (see [`Credentials`]: real, effective,
@@ -40,7 +51,7 @@
 //! * `fs.protected_hardlinks = 1` is assumed (the default on distributions);
 //!   `protected_symlinks`/`protected_regular` are not implemented.
 //! * Extended attributes: `user.`, `trusted.` and `security.` as Linux's tmpfs has them
-//!   (`scalevfs_vfs::xattr`); no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
+//!   ; no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
 //!   Linux's tmpfs takes ACLs; no `*xattrat` calls (Linux 6.13); `user.` attributes are
 //!   not charged against `nr_inodes=`; kernfs has none (sysfs has `security.` ones).
 //! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
@@ -69,7 +80,7 @@
 //!   `fallocate` takes what Linux's tmpfs takes: mode 0, `FALLOC_FL_KEEP_SIZE` and
 //!   `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`), but does not
 //!   clear set-user-ID bits as Linux's `file_modified` does.
-//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locking`]) follow Linux,
+//! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locks`]) follow Linux,
 //!   except that deadlock detection follows wait chains of any length (Linux stops after
 //!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.
 //! * Timestamps use `CLOCK_REALTIME` at nanosecond resolution (Linux uses the coarse clock);
@@ -82,7 +93,7 @@
 //! * Directory order is Linux 6.14+ tmpfs's: newest entry first, cookies from 3, position 2
 //!   for "the newest entry"; a name removed and created again during a `getdents64` scan is
 //!   a new entry (newer than the scan's position), so it is not reported twice.
-//! * Pipes, eventfds and epoll ([`pollfiles`]): no signals, so `EPIPE` comes without
+//! * Pipes, eventfds and epoll: no signals, so `EPIPE` comes without
 //!   `SIGPIPE` and the masks of `epoll_pwait`/`ppoll` are ignored; blocking calls made
 //!   through [`Process::with_cancel`] give up when a [`CancelToken`] fires (a pending
 //!   signal: `EINTR`). Each
@@ -96,32 +107,90 @@
 //!   RMW on its line, shared by the process's threads) where Linux's rcu-walk takes none;
 //!   absolute paths and `*at` calls with a directory descriptor do not touch the cwd.
 
+#![warn(missing_docs)]
+
 mod cwd;
-pub mod fdtable;
-pub mod inodes;
-pub mod locking;
-pub mod pids;
-pub mod pollfiles;
-pub mod process;
-pub mod typed;
+mod fdtable;
+mod inodes;
+mod locking;
+mod pids;
+mod pollfiles;
+mod process;
+mod typed;
 mod vfs;
 
 #[cfg(doctest)]
 #[doc = include_str!("readme_example.md")]
 pub struct ReadmeExample;
 
-pub use process::{ioctl_arg, Credentials, IoctlArg, Locking, Process, Vfs, VfsOptions};
-// The typed layer, process creation and credentials.
-pub use process::{Cancellable, ProcessBuilder, NGROUPS_MAX, UNCHANGED};
+pub use fdtable::O_ANYFD;
+pub use pids::PID_MAX;
+pub use process::{ioctl_arg, Cancellable, Credentials, IoctlArg, Process, ProcessBuilder};
+pub use process::{NGROUPS_MAX, UNCHANGED};
+pub use vfs::{Vfs, VfsOptions};
+
+pub use scalevfs_primitives::Locking;
 pub use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
-pub use scalevfs_vfs::cancel::CancelToken;
+pub use scalevfs_vfs::cancel::{CancelToken, Registration};
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
-    DirEntry, Errno, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, SysResult, Timespec,
+    CoreOptions, DirEntry, Errno, FcntlArg, FileRef, Flock, OpenHow, Stat, Statfs, Statx,
+    SysResult, Timespec,
 };
 pub use typed::{
     AtFlags, Descriptor, Dir, Entry, Epoll, EpollFlags, Event, File, FileType, FlockOp, LockHolder,
     LockKind, LockOwner, Metadata, Mode, OFlags, OpenOptions, PathArg, ReadDir, RecordLock,
     RenameFlags, ResolveFlags, XattrFlags, XattrNames,
 };
+
+/// The `libc` crate whose types appear in signatures (`pollfd`, `sigset_t`, `timespec`)
+/// and whose constants (`O_*`, `AT_*`, `S_IF*`, errno numbers) the calls take.
+pub use libc;
+
+/// Reading a `getdents64` buffer.
+pub mod dirent {
+    /// The `DT_*` type of a file mode (`S_IFDIR` gives `DT_DIR`, ...).
+    pub use scalevfs_vfs::core::d_type_of_mode;
+    /// Decodes the `struct linux_dirent64` records [`Process::getdents64`](crate::Process::getdents64)
+    /// wrote into a buffer: the inverse of the kernel ABI, for callers that do not want to
+    /// walk the records themselves.
+    pub use scalevfs_vfs::core::decode_dirents;
+    pub use scalevfs_vfs::DirEntry;
+}
+
+/// What an embedder needs to write its own file system and mount it with
+/// [`Process::mount`] or [`Vfs::mount`]: the [`FileSystem`](fs::FileSystem) trait and the
+/// types its methods take and return.
+pub mod fs {
+    pub use scalevfs_vfs::abi::Statfs;
+    pub use scalevfs_vfs::dentry::{Dentry, DentryRef};
+    pub use scalevfs_vfs::epoll::{EpItem, EpLinks, EventPoll};
+    pub use scalevfs_vfs::erc::{Erc, Release};
+    pub use scalevfs_vfs::file::{FileRef, OpenFile};
+    pub use scalevfs_vfs::fs::{DirEmit, FileSystem};
+    pub use scalevfs_vfs::inode::{AtomicTime, Inode, InodeRef, NewInode, SuperBlock, I_LINKABLE};
+    pub use scalevfs_vfs::mount::{MntRef, Mount, Path};
+    pub use scalevfs_vfs::pipe::FifoSlot;
+    pub use scalevfs_vfs::poll::{
+        events, Pollable, RegularFile, WaitEntry, WaitError, WaitQueue, WaitQueueGuard,
+    };
+    pub use scalevfs_vfs::Cred;
+}
+
+/// File locks: the [`LockManager`](locks::LockManager) of a [`Vfs`] ([`Vfs::locks`]) and
+/// the types of its requests and listings.
+pub mod locks {
+    pub use crate::locking::is_lock_cmd;
+    pub use scalevfs_vfs::locks::*;
+}
+
+/// For the in-tree front ends (the FUSE server, the benchmarks, the scalability checker,
+/// the C and Python bindings, the conformance harness): the inode-handle API a FUSE server
+/// uses ([`Vfs::core`](crate::Vfs) and these types) and the VFS core itself. No stability
+/// promise; an embedder needs none of it.
+#[doc(hidden)]
+pub mod frontend {
+    pub use crate::inodes::{Node, Owner, SetAttr, SetTime};
+    pub use scalevfs_vfs::VfsCore;
+}

@@ -1,5 +1,5 @@
 //! File locks wired into the system-call API: `fcntl` record locks (POSIX and OFD) and
-//! `flock`, on top of [`scalevfs_vfs::locks`] (seed 002).
+//! `flock`, on top of [`scalevfs_vfs::locks`] (per-inode lock state, blocked waiters in a hashed table).
 //!
 //! ## Who owns what
 //! - The [`Vfs`](crate::Vfs) owns one [`LockManager`] (`VfsOptions::locking` picks the

@@ -17,7 +17,7 @@
 //!   bits for eventfd and epoll, as Linux's anonymous inode);
 //! - the last close of the description runs [`FileSystem::release`] of the internal file
 //!   system, which drops the `Special`; that drop is the file object's last close and
-//!   runs `release_file_from_epoll` (seed 003's watched-file release path) before the
+//!   runs `release_file_from_epoll` (the watched-file release path of epoll's refcounted teardown) before the
 //!   object's own release.
 //!
 //! Each file gets its own inode and dentry (Linux shares one anonymous inode between all
@@ -31,7 +31,7 @@
 //! lock-free fd table; creating a file touches the internal superblock's inode list and
 //! inode hash (sharded, as for tmpfs inodes) and the dcache's per-CPU counters; the last
 //! close runs the file object's release, which takes only that file's and its watching
-//! instances' locks (seed 003; the legacy design adds the global `epmutex`). The internal
+//! instances' locks (epoll's refcounted teardown; the legacy design adds the global `epmutex`). The internal
 //! mount is created once, under a `OnceLock`.
 //!
 //! ## Differences from Linux

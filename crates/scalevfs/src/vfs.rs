@@ -17,6 +17,7 @@ use scalevfs_vfs::{Cred, FileSystem, SysResult, VfsCore};
 /// How to build a [`Vfs`].
 #[derive(Clone, Debug, Default)]
 pub struct VfsOptions {
+    /// The design of every lock-protected structure: `Scalable` (default) or the `Legacy` ablation.
     pub locking: Locking,
     /// tmpfs `size=` in bytes for the root file system (`None`: unlimited).
     pub size_limit: Option<u64>,
@@ -38,6 +39,7 @@ pub struct Vfs {
 }
 
 impl Vfs {
+    /// A tree with an empty tmpfs at `/`, sized by `options`.
     pub fn new(options: VfsOptions) -> Arc<Vfs> {
         Vfs::with_core_options(options, CoreOptions::default())
     }
@@ -67,15 +69,18 @@ impl Vfs {
         })
     }
 
+    /// The options it was built with.
     pub fn options(&self) -> &VfsOptions {
         &self.options
     }
 
-    /// The VFS core (dcache, mounts, operations).
+    /// The VFS core (dcache, mounts, operations), for the in-tree front ends.
+    #[doc(hidden)]
     pub fn core(&self) -> &Arc<VfsCore> {
         &self.core
     }
 
+    #[doc(hidden)]
     /// The epoll context (the nesting lock; the legacy ablation's global release lock).
     pub fn epoll_context(&self) -> &Arc<scalevfs_vfs::epoll::EpollContext> {
         self.poll.epoll_context()

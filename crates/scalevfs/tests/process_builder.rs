@@ -112,7 +112,7 @@ fn pids_are_per_vfs_and_refused_while_in_use() {
         ProcessBuilder::new(&b).pid(4000).build().unwrap().pid(),
         4000
     );
-    for bad in [0, -1, scalevfs::pids::PID_MAX + 1] {
+    for bad in [0, -1, scalevfs::PID_MAX + 1] {
         assert_eq!(
             ProcessBuilder::new(&a).pid(bad).build().err(),
             Some(Errno::EINVAL)

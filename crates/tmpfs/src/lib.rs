@@ -27,6 +27,8 @@
 //! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
 //! the two directory locks one after the other, never nested.
 
+#![warn(missing_docs)]
+
 mod dirmap;
 mod pages;
 
@@ -181,6 +183,7 @@ fn next_ino() -> u64 {
 }
 
 impl Tmpfs {
+    /// An empty tmpfs with the limits of `opts` (its root directory is made by `fill_super`).
     pub fn new(opts: TmpfsOptions) -> Tmpfs {
         Tmpfs {
             max_pages: opts.size_limit.map(|s| s.div_ceil(PAGE as u64)),

@@ -19,6 +19,7 @@ use std::sync::atomic::{fence, AtomicUsize, Ordering};
 
 /// What happens when the last reference goes (called once, before the memory is retired).
 pub trait Release: Send + Sync + 'static {
+    /// Runs when the last reference is dropped.
     fn release(&self);
 }
 
@@ -40,6 +41,7 @@ unsafe impl<T: Release> Send for Erc<T> {}
 unsafe impl<T: Release> Sync for Erc<T> {}
 
 impl<T: Release> Erc<T> {
+    /// A count of one on `val`.
     pub fn new(val: T) -> Erc<T> {
         let b = Box::new(ErcInner {
             count: AtomicUsize::new(1),
@@ -120,6 +122,7 @@ impl<T: Release> Erc<T> {
         this.inner().count.load(Ordering::Relaxed)
     }
 
+    /// Whether `a` and `b` point to the same object.
     pub fn ptr_eq(a: &Erc<T>, b: &Erc<T>) -> bool {
         a.ptr == b.ptr
     }

@@ -31,8 +31,11 @@ use crate::poll::events::*;
 use crate::poll::{wait_event, Pollable, WaitError, WaitQueue};
 use crate::Errno;
 
+/// Reads decrement by one and return 1 (semaphore mode).
 pub const EFD_SEMAPHORE: i32 = libc::EFD_SEMAPHORE;
+/// Non-blocking reads and writes.
 pub const EFD_NONBLOCK: i32 = libc::EFD_NONBLOCK;
+/// Close on `exec`.
 pub const EFD_CLOEXEC: i32 = libc::EFD_CLOEXEC;
 
 /// The largest counter value a write can produce.
@@ -106,6 +109,7 @@ impl EventFd {
         self.nonblock.store(on, Ordering::Relaxed);
     }
 
+    /// Whether reads and writes fail with `EAGAIN` instead of blocking.
     pub fn nonblock(&self) -> bool {
         self.nonblock.load(Ordering::Relaxed)
     }

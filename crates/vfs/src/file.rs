@@ -43,6 +43,7 @@ unsafe impl Sync for OpenFile {}
 unsafe impl Send for OpenFile {}
 
 impl OpenFile {
+    /// An open file description of `path` with open flags `flags`.
     pub fn new(path: Path, flags: i32) -> FileRef {
         Self::with_private(path, flags, None)
     }
@@ -68,10 +69,12 @@ impl OpenFile {
             private: UnsafeCell::new(private),
         })
     }
+    /// Where the file was opened.
     pub fn path(&self) -> &Path {
         // SAFETY: the path is taken only in `release`, after the last reference is gone.
         unsafe { &*self.path.get() }
     }
+    /// The file's inode.
     pub fn inode(&self) -> &Inode {
         self.path().dentry.inode().expect("open files are positive")
     }
@@ -82,6 +85,7 @@ impl OpenFile {
             .as_ref()
             .and_then(|b| b.downcast_ref::<T>())
     }
+    /// The open flags (`O_ACCMODE` and status flags).
     pub fn flags(&self) -> i32 {
         self.flags.load(Ordering::Relaxed)
     }
@@ -99,9 +103,11 @@ impl OpenFile {
     pub fn lock_id(&self) -> u64 {
         self as *const OpenFile as u64
     }
+    /// Whether it was opened with `O_PATH` (no I/O).
     pub fn is_path(&self) -> bool {
         self.flags() & libc::O_PATH != 0
     }
+    /// Whether it was opened for reading.
     pub fn readable(&self) -> bool {
         !self.is_path()
             && matches!(
@@ -109,6 +115,7 @@ impl OpenFile {
                 libc::O_RDONLY | libc::O_RDWR
             )
     }
+    /// Whether it was opened for writing.
     pub fn writable(&self) -> bool {
         !self.is_path()
             && matches!(

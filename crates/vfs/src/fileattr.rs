@@ -13,23 +13,40 @@ pub const FS_IOC_FSGETXATTR: u32 = 0x801c_581f;
 /// `FS_IOC_FSSETXATTR` (`_IOW('X', 32, struct fsxattr)`).
 pub const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
 
+/// Synchronous updates (accepted, no effect).
 pub const FS_SYNC_FL: u32 = 0x0000_0008;
+/// Immutable: no write, truncate, link, rename, unlink or attribute change.
 pub const FS_IMMUTABLE_FL: u32 = 0x0000_0010;
+/// Append only: writes go to the end; no truncate, unlink or rename.
 pub const FS_APPEND_FL: u32 = 0x0000_0020;
+/// Not to be dumped (accepted, no effect).
 pub const FS_NODUMP_FL: u32 = 0x0000_0040;
+/// Do not update the access time.
 pub const FS_NOATIME_FL: u32 = 0x0000_0080;
+/// Direct access (rejected by tmpfs).
 pub const FS_DAX_FL: u32 = 0x0200_0000;
+/// Children inherit the project id (rejected by tmpfs).
 pub const FS_PROJINHERIT_FL: u32 = 0x2000_0000;
 
+/// `FS_IMMUTABLE_FL` as an extended flag.
 pub const FS_XFLAG_IMMUTABLE: u32 = 0x0000_0008;
+/// `FS_APPEND_FL` as an extended flag.
 pub const FS_XFLAG_APPEND: u32 = 0x0000_0010;
+/// `FS_SYNC_FL` as an extended flag.
 pub const FS_XFLAG_SYNC: u32 = 0x0000_0020;
+/// `FS_NOATIME_FL` as an extended flag.
 pub const FS_XFLAG_NOATIME: u32 = 0x0000_0040;
+/// `FS_NODUMP_FL` as an extended flag.
 pub const FS_XFLAG_NODUMP: u32 = 0x0000_0080;
+/// An extent size hint is set.
 pub const FS_XFLAG_EXTSIZE: u32 = 0x0000_0800;
+/// Children inherit the extent size hint.
 pub const FS_XFLAG_EXTSZINHERIT: u32 = 0x0000_1000;
+/// `FS_PROJINHERIT_FL` as an extended flag.
 pub const FS_XFLAG_PROJINHERIT: u32 = 0x0000_0200;
+/// `FS_DAX_FL` as an extended flag.
 pub const FS_XFLAG_DAX: u32 = 0x0000_8000;
+/// A copy-on-write extent size hint is set.
 pub const FS_XFLAG_COWEXTSIZE: u32 = 0x0001_0000;
 /// Reported, never set (`FS_XFLAG_RDONLY_MASK`).
 pub const FS_XFLAG_HASATTR: u32 = 0x8000_0000;
@@ -48,10 +65,15 @@ const FLAG_XFLAG: [(u32, u32); 7] = [
 /// `struct fsxattr` (28 bytes, native byte order).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FsxAttr {
+    /// `FS_XFLAG_*` bits.
     pub xflags: u32,
+    /// Extent size hint (0 on tmpfs).
     pub extsize: u32,
+    /// Number of extents (0 on tmpfs).
     pub nextents: u32,
+    /// Project id (0 on tmpfs).
     pub projid: u32,
+    /// Copy-on-write extent size hint (0 on tmpfs).
     pub cowextsize: u32,
 }
 

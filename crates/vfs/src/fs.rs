@@ -17,10 +17,13 @@ use std::sync::Arc;
 
 /// One entry reported by [`FileSystem::readdir`].
 pub struct DirEmit<'a> {
+    /// The entry's inode number.
     pub ino: u64,
     /// The position after this entry (the `d_off` cookie).
     pub next_pos: i64,
+    /// `DT_*` file type.
     pub d_type: u8,
+    /// The entry's name.
     pub name: &'a [u8],
 }
 
@@ -71,6 +74,7 @@ pub trait FileSystem: Send + Sync + 'static {
     ) -> SysResult<InodeRef> {
         Err(Errno::EPERM)
     }
+    /// Makes a symbolic link `name` in `dir` pointing to `target`, owned by `uid`/`gid` (default: `EPERM`).
     fn symlink(
         &self,
         _dir: &Inode,
@@ -86,9 +90,11 @@ pub trait FileSystem: Send + Sync + 'static {
     fn tmpfile(&self, _dir: &Inode, _mode: u32, _uid: u32, _gid: u32) -> SysResult<InodeRef> {
         Err(Errno::EOPNOTSUPP)
     }
+    /// Adds a hard link `name` in `dir` to `inode` (the VFS has checked it may; default: `EPERM`).
     fn link(&self, _dir: &Inode, _name: &[u8], _inode: &InodeRef) -> SysResult<()> {
         Err(Errno::EPERM)
     }
+    /// Removes the entry `name` (of `inode`) from `dir` (default: `EPERM`).
     fn unlink(&self, _dir: &Inode, _name: &[u8], _inode: &Inode) -> SysResult<()> {
         Err(Errno::EPERM)
     }
@@ -132,7 +138,9 @@ pub trait FileSystem: Send + Sync + 'static {
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
     ) -> SysResult<bool>;
+    /// Reads file data at `off` into `buf`; returns the bytes read (0 at or past the end).
     fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize>;
+    /// Writes `buf` at `off`; returns the bytes written (a short write only on `ENOSPC`/`EFBIG` part way).
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize>;
     /// Truncates or extends (with a hole) to `size`.
     fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()>;
@@ -143,7 +151,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()>;
     /// `SEEK_DATA` (`data == true`) or `SEEK_HOLE` from `off` (`off < size`).
     fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64>;
+    /// The target of the symbolic link `inode`.
     fn readlink(&self, inode: &Inode) -> SysResult<Vec<u8>>;
+    /// Writes the file's data to stable storage (default: nothing to do, as tmpfs).
     fn fsync(&self, _inode: &Inode) -> SysResult<()> {
         Ok(())
     }

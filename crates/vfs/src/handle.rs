@@ -74,6 +74,7 @@ impl Node {
     pub fn is_root(&self) -> bool {
         self.path.dentry.is_root()
     }
+    /// Whether the node is a directory.
     pub fn is_dir(&self) -> bool {
         self.inode().is_dir()
     }
@@ -92,7 +93,9 @@ impl Node {
 /// The creator of a new file: the FUSE request's uid and gid.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
+    /// Owner of the new inode.
     pub uid: u32,
+    /// Group of the new inode (unless the directory is set-group-ID).
     pub gid: u32,
 }
 
@@ -109,7 +112,9 @@ impl Owner {
 /// A time to set: now, or a given time.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SetTime {
+    /// The current time (`UTIME_NOW`).
     Now,
+    /// This time.
     At(Timespec),
 }
 
@@ -118,10 +123,15 @@ pub enum SetTime {
 pub struct SetAttr {
     /// Permission bits and set-id bits (`07777`); the type bits are ignored.
     pub mode: Option<u32>,
+    /// New owner.
     pub uid: Option<u32>,
+    /// New group.
     pub gid: Option<u32>,
+    /// New size (truncate or extend).
     pub size: Option<u64>,
+    /// New access time.
     pub atime: Option<SetTime>,
+    /// New modification time.
     pub mtime: Option<SetTime>,
 }
 

@@ -55,18 +55,21 @@ pub struct AtomicTime {
 }
 
 impl AtomicTime {
+    /// A time of `t`.
     pub fn new(t: Timespec) -> AtomicTime {
         AtomicTime {
             sec: AtomicI64::new(t.sec),
             nsec: AtomicI64::new(t.nsec),
         }
     }
+    /// The time (seconds and nanoseconds may be torn by a concurrent `set`, as on Linux).
     pub fn get(&self) -> Timespec {
         Timespec {
             sec: self.sec.load(Ordering::Relaxed),
             nsec: self.nsec.load(Ordering::Relaxed),
         }
     }
+    /// Sets the time.
     pub fn set(&self, t: Timespec) {
         self.sec.store(t.sec, Ordering::Relaxed);
         self.nsec.store(t.nsec, Ordering::Relaxed);
@@ -101,6 +104,7 @@ fn now_coarse() -> Timespec {
 
 /// See the module docs.
 pub struct Inode {
+    /// The inode number.
     pub ino: u64,
     sb: *const SuperBlock,
     /// Type and permission bits (16 bits hold them), beside `flags` in one word.
@@ -112,9 +116,13 @@ pub struct Inode {
     gid: AtomicU32,
     nlink: AtomicU32,
     size: AtomicU64,
+    /// The device a device node stands for.
     pub rdev: u64,
+    /// Last access.
     pub atime: AtomicTime,
+    /// Last modification of the data.
     pub mtime: AtomicTime,
+    /// Last status change.
     pub ctime: AtomicTime,
     /// Creation time (statx's `btime`) in nanoseconds since the epoch: set once, so a
     /// plain word (8 bytes, where a `Timespec` would take 16).
@@ -152,36 +160,50 @@ const FS_FLAGS: u16 = 0xff;
 
 /// The attributes a file system gives a new inode.
 pub struct NewInode {
+    /// The inode number.
     pub ino: u64,
+    /// Type and permission bits.
     pub mode: u32,
+    /// Owner.
     pub uid: u32,
+    /// Group.
     pub gid: u32,
+    /// Link count.
     pub nlink: u32,
+    /// The device a device node stands for.
     pub rdev: u64,
+    /// The file system's own per-inode data.
     pub private: Box<dyn Any + Send + Sync>,
 }
 
 impl Inode {
+    /// The superblock the inode belongs to.
     pub fn sb(&self) -> &SuperBlock {
         // SAFETY: a superblock outlives its inodes: it is torn down only after its inode list
         // is empty, and leaked otherwise (see `SuperBlock`).
         unsafe { &*self.sb }
     }
+    /// The file system of the superblock.
     pub fn fs(&self) -> &dyn FileSystem {
         &*self.sb().fs
     }
+    /// Type and permission bits.
     pub fn mode(&self) -> u32 {
         self.mode.load(Ordering::Relaxed).into()
     }
+    /// The `S_IFMT` bits.
     pub fn file_type(&self) -> u32 {
         self.mode() & libc::S_IFMT
     }
+    /// Whether it is a directory.
     pub fn is_dir(&self) -> bool {
         self.file_type() == libc::S_IFDIR
     }
+    /// Whether it is a regular file.
     pub fn is_reg(&self) -> bool {
         self.file_type() == libc::S_IFREG
     }
+    /// Whether it is a symbolic link.
     pub fn is_symlink(&self) -> bool {
         self.file_type() == libc::S_IFLNK
     }
@@ -226,35 +248,45 @@ impl Inode {
         };
         old & f != 0
     }
+    /// Owner.
     pub fn uid(&self) -> u32 {
         self.uid.load(Ordering::Relaxed)
     }
+    /// Group.
     pub fn gid(&self) -> u32 {
         self.gid.load(Ordering::Relaxed)
     }
+    /// Sets the owner.
     pub fn set_uid(&self, v: u32) {
         self.uid.store(v, Ordering::Relaxed)
     }
+    /// Sets the group.
     pub fn set_gid(&self, v: u32) {
         self.gid.store(v, Ordering::Relaxed)
     }
+    /// Link count.
     pub fn nlink(&self) -> u32 {
         self.nlink.load(Ordering::Relaxed)
     }
+    /// Sets the link count.
     pub fn set_nlink(&self, n: u32) {
         self.nlink.store(n, Ordering::Relaxed)
     }
+    /// Adds a link.
     pub fn inc_nlink(&self) {
         self.nlink.fetch_add(1, Ordering::Relaxed);
     }
+    /// Drops a link.
     pub fn dec_nlink(&self) {
         let _ = self
             .nlink
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
+    /// Size in bytes.
     pub fn size(&self) -> u64 {
         self.size.load(Ordering::Relaxed)
     }
+    /// Sets the size.
     pub fn set_size(&self, s: u64) {
         self.size.store(s, Ordering::Relaxed)
     }
@@ -264,6 +296,7 @@ impl Inode {
         self.mtime.set(t);
         self.ctime.set(t);
     }
+    /// Sets the status-change time to now.
     pub fn touch_c(&self) {
         self.ctime.set(now());
     }
@@ -279,6 +312,7 @@ impl Inode {
             self.atime.set(now());
         }
     }
+    /// The attributes, as `stat` reports them.
     pub fn stat(&self) -> Stat {
         let sb = self.sb();
         Stat {
@@ -323,8 +357,11 @@ impl Release for Inode {
 /// drops a superblock only after its inode list is empty, and leaks it otherwise (Linux's
 /// "busy inodes after unmount").
 pub struct SuperBlock {
+    /// The device number (`st_dev`).
     pub dev: u64,
+    /// The file system.
     pub fs: Arc<dyn FileSystem>,
+    /// The design of its lock-protected structures.
     pub locking: Locking,
     inodes: InodeList,
     /// Keyed by the hash alone, which is the inode number itself (no key copy: 24-byte nodes).
@@ -342,6 +379,7 @@ pub struct SuperBlock {
 }
 
 impl SuperBlock {
+    /// A superblock of `fs` with device number `dev`.
     pub fn new(dev: u64, fs: Arc<dyn FileSystem>, locking: Locking) -> SuperBlock {
         SuperBlock {
             dev,

@@ -61,6 +61,7 @@ impl MountDentry {
             released: AtomicBool::new(false),
         }
     }
+    /// The dentry's address.
     pub fn as_ptr(&self) -> *const Dentry {
         self.ptr
     }
@@ -106,7 +107,9 @@ const DETACHED: u8 = 2;
 
 /// See the module docs.
 pub struct Mount {
+    /// The mount id (`STATX_MNT_ID`, `/proc/self/mountinfo`).
     pub id: u64,
+    /// The mounted superblock.
     pub sb: Arc<SuperBlock>,
     root: MountDentry,
     /// Parent mount and mountpoint (`None` for the root mount and internal mounts).
@@ -126,6 +129,7 @@ unsafe impl Send for Mount {}
 unsafe impl Sync for Mount {}
 
 impl Mount {
+    /// Mount `id` of `sb` whose root is `root`, on `parent` (mount and mountpoint; `None` for a root or internal mount).
     pub fn new(
         id: u64,
         sb: Arc<SuperBlock>,
@@ -168,6 +172,7 @@ impl Mount {
         }
         self.parent.as_ref().map(|(m, d)| (*m, d))
     }
+    /// Whether the mount was detached (lazily unmounted).
     pub fn is_detached(&self) -> bool {
         self.state.load(Ordering::SeqCst) == DETACHED
     }
@@ -246,6 +251,7 @@ impl std::ops::Deref for MntRef {
 }
 
 impl MntRef {
+    /// The mount's address (identity only).
     pub fn addr(self) -> usize {
         self.0 as usize
     }
@@ -262,7 +268,9 @@ impl MntRef {
 /// A location: a mount and a dentry in it (`struct path`).
 #[derive(Clone)]
 pub struct Path {
+    /// The mount.
     pub mnt: MntRef,
+    /// The dentry in it.
     pub dentry: DentryRef,
 }
 

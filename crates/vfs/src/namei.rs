@@ -39,6 +39,7 @@ pub const MAX_LINKS: u32 = 40;
 
 /// Who resolves, and from which root.
 pub struct Ctx<'a> {
+    /// Whose permissions the walk checks.
     pub cred: &'a Cred,
     /// The process root, or (`RESOLVE_BENEATH`/`RESOLVE_IN_ROOT`) the directory the walk
     /// is confined to.
@@ -68,7 +69,9 @@ impl<'a> Ctx<'a> {
 /// A resolved path without a count on its dentry ([`VfsCore::lookup_with`]).
 #[derive(Clone, Copy)]
 pub struct PathRef<'a> {
+    /// The mount the path is in.
     pub mnt: MntRef,
+    /// The final dentry, uncounted: valid while the walk that found it is pinned.
     pub dentry: &'a Dentry,
 }
 
@@ -99,11 +102,17 @@ impl<'a> From<&'a Path> for PathRef<'a> {
 pub struct Resolve;
 
 impl Resolve {
+    /// `RESOLVE_NO_XDEV`: no mount crossing.
     pub const NO_XDEV: u64 = 0x01;
+    /// `RESOLVE_NO_MAGICLINKS`: no `/proc`-style magic links.
     pub const NO_MAGICLINKS: u64 = 0x02;
+    /// `RESOLVE_NO_SYMLINKS`: no symlinks at all.
     pub const NO_SYMLINKS: u64 = 0x04;
+    /// `RESOLVE_BENEATH`: stay below the starting directory.
     pub const BENEATH: u64 = 0x08;
+    /// `RESOLVE_IN_ROOT`: the starting directory is the root.
     pub const IN_ROOT: u64 = 0x10;
+    /// `RESOLVE_CACHED`: only what the lock-free walk can answer (`EAGAIN` otherwise).
     pub const CACHED: u64 = 0x20;
     /// Every known bit.
     pub const ALL: u64 = 0x3f;
@@ -115,18 +124,25 @@ impl Resolve {
     pub const KEEP_EXPIRY_MARK: u64 = 1 << 32;
 }
 
+/// What the last component of a path is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum LastKind {
+    /// A name.
     Norm,
+    /// `.`
     Dot,
+    /// `..`
     DotDot,
+    /// The path is `/`.
     Root,
 }
 
 /// The final component of a path (`nd->last`).
 #[derive(Clone, Debug)]
 pub struct Last {
+    /// The last component's name.
     pub name: Vec<u8>,
+    /// What kind of component it is.
     pub kind: LastKind,
     /// The path ended with `/`.
     pub slash: bool,

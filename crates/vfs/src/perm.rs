@@ -1,26 +1,41 @@
-//! Credentials and permission checks (Linux's `generic_permission`, `may_delete`, sticky
+//! Cred and permission checks (Linux's `generic_permission`, `may_delete`, sticky
 //! directories, set-id bit rules). Lock-free: they read the inode's atomic attributes.
 
 use crate::inode::Inode;
 use crate::{Errno, SysResult};
 
+/// Permission to execute a file or search a directory.
 pub const MAY_EXEC: u32 = 1;
+/// Permission to write.
 pub const MAY_WRITE: u32 = 2;
+/// Permission to read.
 pub const MAY_READ: u32 = 4;
 
-/// Who is asking (fsuid/fsgid = uid/gid here), with supplementary groups.
+/// The identity permission checks and the ownership of new files use: a process's
+/// file-system user and group ids and its supplementary groups (what Linux's
+/// `current_fsuid()`, `current_fsgid()` and `in_group_p` read). uid 0 has every
+/// file-system capability; other uids have none. A process's full credentials (real,
+/// effective, saved and fs ids) are `scalevfs::Credentials`, which derives this.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cred {
+    /// The file-system user id.
     pub uid: u32,
+    /// The file-system group id.
     pub gid: u32,
+    /// Supplementary groups.
     pub groups: Vec<u32>,
 }
 
 impl Cred {
+    /// uid 0, gid 0, no supplementary groups: every capability.
     pub fn root() -> Cred {
+        Cred::user(0, 0)
+    }
+    /// `uid`/`gid` with no supplementary groups.
+    pub fn user(uid: u32, gid: u32) -> Cred {
         Cred {
-            uid: 0,
-            gid: 0,
+            uid,
+            gid,
             groups: Vec::new(),
         }
     }
@@ -28,6 +43,7 @@ impl Cred {
     pub fn is_root(&self) -> bool {
         self.uid == 0
     }
+    /// Whether `gid` is the primary group or one of the supplementary groups.
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)
     }

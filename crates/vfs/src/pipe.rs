@@ -69,6 +69,7 @@ use crate::poll::events::*;
 use crate::poll::{wait_event, Pollable, WaitQueue};
 use crate::Errno;
 
+/// The pipe buffer unit (a page); capacities are multiples of it.
 pub const PAGE_SIZE: usize = 4096;
 /// Writes up to this size are atomic.
 pub const PIPE_BUF: usize = 4096;
@@ -343,6 +344,7 @@ impl PipeEnd {
         self.nonblock.store(on, Ordering::Relaxed);
     }
 
+    /// Whether reads and writes fail with `EAGAIN` instead of blocking.
     pub fn nonblock(&self) -> bool {
         self.nonblock.load(Ordering::Relaxed)
     }

@@ -45,21 +45,37 @@ use crate::Errno;
 
 /// Event bits (Linux's `EPOLL*` / `POLL*`, which share values).
 pub mod events {
+    /// Readable.
     pub const EPOLLIN: u32 = 0x1;
+    /// Urgent data.
     pub const EPOLLPRI: u32 = 0x2;
+    /// Writable.
     pub const EPOLLOUT: u32 = 0x4;
+    /// Error.
     pub const EPOLLERR: u32 = 0x8;
+    /// Hang-up (the other end closed).
     pub const EPOLLHUP: u32 = 0x10;
+    /// `poll`: the descriptor is not open.
     pub const POLLNVAL: u32 = 0x20;
+    /// Normal data readable.
     pub const EPOLLRDNORM: u32 = 0x40;
+    /// Priority data readable.
     pub const EPOLLRDBAND: u32 = 0x80;
+    /// Normal data writable.
     pub const EPOLLWRNORM: u32 = 0x100;
+    /// Priority data writable.
     pub const EPOLLWRBAND: u32 = 0x200;
+    /// Unused by Linux.
     pub const EPOLLMSG: u32 = 0x400;
+    /// The peer shut down writing.
     pub const EPOLLRDHUP: u32 = 0x2000;
+    /// `epoll_ctl`: wake one of the instances waiting on the file.
     pub const EPOLLEXCLUSIVE: u32 = 1 << 28;
+    /// `epoll_ctl`: keep the system awake (accepted, no effect).
     pub const EPOLLWAKEUP: u32 = 1 << 29;
+    /// `epoll_ctl`: report once, then disable until `EPOLL_CTL_MOD`.
     pub const EPOLLONESHOT: u32 = 1 << 30;
+    /// `epoll_ctl`: edge-triggered.
     pub const EPOLLET: u32 = 1 << 31;
     /// What a regular file always reports (Linux: `DEFAULT_POLLMASK`).
     pub const DEFAULT_POLLMASK: u32 = EPOLLIN | EPOLLOUT | EPOLLRDNORM | EPOLLWRNORM;
@@ -197,6 +213,7 @@ impl WaitQueueGuard<'_> {
 }
 
 impl WaitQueue {
+    /// An empty queue.
     pub fn new() -> Self {
         WaitQueue {
             entries: Mutex::new(Entries::default()),
@@ -374,6 +391,7 @@ pub enum PollTarget {
 /// One `struct pollfd`, with the fd already resolved by the caller.
 #[derive(Clone)]
 pub struct PollFd {
+    /// What to poll.
     pub target: PollTarget,
     /// Requested events (`POLLERR`/`POLLHUP` are always reported).
     pub events: u16,
@@ -382,6 +400,7 @@ pub struct PollFd {
 }
 
 impl PollFd {
+    /// A request for `events` on `target`.
     pub fn new(target: PollTarget, events: u16) -> Self {
         PollFd {
             target,

@@ -2,14 +2,14 @@
 //! legacy/scalable switch lives in one place.
 //!
 //! * [`DRef`]: a dentry's reference count and its `d_lock`. Scalable: `LockRef` (cmpxchg while
-//!   the count is above 1, seed 004); legacy: `LegacyRef` (every change under the lock).
+//!   the count is above 1, Linux's lockref); legacy: `LegacyRef` (every change under the lock).
 //!   It is an enum and not a type parameter: the variant is fixed at construction, so the
 //!   branch is perfectly predicted, and a type parameter would have to infect `Dentry`,
 //!   `Dcache`, `Path`, `OpenFile` and the whole system-call API. The cost on the scalable
 //!   path is one well-predicted compare per refcount operation.
-//! * [`RenameLock`]: the rename sequence read/write lock (seed 004): `SeqRwLock`; legacy
-//!   d_path takes it for writing, as before the seed.
-//! * [`InodeList`]: a superblock's inode list (seed 001): `DList` with one shard per CPU,
+//! * [`RenameLock`]: the rename sequence read/write lock (the `seqrwlock_t` patches): `SeqRwLock`; legacy
+//!   d_path takes it for writing, as before those patches.
+//! * [`InodeList`]: a superblock's inode list (Linux's dlock-list): `DList` with one shard per CPU,
 //!   or one shard (the legacy single locked list).
 
 use scalevfs_primitives::dlist::DList;
@@ -23,7 +23,9 @@ pub use scalevfs_primitives::lockref::LockRefGuard as DRefGuard;
 
 /// A dentry reference count with its lock (see the module docs).
 pub enum DRef {
+    /// Linux's lockref: lock-free count changes while the lock is free.
     Scalable(LockRef),
+    /// Every change under the lock.
     Legacy(LegacyRef),
 }
 
@@ -37,6 +39,7 @@ macro_rules! dispatch {
 }
 
 impl DRef {
+    /// A count of `count` of design `locking`.
     pub fn new(locking: Locking, count: u32) -> DRef {
         match locking {
             Locking::Scalable => DRef::Scalable(LockRef::new(count)),
@@ -48,6 +51,7 @@ impl DRef {
     pub fn count(&self) -> u32 {
         dispatch!(self, r => r.count()).max(0) as u32
     }
+    /// Whether the count is dead (the dentry is being killed).
     #[inline]
     pub fn is_dead(&self) -> bool {
         dispatch!(self, r => r.is_dead())
@@ -68,17 +72,19 @@ impl DRef {
     pub fn put_or_lock(&self) -> Option<DRefGuard<'_>> {
         dispatch!(self, r => r.put_or_lock())
     }
+    /// Takes the lock (`d_lock`).
     #[inline]
     pub fn lock(&self) -> DRefGuard<'_> {
         dispatch!(self, r => r.lock())
     }
+    /// Takes the lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<DRefGuard<'_>> {
         dispatch!(self, r => r.try_lock())
     }
 }
 
-/// The rename lock: a sequence read/write lock (seed 004). Renames and mount changes are
+/// The rename lock: a sequence read/write lock (the `seqrwlock_t` patches). Renames and mount changes are
 /// writers; rcu-walk validates with `read_begin`/`read_retry`; d_path runs as a reader.
 pub struct RenameLock {
     lock: SeqRwLock,
@@ -89,6 +95,7 @@ pub struct RenameLock {
 pub type RenameWriteGuard<'a> = SeqWriteGuard<'a>;
 
 impl RenameLock {
+    /// A rename lock of design `locking`.
     pub fn new(locking: Locking) -> RenameLock {
         RenameLock {
             lock: SeqRwLock::new(),
@@ -105,11 +112,12 @@ impl RenameLock {
     pub fn read_retry(&self, start: SeqCount) -> bool {
         self.lock.read_retry(start)
     }
+    /// Takes the lock for writing: excludes other writers and makes readers retry.
     pub fn write(&self) -> RenameWriteGuard<'_> {
         self.lock.write_lock()
     }
     /// Runs `f` as a reader that must see a consistent tree (d_path). Scalable: optimistic
-    /// first, then as a shared reader, so readers proceed together (seed 004's after).
+    /// first, then as a shared reader, so readers proceed together (the patches' "after").
     /// Legacy: under the write lock, as d_path took `write_seqlock(&rename_lock)` before.
     pub fn read_consistent<R>(&self, mut f: impl FnMut() -> R) -> R {
         match self.locking {
@@ -122,7 +130,7 @@ impl RenameLock {
     }
 }
 
-/// A superblock's list of inodes (seed 001): a per-CPU `DList`, or the single locked list
+/// A superblock's list of inodes (Linux's dlock-list): a per-CPU `DList`, or the single locked list
 /// (legacy), chosen at construction; both are the one type.
 /// Items are inode addresses, non-zero so that a list slot needs no tag (32 bytes, not 40).
 pub type InodeList = DList<std::num::NonZeroUsize>;

@@ -1,7 +1,7 @@
 //! `dcache-distinct-anyfd`: `dcache-distinct` (threads of one process, each opening,
 //! reading and closing a file of its own below a 3-level path) with `O_ANYFD` on every
 //! open, so that each thread takes descriptors from its CPU's range instead of the
-//! lowest free one (`scalevfs::fdtable`'s module docs). Set beside `dcache-distinct`'s
+//! lowest free one (`scalevfs::O_ANYFD`). Set beside `dcache-distinct`'s
 //! scalable row in the same run, it is what giving up the lowest-descriptor rule buys.
 //!
 //! Host: the same calls without the flag (Linux has no `O_ANYFD`), on files in /dev/shm.
@@ -9,7 +9,7 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
-use scalevfs::fdtable::O_ANYFD;
+use scalevfs::O_ANYFD;
 use scalevfs::{Credentials, Process, Vfs, VfsOptions};
 
 use crate::workloads::host_dir::{sys, HostDir};

@@ -41,7 +41,7 @@ pub unsafe extern "C" fn svfs_fcntl(
     cmd: c_int,
     arg: c_ulong,
 ) -> c_int {
-    if scalevfs_rs::locking::is_lock_cmd(cmd) {
+    if scalevfs_rs::locks::is_lock_cmd(cmd) {
         // SAFETY: the caller's contract: `arg` is a struct flock's address (or 0).
         return unsafe { svfs_fcntl_lock(p, fd, cmd, arg as usize as *mut libc::flock) };
     }
@@ -71,7 +71,7 @@ pub unsafe extern "C" fn svfs_fcntl_lock(
     lock: *mut libc::flock,
 ) -> c_int {
     int_call("svfs_fcntl_lock", p, |p| {
-        if !scalevfs_rs::locking::is_lock_cmd(cmd) {
+        if !scalevfs_rs::locks::is_lock_cmd(cmd) {
             return Err(Errno::EINVAL);
         }
         // SAFETY: the caller's contract for `lock`.

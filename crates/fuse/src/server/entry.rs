@@ -4,7 +4,7 @@
 
 use std::io;
 
-use scalevfs::inodes::{Node, Owner, SetAttr, SetTime};
+use scalevfs::frontend::{Node, Owner, SetAttr, SetTime};
 use scalevfs_vfs::{Cred, Errno, FileRef, Timespec};
 
 use super::{caller_cred, e, owner_of, Dispatcher, Fs, Res};
@@ -291,14 +291,15 @@ impl Dispatcher {
     pub(super) fn statfs(&self, req: &Request<'_>) -> io::Result<()> {
         let s = self.fs.vfs.statfs();
         let out = abi::Kstatfs {
-            bsize: s.bsize,
-            frsize: s.bsize,
+            // statfs(2)'s fields are i64; the FUSE ABI's are u32 (tmpfs: 4096 and 255).
+            bsize: s.bsize as u32,
+            frsize: s.frsize as u32,
             blocks: s.blocks,
             bfree: s.bfree,
             bavail: s.bavail,
             files: s.files,
             ffree: s.ffree,
-            namelen: s.namelen,
+            namelen: s.namelen as u32,
             ..Default::default()
         };
         req.reply(&out)

@@ -5,7 +5,7 @@
 use std::io;
 use std::sync::Arc;
 
-use scalevfs::inodes::Node;
+use scalevfs::frontend::Node;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_kernfs::{Waker, DEFAULT_POLLMASK};
 

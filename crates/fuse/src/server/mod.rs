@@ -26,7 +26,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scalevfs::inodes::{Node, Owner};
+use scalevfs::frontend::{Node, Owner};
 use scalevfs::Vfs;
 use scalevfs_kernfs::vfs::KernfsFile;
 use scalevfs_primitives::percpu::PerCpuCounter;

@@ -90,7 +90,7 @@ fn create_of_an_existing_name_is_a_checked_open() {
     // A group member's access comes from the supplementary groups.
     core.node_setattr(
         &f,
-        &scalevfs::inodes::SetAttr {
+        &scalevfs::frontend::SetAttr {
             mode: Some(0o640),
             gid: Some(3000),
             ..Default::default()

@@ -6,7 +6,7 @@ use crate::sync::{AtomicBool, Ordering};
 /// Sequence lock: optimistic readers plus writers serialized by a spin-then-yield lock.
 ///
 /// The lock also serves the *exclusive locking reader* ([`SeqLock::read_excl`]), which
-/// excludes writers without bumping the counter. This is the rename lock before seed 004:
+/// excludes writers without bumping the counter. This is the rename lock before the `seqrwlock_t` patches:
 /// every `d_path()` that fell back to locking serialized on it.
 ///
 /// The writer lock is test-and-test-and-set, not a ticket lock: under oversubscription a
@@ -35,6 +35,7 @@ impl Default for SeqLock {
 }
 
 impl SeqLock {
+    /// An unlocked sequence lock, count 0.
     pub fn new() -> Self {
         SeqLock {
             seq: SeqCounter::new(),

@@ -1,4 +1,4 @@
-//! Sequence counters, sequence locks and sequence read/write locks (seed 004).
+//! Sequence counters, sequence locks and sequence read/write locks (Linux's rename lock and the `seqrwlock_t` patches).
 //!
 //! # Reader/writer consistency without reader stores
 //!
@@ -15,11 +15,11 @@
 //!   optimistic readers undisturbed. [`SeqLock::read_or_lock`] is
 //!   `read_seqbegin_or_lock`/`need_seqretry`/`done_seqretry`: one optimistic pass, then
 //!   one pass under the lock, which cannot fail.
-//! * [`SeqRwLock`] is seed 004's *sequence read/write lock*: the counter plus a per-CPU
+//! * [`SeqRwLock`] is the `seqrwlock_t` patches' *sequence read/write lock*: the counter plus a per-CPU
 //!   ("big reader") reader/writer lock in which neither readers nor writers starve. Its *shared readers* ([`SeqRwLock::read_lock`]) exclude writers,
 //!   not each other, and do not bump the counter, so many pointer-following readers (the
-//!   `d_path()`s the seed is about) proceed together, which `SeqLock`'s exclusive locking
-//!   reader (the rename lock before the seed) could not. [`SeqRwLock::read_or_lock`] falls
+//!   `d_path()`s those patches are about) proceed together, which `SeqLock`'s exclusive locking
+//!   reader (the rename lock before them) could not. [`SeqRwLock::read_or_lock`] falls
 //!   back to a shared pass.
 //!
 //! Usage, the same for both locks:
@@ -197,6 +197,7 @@ impl Default for SeqCounter {
 }
 
 impl SeqCounter {
+    /// A counter at 0 (even: no write in progress).
     pub fn new() -> Self {
         SeqCounter {
             seq: AtomicU32::new(0),
@@ -291,6 +292,7 @@ impl<const N: usize> std::fmt::Debug for SeqCell<N> {
 }
 
 impl<const N: usize> SeqCell<N> {
+    /// A cell holding `init`.
     pub fn new(init: [u64; N]) -> Self {
         SeqCell {
             words: init.map(AtomicU64::new),

@@ -1,8 +1,8 @@
-//! [`SeqRwLock`]: seed 004's sequence read/write lock, on a per-CPU ("big reader") lock.
+//! [`SeqRwLock`]: the rename lock's sequence read/write lock (the `seqrwlock_t` patches), on a per-CPU ("big reader") lock.
 //!
 //! # The reader/writer lock
 //!
-//! The seed layered its `seqrwlock_t` on the kernel's `rwlock_t`, whose readers all RMW one
+//! Those patches layered `seqrwlock_t` on the kernel's `rwlock_t`, whose readers all RMW one
 //! shared word: on a read-mostly lock (every `d_path()`/`getcwd()` a shared reader, every
 //! `rename()` a writer) that word's cache line bounces between CPUs on every read, and a
 //! single reader pays two atomic RMWs on it. We use per-CPU reader indicators instead, as

@@ -73,6 +73,9 @@ impl Process {
         self.epoll_wait(epfd, events, timeout_ms)
     }
     /// `epoll_pwait` that a cancel interrupts (the mask is ignored).
+    ///
+    /// Errors: `EINVAL` (no room for events, or not an epoll descriptor), `EBADF`, `EINTR`
+    /// (cancelled).
     #[deprecated(note = "use `Process::with_cancel(&token).epoll_pwait(..)`")]
     pub fn epoll_pwait_interruptible(
         &self,
@@ -86,6 +89,10 @@ impl Process {
             .epoll_pwait(epfd, events, timeout_ms, sigmask)
     }
     /// `poll(fds, nfds, timeout_ms)`: fills `revents`, returns how many are non-zero.
+    ///
+    /// Errors: `EINVAL` (more descriptors than the limit). A descriptor that is not open is
+    /// reported as `POLLNVAL`, not an error. Differences: no signals interrupt the wait (see
+    /// [`ppoll_interruptible`](Self::ppoll_interruptible)).
     pub fn poll(&self, fds: &mut [libc::pollfd], timeout_ms: i32) -> SysResult<usize> {
         pollfiles::poll(&self.fds, fds, timeout_ms, None)
     }
@@ -101,6 +108,8 @@ impl Process {
     }
     /// `ppoll(fds, nfds, timeout, sigmask)`: `None` waits forever; the timeout is rounded
     /// up to milliseconds; the mask is ignored (signals are not modelled).
+    ///
+    /// Errors: `EINVAL` (more descriptors than the limit, or an invalid timeout).
     pub fn ppoll(
         &self,
         fds: &mut [libc::pollfd],

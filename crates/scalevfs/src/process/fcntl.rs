@@ -59,16 +59,30 @@ impl Process {
         }
         Ok(())
     }
+    /// `close(2)`: frees descriptor `fd`. Drops the process's POSIX record locks on the file
+    /// (whichever descriptor took them); the last close of the open file description drops its
+    /// OFD and `flock` locks and releases the file.
+    ///
+    /// Errors: `EBADF` (`fd` not open).
     pub fn close(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.close(fd)?;
         locking::on_close(&f, self.pid);
         drop(f);
         Ok(())
     }
+    /// `dup(2)`: a new descriptor, the lowest free one, for the open file description of `fd`,
+    /// without `FD_CLOEXEC`.
+    ///
+    /// Errors: `EBADF`; `EMFILE` (no descriptor below the limit).
     pub fn dup(&self, fd: i32) -> SysResult<i32> {
         let f = self.fds.get(fd)?;
         self.fds.alloc(0, f, false)
     }
+    /// `dup2(2)`: makes `newfd` refer to the open file description of `oldfd`, closing what
+    /// `newfd` named (its POSIX locks on that file are dropped, as by `close`). `oldfd ==
+    /// newfd` returns `newfd` if it is open.
+    ///
+    /// Errors: `EBADF` (`oldfd` not open, or `newfd` out of range).
     pub fn dup2(&self, oldfd: i32, newfd: i32) -> SysResult<i32> {
         let f = self.fds.get(oldfd)?;
         if oldfd == newfd {
@@ -80,6 +94,9 @@ impl Process {
         }
         Ok(newfd)
     }
+    /// `dup3(2)`: `dup2` with `O_CLOEXEC` as the only flag.
+    ///
+    /// Errors: `EINVAL` (`oldfd == newfd` or another flag); as `dup2` otherwise.
     pub fn dup3(&self, oldfd: i32, newfd: i32, flags: i32) -> SysResult<i32> {
         if flags & !libc::O_CLOEXEC != 0 || oldfd == newfd {
             return Err(Errno::EINVAL);
@@ -91,6 +108,15 @@ impl Process {
         }
         Ok(newfd)
     }
+    /// `fcntl(2)`: descriptor flags (`F_GETFD`/`F_SETFD`), status flags (`F_GETFL`/`F_SETFL`:
+    /// `O_APPEND`, `O_NONBLOCK`, `O_NOATIME`, `O_DIRECT`, `O_ASYNC`), `F_DUPFD[_CLOEXEC]`, record
+    /// locks (`F_GETLK`/`F_SETLK`/`F_SETLKW` and the `F_OFD_*` ones, with deadlock detection),
+    /// and pipe sizes (`F_GETPIPE_SZ`/`F_SETPIPE_SZ`).
+    ///
+    /// Errors: Linux's: `EBADF`, `EINVAL` (unknown command, bad range), `EAGAIN`/`EACCES`
+    /// (conflicting lock), `EDEADLK`, `EMFILE`, `EPERM` (clearing `O_APPEND` on an append-only
+    /// file). Differences: `F_SETLKW` blocks until granted (use [`fcntl_interruptible`](Self::fcntl_interruptible) for
+    /// a cancellable wait); no leases, notifications, seals or owner/signal commands (`EINVAL`).
     pub fn fcntl(&self, fd: i32, cmd: i32, arg: FcntlArg<'_>) -> SysResult<i32> {
         let f = self.fds.get(fd)?;
         // check_fcntl_cmd: an O_PATH descriptor allows only these (others: EBADF).

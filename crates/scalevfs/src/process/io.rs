@@ -45,6 +45,13 @@ fn read_segments<'a, 'b>(
 }
 
 impl Process {
+    /// `openat(2)`: opens (with `O_CREAT`, creates) `path` relative to `dirfd` and returns the
+    /// lowest free descriptor. Takes Linux's `O_*` flags, `O_TMPFILE` and `O_PATH` included.
+    ///
+    /// Errors: Linux's (`ENOENT`, `EEXIST`, `EACCES`, `EISDIR`, `ENOTDIR`, `ELOOP`,
+    /// `ENAMETOOLONG`, `EMFILE`, `ENOSPC`, `EINVAL`, `ETXTBSY`...). Differences: opening a
+    /// device node is `ENXIO` (no drivers); a FIFO's blocking open waits without a signal to
+    /// interrupt it (see [`openat_interruptible`](Self::openat_interruptible)).
     pub fn openat(&self, dirfd: i32, path: impl PathArg, flags: i32, mode: u32) -> SysResult<i32> {
         let path = path.path_bytes();
         if path.is_empty() {
@@ -185,6 +192,11 @@ impl Process {
     pub fn syncfs(&self, fd: i32) -> SysResult<()> {
         self.fds.get(fd).map(|_| ())
     }
+    /// `read(2)`: reads up to `buf.len()` bytes at the file position and advances it.
+    ///
+    /// Errors: `EBADF` (not open for reading), `EISDIR`, `EINVAL` (an eventfd buffer under 8
+    /// bytes), `EAGAIN` (empty non-blocking pipe or eventfd). A blocking read of a pipe or
+    /// eventfd waits with no signal to interrupt it (see [`read_interruptible`](Self::read_interruptible)).
     pub fn read(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if let Some(s) = special(&f) {
@@ -192,6 +204,12 @@ impl Process {
         }
         self.core().read(&f, buf)
     }
+    /// `write(2)`: writes `buf` at the file position (at the end with `O_APPEND`) and advances
+    /// it; clears set-user-ID bits as Linux does.
+    ///
+    /// Errors: `EBADF`, `EFBIG`, `ENOSPC` (tmpfs `size=`), `EPERM` (immutable or non-append
+    /// write to an append-only file), `EPIPE` (no reader; no `SIGPIPE`), `EAGAIN` (full
+    /// non-blocking pipe).
     pub fn write(&self, fd: i32, buf: &[u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         if let Some(s) = special(&f) {
@@ -220,6 +238,9 @@ impl Process {
     ) -> SysResult<usize> {
         self.with_cancel(cancel).write(fd, buf)
     }
+    /// `pread64(2)`: reads at `offset` without moving the file position.
+    ///
+    /// Errors: as [`read`](Self::read), plus `EINVAL` (negative offset) and `ESPIPE` (pipes).
     pub fn pread64(&self, fd: i32, buf: &mut [u8], offset: i64) -> SysResult<usize> {
         // ksys_pread64: a negative offset is EINVAL before the descriptor is looked at.
         if offset < 0 {
@@ -232,6 +253,10 @@ impl Process {
         }
         self.core().pread(&f, buf, offset)
     }
+    /// `pwrite64(2)`: writes at `offset` without moving the file position (at the end under
+    /// `O_APPEND`, as Linux does).
+    ///
+    /// Errors: as [`write`](Self::write), plus `EINVAL` (negative offset) and `ESPIPE` (pipes).
     pub fn pwrite64(&self, fd: i32, buf: &[u8], offset: i64) -> SysResult<usize> {
         // ksys_pwrite64: as pread64.
         if offset < 0 {
@@ -244,6 +269,9 @@ impl Process {
         }
         self.core().pwrite(&self.ctx(), &f, buf, offset)
     }
+    /// `readv(2)`: [`read`](Self::read) into several buffers in turn, as one call.
+    ///
+    /// Errors: as `read`; a transfer of 0 bytes succeeds without looking at the file type.
     pub fn readv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         // vfs_readv: access mode, then the iovec count, then nothing to do for 0 bytes
@@ -263,6 +291,9 @@ impl Process {
         }
         each_segment(read_segments(bufs), |b, _| self.core().read(&f, b))
     }
+    /// `writev(2)`: [`write`](Self::write) from several buffers in turn, as one call.
+    ///
+    /// Errors: as `write`.
     pub fn writev(&self, fd: i32, bufs: &[IoSlice<'_>]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         // vfs_writev: as readv.
@@ -289,6 +320,8 @@ impl Process {
     }
     /// `preadv(2)`: `readv` at `offset`, leaving the file position alone. The segments
     /// are filled in order; a short read stops the transfer.
+    ///
+    /// Errors: as [`readv`](Self::readv), plus `EINVAL` (negative offset) and `ESPIPE` (pipes).
     pub fn preadv(&self, fd: i32, bufs: &mut [IoSliceMut<'_>], offset: i64) -> SysResult<usize> {
         let empty = bufs.iter().all(|b| b.is_empty());
         let Some(f) = self.positioned_vectored(fd, offset, bufs.len(), empty, |f| f.readable())?
@@ -397,6 +430,11 @@ impl Process {
         }
         Ok(n)
     }
+    /// `lseek(2)`: moves the file position (`SEEK_SET`, `SEEK_CUR`, `SEEK_END`, `SEEK_DATA`,
+    /// `SEEK_HOLE`); a directory's position is a `getdents64` cookie.
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `EINVAL` (bad `whence`, negative result), `ENXIO`
+    /// (`SEEK_DATA`/`SEEK_HOLE` at or past the end), `ESPIPE` (pipes), `EOVERFLOW`.
     pub fn lseek(&self, fd: i32, offset: i64, whence: i32) -> SysResult<i64> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -411,15 +449,29 @@ impl Process {
         }
         self.core().lseek(&f, offset, whence)
     }
+    /// `truncate(2)`: sets the size of the file at `path` (following symlinks).
+    ///
+    /// Errors: `EINVAL` (negative length), `EISDIR`, `EACCES`, `EPERM` (immutable or
+    /// append-only), `EFBIG`, `ETXTBSY`, and the path-walk errors.
     pub fn truncate(&self, path: impl PathArg, length: i64) -> SysResult<()> {
         let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.core().truncate_path(&self.ctx(), &p, length)
     }
+    /// `ftruncate(2)`: sets the size of the file open on `fd`.
+    ///
+    /// Errors: `EBADF` or `EINVAL` (not open for writing, not a regular file), `EINVAL`
+    /// (negative length), `EPERM` (append-only or immutable), `EFBIG`.
     pub fn ftruncate(&self, fd: i32, length: i64) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.core().ftruncate(&self.ctx(), &f, length)
     }
+    /// `fallocate(2)`: what Linux's tmpfs takes: mode 0 (allocate, extending the size),
+    /// `FALLOC_FL_KEEP_SIZE`, and `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`.
+    ///
+    /// Errors: `EOPNOTSUPP` (other modes), `EBADF`, `EINVAL`, `ENODEV` (not a regular file),
+    /// `ESPIPE` (pipes), `ENOSPC`, `EFBIG`, `EPERM`. Difference: set-user-ID bits are not
+    /// cleared.
     pub fn fallocate(&self, fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -427,10 +479,14 @@ impl Process {
         }
         self.core().fallocate(&f, mode, offset, len)
     }
+    /// `fsync(2)`: nothing to write back in memory; checks the descriptor.
+    ///
+    /// Errors: `EBADF`, `EINVAL` (pipes, eventfds, epolls).
     pub fn fsync(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.core().fsync(&f)
     }
+    /// `fdatasync(2)`: as [`fsync`](Self::fsync).
     pub fn fdatasync(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.core().fsync(&f)

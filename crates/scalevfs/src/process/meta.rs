@@ -27,11 +27,19 @@ impl Process {
         }
         self.inspect_at(&self.ctx(), dirfd, path, flags, f)
     }
+    /// `newfstatat(2)` (`fstatat`): the attributes of `path` relative to `dirfd`; takes
+    /// `AT_SYMLINK_NOFOLLOW`, `AT_EMPTY_PATH` and `AT_NO_AUTOMOUNT`.
+    ///
+    /// Errors: `EINVAL` (other flags) and the path-walk errors (`ENOENT`, `ENOTDIR`,
+    /// `EACCES`, `ELOOP`, `ENAMETOOLONG`). Inode numbers and `st_dev` are scalevfs's own.
     pub fn newfstatat(&self, dirfd: i32, path: impl PathArg, flags: i32) -> SysResult<Stat> {
         self.stat_target(dirfd, path.path_bytes(), flags, |p| self.core().stat(p))
     }
     /// `statx(2)`: the fields in `mask` (`STATX_*`) that tmpfs provides, creation time
     /// included; see `VfsCore::statx` for which ones come back.
+    ///
+    /// Errors: `EINVAL` (unknown flags, `STATX__RESERVED` in `mask`) and the path-walk errors.
+    /// Differences: no `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie.
     pub fn statx(&self, dirfd: i32, path: impl PathArg, flags: i32, mask: u32) -> SysResult<Statx> {
         // do_statx's order: the reserved mask bit, both sync types, then unknown flags.
         if mask & libc::STATX__RESERVED as u32 != 0
@@ -39,22 +47,37 @@ impl Process {
         {
             return Err(Errno::EINVAL);
         }
-        self.stat_target(dirfd, path.path_bytes(), flags, |p| self.core().statx(p, mask))
+        self.stat_target(dirfd, path.path_bytes(), flags, |p| {
+            self.core().statx(p, mask)
+        })
     }
     /// `statfs(2)` of the file system `path` is on.
+    ///
+    /// Errors: the path-walk errors (`ENOENT`, `ENOTDIR`, `EACCES`, `ELOOP`, `ENAMETOOLONG`).
     pub fn statfs(&self, path: impl PathArg) -> SysResult<Statfs> {
         let p = self.resolve_at(libc::AT_FDCWD, path.path_bytes(), 0, true)?;
         Ok(self.core().statfs(&p))
     }
     /// `fstatfs(2)` (an `O_PATH` descriptor will do, as on Linux).
+    ///
+    /// Errors: `EBADF`.
     pub fn fstatfs(&self, fd: i32) -> SysResult<Statfs> {
         let f = self.fds.get(fd)?;
         Ok(self.core().statfs(f.path()))
     }
+    /// `fstat(2)`: the attributes of the file open on `fd` (also an `O_PATH` descriptor).
+    ///
+    /// Errors: `EBADF`.
     pub fn fstat(&self, fd: i32) -> SysResult<Stat> {
         let f = self.fds.get(fd)?;
         Ok(self.core().stat(f.path()))
     }
+    /// `fchmodat(2)`: sets the permission bits of `path` (the owner or root only; a
+    /// non-member's set-group-ID bit is cleared). `AT_SYMLINK_NOFOLLOW` on a symlink is
+    /// `EOPNOTSUPP`, as on Linux.
+    ///
+    /// Errors: `EPERM` (not the owner, immutable, append-only), `EINVAL` (flags), and the
+    /// path-walk errors.
     pub fn fchmodat(&self, dirfd: i32, path: impl PathArg, mode: u32, flags: i32) -> SysResult<()> {
         // fchmodat2's flags (Linux 6.6).
         if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
@@ -67,6 +90,9 @@ impl Process {
         }
         self.core().chmod(&self.ctx(), &p, mode)
     }
+    /// `fchmod(2)`: [`fchmodat`](Self::fchmodat) on the file open on `fd`.
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `EPERM`.
     pub fn fchmod(&self, fd: i32, mode: u32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -74,6 +100,13 @@ impl Process {
         }
         self.core().chmod(&self.ctx(), f.path(), mode)
     }
+    /// `fchownat(2)`: changes the owner and group of `path` (root only, except that the owner
+    /// may set the group to one of its groups); clears set-user-ID and set-group-ID bits of a
+    /// non-directory as Linux does. Takes `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    ///
+    /// Errors: `EPERM` (not allowed, immutable, append-only), `EINVAL` (flags), and the
+    /// path-walk errors.
+    ///
     /// `uid`/`gid` of `u32::MAX` (-1) leave that id unchanged.
     pub fn fchownat(
         &self,
@@ -89,6 +122,9 @@ impl Process {
         let p = self.resolve_at(dirfd, path.path_bytes(), flags, true)?;
         self.core().chown(&self.ctx(), &p, uid, gid)
     }
+    /// `fchown(2)`: [`fchownat`](Self::fchownat) on the file open on `fd`.
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `EPERM`.
     pub fn fchown(&self, fd: i32, uid: u32, gid: u32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
@@ -139,6 +175,12 @@ impl Process {
         };
         self.core().utimes(&self.ctx(), &p, times)
     }
+    /// `faccessat2(2)`: whether the caller may access `path` with `mode` (`F_OK` or a
+    /// combination of `R_OK`, `W_OK`, `X_OK`); takes `AT_EACCESS`, `AT_SYMLINK_NOFOLLOW` and
+    /// `AT_EMPTY_PATH`.
+    ///
+    /// Errors: `EACCES`, `EINVAL` (bad mode or flags), and the path-walk errors. With one identity per process, `AT_EACCESS`
+    /// changes nothing.
     pub fn faccessat(
         &self,
         dirfd: i32,
@@ -167,6 +209,8 @@ impl Process {
         })?
     }
     /// Sets the umask and returns the previous one.
+    ///
+    /// `umask(2)`: only the permission bits (`& 0o777`) are kept; it cannot fail.
     pub fn umask(&self, mask: u32) -> u32 {
         self.umask.swap(mask & 0o777, Ordering::Relaxed)
     }

@@ -46,12 +46,11 @@ use crate::fdtable::FdTable;
 use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
 
-pub use crate::vfs::{Vfs, VfsOptions};
+use crate::vfs::Vfs;
 pub use cancel::Cancellable;
 pub use credentials::{Credentials, NGROUPS_MAX, UNCHANGED};
 pub use ioctl::{ioctl_arg, IoctlArg};
 pub use lifecycle::ProcessBuilder;
-pub use scalevfs_primitives::Locking;
 
 /// A process: threads share one (`&Process` is `Send + Sync`). It is also the POSIX
 /// record-lock owner; dropping it releases its locks, like process exit.
@@ -61,6 +60,8 @@ pub struct Process {
     cwd: Cwd,
     root: Path,
     umask: AtomicU32,
+    /// What permission checks use: `creds`' fs ids and groups (kept apart so that the hot
+    /// path reads it without deriving it).
     cred: Cred,
     creds: Credentials,
     pid: i32,
@@ -116,6 +117,7 @@ impl Process {
     pub fn pid(&self) -> i32 {
         self.pid
     }
+    /// The tree the process lives in.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.vfs
     }

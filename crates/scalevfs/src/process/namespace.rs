@@ -12,6 +12,11 @@ use scalevfs_vfs::namei::{Resolve, PATH_MAX};
 use scalevfs_vfs::{Errno, FileSystem, Path, SysResult};
 
 impl Process {
+    /// `mkdirat(2)`: makes directory `path` with `mode & !umask` (plus the parent's
+    /// set-group-ID bit).
+    ///
+    /// Errors: `EEXIST`, `ENOENT`, `ENOTDIR`, `EACCES`, `EPERM` (immutable parent), `EMLINK`,
+    /// `ENOSPC`, `ENAMETOOLONG`, `ELOOP`.
     pub fn mkdirat(&self, dirfd: i32, path: impl PathArg, mode: u32) -> SysResult<()> {
         let path = path.path_bytes();
         let start = self.start_named(dirfd, path)?;
@@ -36,6 +41,13 @@ impl Process {
         self.core()
             .mknod(&self.ctx(), start.path(), path, mode, dev, umask)
     }
+    /// `unlinkat(2)`: removes the name `path` (with `AT_REMOVEDIR`, an empty directory).
+    /// The file lives on while open.
+    ///
+    /// Errors: `ENOENT`, `EISDIR` (a directory without `AT_REMOVEDIR`), `ENOTDIR`,
+    /// `ENOTEMPTY`, `EBUSY` (a mount point), `EACCES`/`EPERM` (permissions, sticky
+    /// directory, immutable or append-only), `EINVAL` (other flags; `.` with
+    /// `AT_REMOVEDIR`).
     pub fn unlinkat(&self, dirfd: i32, path: impl PathArg, flags: i32) -> SysResult<()> {
         if flags & !libc::AT_REMOVEDIR != 0 {
             return Err(Errno::EINVAL);
@@ -49,6 +61,13 @@ impl Process {
             flags & libc::AT_REMOVEDIR != 0,
         )
     }
+    /// `renameat2(2)`: renames `oldpath` to `newpath`, replacing it atomically; takes
+    /// `RENAME_NOREPLACE`, `RENAME_EXCHANGE` and `RENAME_WHITEOUT`.
+    ///
+    /// Errors: `ENOENT`, `EEXIST` (`RENAME_NOREPLACE`), `EISDIR`, `ENOTDIR`, `ENOTEMPTY`,
+    /// `EINVAL` (a directory into its own subtree, bad flags), `EBUSY` (a mount point), `EXDEV`
+    /// (across mounts), `EACCES`/`EPERM` (permissions, sticky, immutable, append-only),
+    /// `EMLINK`.
     pub fn renameat2(
         &self,
         olddirfd: i32,
@@ -103,6 +122,11 @@ impl Process {
         let ns = self.start_named(newdirfd, np)?;
         self.core().link(&self.ctx(), &old, ns.path(), np)
     }
+    /// `symlinkat(2)`: makes `linkpath` a symbolic link whose target is `target` (not
+    /// resolved).
+    ///
+    /// Errors: `EEXIST`, `ENOENT` (empty target or missing parent), `ENAMETOOLONG` (target
+    /// over 4095 bytes), `EACCES`, `ENOSPC`, `ENOTDIR`.
     pub fn symlinkat(
         &self,
         target: impl PathArg,
@@ -121,6 +145,8 @@ impl Process {
         self.core().symlink(&self.ctx(), target, start.path(), lp)
     }
     /// Fills `buf` with the link target (no NUL, truncated to `buf.len()`), as Linux does.
+    ///
+    /// Errors: `EINVAL` (not a symlink, or an empty `buf`), and the path-walk errors.
     pub fn readlinkat(&self, dirfd: i32, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
         if buf.is_empty() {
             return Err(Errno::EINVAL);
@@ -139,6 +165,10 @@ impl Process {
         self.core().readlink(&p, buf)
     }
     /// Fills `buf` with `struct linux_dirent64` records; returns bytes used (0 at the end).
+    /// The position is a cookie of Linux 6.14+ tmpfs's directory order (newest entry first).
+    ///
+    /// Errors: `EBADF` (also `O_PATH`), `ENOTDIR`, `EINVAL` (`buf` too small for the next
+    /// entry), `ENOENT` (the directory was removed).
     pub fn getdents64(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         let f = self.fds.get(fd)?;
         self.core().getdents64(&f, buf)
@@ -181,11 +211,17 @@ impl Process {
         }
         self.core().umount(target, flags)
     }
+    /// `chdir(2)`: makes `path` (a searchable directory) the working directory.
+    ///
+    /// Errors: `ENOTDIR`, `EACCES` (no search permission), and the path-walk errors.
     pub fn chdir(&self, path: impl PathArg) -> SysResult<()> {
         let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.set_cwd(p)
     }
+    /// `fchdir(2)`: makes the directory open on `fd` the working directory.
+    ///
+    /// Errors: `EBADF`, `ENOTDIR`, `EACCES`.
     pub fn fchdir(&self, fd: i32) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         self.set_cwd(f.path().clone())

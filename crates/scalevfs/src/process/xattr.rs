@@ -101,6 +101,8 @@ impl Process {
         )
     }
     /// `lsetxattr(2)`: a symlink itself.
+    ///
+    /// Errors: as [`setxattr`](Self::setxattr).
     pub fn lsetxattr(
         &self,
         path: impl PathArg,
@@ -117,25 +119,38 @@ impl Process {
     }
     /// `fsetxattr(2)`. The arguments are checked before the descriptor, as Linux (6.13+)
     /// copies them in before it looks `fd` up; `AT_FDCWD` is the cwd (Linux 6.15+).
+    ///
+    /// Errors: as [`setxattr`](Self::setxattr), plus `EBADF`.
     pub fn fsetxattr(&self, fd: i32, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
         self.setxattr_on(XattrTarget::FdOrCwd(fd), name, value, flags)
     }
     /// `getxattr(2)` into `buf` (an empty `buf` asks for the value's size).
+    ///
+    /// Errors: `ENODATA` (no such attribute), `ERANGE` (`buf` too small, empty or over-long
+    /// name), `EOPNOTSUPP` (unknown namespace; `system.posix_acl_*`: no ACLs), `EACCES`/`EPERM`
+    /// (namespace rules), and the path-walk errors.
     pub fn getxattr(&self, path: impl PathArg, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
         self.getxattr_on(XattrTarget::path(path.path_bytes(), true), name, buf)
     }
+    /// `lgetxattr(2)`: [`getxattr`](Self::getxattr) of a symlink itself.
     pub fn lgetxattr(&self, path: impl PathArg, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
         self.getxattr_on(XattrTarget::path(path.path_bytes(), false), name, buf)
     }
     /// `fgetxattr(2)`: the name is checked before the descriptor (see `fsetxattr`).
+    ///
+    /// Errors: as [`getxattr`](Self::getxattr), plus `EBADF`.
     pub fn fgetxattr(&self, fd: i32, name: &[u8], buf: &mut [u8]) -> SysResult<usize> {
         self.getxattr_on(XattrTarget::FdOrCwd(fd), name, buf)
     }
     /// `listxattr(2)`: the names, each NUL-terminated, into `buf` (an empty `buf` asks for
     /// the size).
+    ///
+    /// Errors: `ERANGE` (`buf` too small), `E2BIG` (the list exceeds 64 KiB), and the path-walk
+    /// errors.
     pub fn listxattr(&self, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::path(path.path_bytes(), true), buf)
     }
+    /// `llistxattr(2)`: [`listxattr`](Self::listxattr) of a symlink itself.
     pub fn llistxattr(&self, path: impl PathArg, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::path(path.path_bytes(), false), buf)
     }
@@ -143,9 +158,15 @@ impl Process {
     pub fn flistxattr(&self, fd: i32, buf: &mut [u8]) -> SysResult<usize> {
         self.listxattr_on(XattrTarget::Fd(fd), buf)
     }
+    /// `removexattr(2)`: removes attribute `name` of `path` (following symlinks).
+    ///
+    /// Errors: `ENODATA` (no such attribute), `EOPNOTSUPP` (unknown namespace, or
+    /// `system.posix_acl_*`: no ACLs), `EPERM`/`EACCES` (namespace rules, immutable,
+    /// append-only), `ERANGE` (empty or over-long name).
     pub fn removexattr(&self, path: impl PathArg, name: &[u8]) -> SysResult<()> {
         self.removexattr_on(XattrTarget::path(path.path_bytes(), true), name)
     }
+    /// `lremovexattr(2)`: [`removexattr`](Self::removexattr) of a symlink itself.
     pub fn lremovexattr(&self, path: impl PathArg, name: &[u8]) -> SysResult<()> {
         self.removexattr_on(XattrTarget::path(path.path_bytes(), false), name)
     }

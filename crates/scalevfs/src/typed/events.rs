@@ -32,6 +32,7 @@ pub struct Epoll<'p> {
 }
 
 impl<'p> Epoll<'p> {
+    /// A new epoll instance of `proc`, watching nothing.
     pub fn new(proc: &'p Process) -> SysResult<Epoll<'p>> {
         let fd = proc.epoll_create1(libc::EPOLL_CLOEXEC)?;
         Ok(Epoll {

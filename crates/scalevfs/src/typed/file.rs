@@ -93,7 +93,9 @@ impl Iterator for XattrNames {
 /// and released with its last close).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LockOwner {
+    /// A POSIX record lock, owned by the process (`F_SETLK`, `F_SETLKW`, `F_GETLK`).
     Process,
+    /// An open file description lock (`F_OFD_SETLK`, `F_OFD_SETLKW`, `F_OFD_GETLK`).
     OpenFile,
 }
 
@@ -101,8 +103,11 @@ pub enum LockOwner {
 /// the file and beyond".
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RecordLock {
+    /// Read (shared), write (exclusive) or unlock (`l_type`).
     pub kind: LockKind,
+    /// The first byte of the range, as an offset from the start of the file (`l_start`).
     pub start: i64,
+    /// The length of the range in bytes; 0 for "to the end of the file and beyond" (`l_len`).
     pub len: i64,
 }
 
@@ -125,6 +130,7 @@ impl RecordLock {
 /// A lock that `get_lock` found in the way.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockHolder {
+    /// The conflicting lock's kind and byte range.
     pub lock: RecordLock,
     /// The holding process, for a POSIX lock; `None` for an OFD lock (`l_pid` -1).
     pub pid: Option<i32>,

@@ -23,4 +23,4 @@ pub use flags::{
 };
 pub use open_options::OpenOptions;
 pub use path_arg::PathArg;
-pub use stat::{system_time, Metadata};
+pub use stat::Metadata;

@@ -40,10 +40,12 @@ impl OpenOptions {
             custom: OFlags::empty(),
         }
     }
+    /// Opens for reading (`O_RDONLY`, or `O_RDWR` with writing).
     pub fn read(&mut self, on: bool) -> &mut OpenOptions {
         self.read = on;
         self
     }
+    /// Opens for writing (`O_WRONLY`, or `O_RDWR` with reading).
     pub fn write(&mut self, on: bool) -> &mut OpenOptions {
         self.write = on;
         self

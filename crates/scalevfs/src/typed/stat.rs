@@ -18,7 +18,7 @@ impl From<Stat> for Metadata {
 }
 
 /// A `struct timespec` as a [`SystemTime`] (times before 1970 included).
-pub fn system_time(t: Timespec) -> SystemTime {
+fn system_time(t: Timespec) -> SystemTime {
     let nsec = u32::try_from(t.nsec.clamp(0, 999_999_999)).unwrap_or(0);
     if t.sec >= 0 {
         UNIX_EPOCH + Duration::new(t.sec.unsigned_abs(), nsec)
@@ -32,15 +32,19 @@ impl Metadata {
     pub fn raw(&self) -> &Stat {
         &self.0
     }
+    /// The file's type, from the `S_IFMT` bits of `st_mode`.
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.0.mode)
     }
+    /// Whether the file is a directory.
     pub fn is_dir(&self) -> bool {
         self.file_type().is_dir()
     }
+    /// Whether the file is a regular file.
     pub fn is_file(&self) -> bool {
         self.file_type().is_file()
     }
+    /// Whether the file is a symbolic link (seen only by a stat that does not follow it).
     pub fn is_symlink(&self) -> bool {
         self.file_type().is_symlink()
     }
@@ -56,15 +60,19 @@ impl Metadata {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The owner's user id (`st_uid`).
     pub fn uid(&self) -> u32 {
         self.0.uid
     }
+    /// The owner's group id (`st_gid`).
     pub fn gid(&self) -> u32 {
         self.0.gid
     }
+    /// The inode number (`st_ino`).
     pub fn ino(&self) -> u64 {
         self.0.ino
     }
+    /// The number of hard links (`st_nlink`).
     pub fn nlink(&self) -> u64 {
         self.0.nlink
     }

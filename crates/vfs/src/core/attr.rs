@@ -10,7 +10,8 @@ use crate::perm::{self, permission, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::{Errno, SysResult};
 
 impl VfsCore {
-    /// `stat` of a counted ([`Path`]) or uncounted ([`PathRef`], `lookup_with`) path.
+    /// `stat`: the attributes of the inode at `p`, a counted ([`Path`]) or uncounted
+    /// ([`PathRef`], `lookup_with`) path (no permission needed beyond the walk).
     pub fn stat<'a>(&self, p: impl Into<PathRef<'a>>) -> Stat {
         p.into()
             .dentry
@@ -90,6 +91,7 @@ impl VfsCore {
         }
     }
 
+    /// `chmod`: sets the permission bits (owner or root; `EPERM` otherwise or if immutable or append-only).
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         perm::may_setattr(inode)?;
@@ -109,6 +111,7 @@ impl VfsCore {
         Ok(())
     }
 
+    /// `chown`: changes owner and group (`u32::MAX` keeps one), clearing set-id bits as Linux does.
     pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         let cred = ctx.cred;
@@ -198,6 +201,7 @@ impl VfsCore {
         Ok(())
     }
 
+    /// `access`: whether `ctx`'s credentials may access `p` with `mode` (`R_OK`/`W_OK`/`X_OK`).
     pub fn access<'a>(&self, ctx: &Ctx<'_>, p: impl Into<PathRef<'a>>, mode: i32) -> SysResult<()> {
         let inode = p.into().dentry.inode().ok_or(Errno::ENOENT)?;
         let mut mask = 0;

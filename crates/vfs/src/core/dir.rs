@@ -7,6 +7,7 @@ use crate::file::OpenFile;
 use crate::{Errno, SysResult};
 
 impl VfsCore {
+    /// `getdents64`: fills `buf` with `linux_dirent64` records from the directory's position.
     pub fn getdents64(&self, f: &OpenFile, buf: &mut [u8]) -> SysResult<usize> {
         if f.is_path() {
             return Err(Errno::EBADF);

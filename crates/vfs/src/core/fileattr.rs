@@ -10,7 +10,9 @@ use crate::{Errno, SysResult};
 
 /// What `FS_IOC_SETFLAGS` or `FS_IOC_FSSETXATTR` asks for.
 pub enum SetAttr {
+    /// `FS_IOC_SETFLAGS`: the new `FS_*_FL` flags.
     Flags(u32),
+    /// `FS_IOC_FSSETXATTR`: the new `struct fsxattr`.
     Fsx(FsxAttr),
 }
 

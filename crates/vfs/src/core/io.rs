@@ -9,6 +9,7 @@ use crate::perm;
 use crate::{Errno, SysResult};
 
 impl VfsCore {
+    /// `read`: reads at the file position and advances it (under the position lock).
     pub fn read(&self, f: &OpenFile, buf: &mut [u8]) -> SysResult<usize> {
         if !f.readable() {
             return Err(Errno::EBADF);
@@ -32,6 +33,7 @@ impl VfsCore {
         Ok(n)
     }
 
+    /// `pread64`: reads at `off`, leaving the file position alone.
     pub fn pread(&self, f: &OpenFile, buf: &mut [u8], off: i64) -> SysResult<usize> {
         if !f.readable() {
             return Err(Errno::EBADF);
@@ -139,6 +141,7 @@ impl VfsCore {
         Ok(done)
     }
 
+    /// `write`: writes at the file position (the end with `O_APPEND`) and advances it.
     pub fn write(&self, ctx: &Ctx<'_>, f: &OpenFile, buf: &[u8]) -> SysResult<usize> {
         if !f.writable() {
             return Err(Errno::EBADF);
@@ -149,6 +152,7 @@ impl VfsCore {
         Ok(n)
     }
 
+    /// `pwrite64`: writes at `off` (the end with `O_APPEND`), leaving the file position alone.
     pub fn pwrite(&self, ctx: &Ctx<'_>, f: &OpenFile, buf: &[u8], off: i64) -> SysResult<usize> {
         if !f.writable() {
             return Err(Errno::EBADF);
@@ -191,6 +195,7 @@ impl VfsCore {
         Ok((n, off + n as i64))
     }
 
+    /// `lseek`: moves the file position (`SEEK_SET`/`CUR`/`END`/`DATA`/`HOLE`).
     pub fn lseek(&self, f: &OpenFile, off: i64, whence: i32) -> SysResult<i64> {
         if f.is_path() {
             return Err(Errno::EBADF);
@@ -224,6 +229,7 @@ impl VfsCore {
         Ok(new)
     }
 
+    /// `ftruncate`: sets the size of the file open on `f` (opened for writing).
     pub fn ftruncate(&self, ctx: &Ctx<'_>, f: &OpenFile, len: i64) -> SysResult<()> {
         if f.is_path() {
             return Err(Errno::EBADF);
@@ -238,6 +244,7 @@ impl VfsCore {
         self.do_truncate(ctx, inode, len, true)
     }
 
+    /// `fallocate`: allocates or punches a range (the modes Linux's tmpfs takes).
     pub fn fallocate(&self, f: &OpenFile, mode: i32, off: i64, len: i64) -> SysResult<()> {
         if off < 0 || len <= 0 {
             return Err(Errno::EINVAL);
@@ -292,6 +299,7 @@ impl VfsCore {
         Ok(())
     }
 
+    /// `fsync`: the file system's `fsync` (nothing to do for tmpfs); `EINVAL` for special files.
     pub fn fsync(&self, f: &OpenFile) -> SysResult<()> {
         if f.is_path() {
             return Err(Errno::EBADF);

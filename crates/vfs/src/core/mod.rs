@@ -67,6 +67,7 @@ pub const O_LARGEFILE_KERNEL: i32 = 0o100000;
 /// Tuning of a [`VfsCore`].
 #[derive(Clone, Debug)]
 pub struct CoreOptions {
+    /// The design of every lock-protected structure (`Scalable` or the `Legacy` ablation).
     pub locking: Locking,
     /// log2 of the dcache hash buckets.
     pub dcache_hash_bits: u32,
@@ -88,7 +89,9 @@ impl Default for CoreOptions {
 
 /// See the module docs.
 pub struct VfsCore {
+    /// The dentry cache (dropped by hand in `Drop`, after the mounts).
     pub dcache: ManuallyDrop<Dcache>,
+    /// The mount table.
     pub mounts: MountTable,
     root: OnceLock<Path>,
     locking: Locking,
@@ -130,6 +133,7 @@ impl VfsCore {
         Ok((sb, root))
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.locking
     }
@@ -139,6 +143,7 @@ impl VfsCore {
         self.root.get().expect("root mounted").clone()
     }
 
+    /// Every mounted superblock (a snapshot).
     pub fn superblocks(&self) -> Vec<Arc<SuperBlock>> {
         self.sbs.lock().iter().map(|(s, _)| s.clone()).collect()
     }

@@ -55,6 +55,7 @@ impl VfsCore {
         f(dirp, dir, &d, name)
     }
 
+    /// `mkdir`: makes directory `path` (relative to `start`) with `mode & !umask`.
     pub fn mkdir(
         &self,
         ctx: &Ctx<'_>,
@@ -165,6 +166,7 @@ impl VfsCore {
         Ok(inode)
     }
 
+    /// `symlink`: makes `path` a symbolic link to `target`.
     pub fn symlink(
         &self,
         ctx: &Ctx<'_>,
@@ -479,6 +481,7 @@ impl VfsCore {
         Ok(Renamed::Done)
     }
 
+    /// `readlink`: copies the target of the symlink at `p` into `buf` (truncated, no NUL).
     pub fn readlink(&self, p: &Path, buf: &mut [u8]) -> SysResult<usize> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         if !inode.is_symlink() {

@@ -42,6 +42,7 @@ impl PartialEq for DentryRef {
 impl Eq for DentryRef {}
 
 impl DentryRef {
+    /// The dentry's address (identity only).
     pub fn as_ptr(&self) -> *const Dentry {
         self.ptr.as_ptr()
     }

@@ -13,6 +13,7 @@ pub struct Dcache {
     /// than copying it (see [`NameRef`]).
     pub(super) hash: RcuHash<(u64, NameRef), usize>,
     pub(super) lru: Lru,
+    /// The rename lock: written by d_move and mount changes, read by path walks and `d_path`.
     pub rename_lock: RenameLock,
     pub(super) locking: Locking,
     /// Live dentries (diagnostics), one counter per CPU so that allocation and kill do not
@@ -35,6 +36,7 @@ pub(super) fn next_dentry_id() -> u64 {
 }
 
 impl Dcache {
+    /// A dcache of `2^hash_bits` buckets that keeps at most `max_unused` unused dentries.
     pub fn new(locking: Locking, hash_bits: u32, max_unused: usize) -> Dcache {
         let shards = match locking {
             Locking::Legacy => 1,
@@ -49,6 +51,7 @@ impl Dcache {
         }
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.locking
     }
@@ -61,6 +64,7 @@ impl Dcache {
     pub(super) fn count_dentry(&self, delta: isize) {
         self.nr_dentry.add(delta);
     }
+    /// Unused dentries on the LRU.
     pub fn nr_unused(&self) -> usize {
         self.lru.len()
     }
@@ -494,7 +498,10 @@ pub enum DPathError {
     /// Not below the root: the path from the top that was reached (a detached mount's
     /// root, or the global root when the caller's root is elsewhere) starts at `start`
     /// of the buffer, as Linux's `prepend_path` leaves it for getcwd's "(unreachable)".
-    Unreachable { start: usize },
+    Unreachable {
+        /// Where the reached path starts in the buffer.
+        start: usize,
+    },
     /// Longer than the buffer.
     TooLong,
 }

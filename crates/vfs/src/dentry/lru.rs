@@ -58,6 +58,7 @@ impl Lru {
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len).sum()
     }
+    /// Whether the LRU is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

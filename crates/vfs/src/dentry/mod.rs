@@ -124,6 +124,7 @@ impl Drop for Dentry {
 }
 
 impl Dentry {
+    /// A number unique to this dentry for the VFS's lifetime (the dcache hash key of its children).
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -157,13 +158,16 @@ impl Dentry {
         // SAFETY: as in `inode`; try_get refuses an evicted inode.
         unsafe { Erc::try_get_raw(p) }
     }
+    /// Whether the dentry has no inode (a cached "does not exist").
     pub fn is_negative(&self) -> bool {
         // Acquire: pairs with the Release store in `instantiate`.
         self.inode.load(Ordering::Acquire).is_null()
     }
+    /// Whether the dentry is in the hash (reachable by lookup).
     pub fn is_hashed(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & HASHED != 0
     }
+    /// Whether the dentry is its own parent (a file system's root).
     pub fn is_root(&self) -> bool {
         // Acquire: pairs with the Release stores of `parent` in `instantiate`/`set_location`.
         !self.is_negative() && self.parent.load(Ordering::Acquire).is_null()
@@ -172,6 +176,7 @@ impl Dentry {
     pub fn is_unlinked(&self) -> bool {
         !self.is_hashed() && !self.is_root()
     }
+    /// Whether something is mounted on the dentry.
     pub fn is_mounted(&self) -> bool {
         self.flags.load(Ordering::Acquire) & MOUNTED != 0
     }
@@ -210,6 +215,7 @@ impl Dentry {
         // memory (and its inode's, see `inode`) outlives the pin.
         unsafe { &*p }.inode().map(|i| i.ino)
     }
+    /// The parent, as a raw pointer (for identity comparisons; not a reference).
     pub fn parent_ptr(&self) -> *const Dentry {
         // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)

@@ -156,9 +156,13 @@ use crate::poll::{
 use crate::Errno;
 use items::{ItemMap, Shard};
 
+/// `epoll_ctl`: add a file.
 pub const EPOLL_CTL_ADD: i32 = 1;
+/// `epoll_ctl`: remove a file.
 pub const EPOLL_CTL_DEL: i32 = 2;
+/// `epoll_ctl`: change a file's events and data.
 pub const EPOLL_CTL_MOD: i32 = 3;
+/// `epoll_create1`: close the instance on `exec`.
 pub const EPOLL_CLOEXEC: i32 = libc::EPOLL_CLOEXEC;
 /// Linux's `EP_MAX_NESTS`: at most this many epoll-to-epoll edges in a chain.
 pub const EP_MAX_NESTS: usize = 4;
@@ -171,11 +175,14 @@ const EPOLLEXCLUSIVE_OK_BITS: u32 =
 /// `struct epoll_event` (unpacked; the embedder converts).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct EpollEvent {
+    /// `EPOLL*` event bits.
     pub events: u32,
+    /// The caller's data, returned with the events.
     pub data: u64,
 }
 
 impl EpollEvent {
+    /// An event of `events` carrying `data`.
     pub fn new(events: u32, data: u64) -> Self {
         EpollEvent { events, data }
     }
@@ -185,7 +192,9 @@ impl EpollEvent {
 /// (any stable identity, e.g. `Arc::as_ptr` of it as `usize`) and the fd number.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FdKey {
+    /// The open file description's identity.
     pub file: usize,
+    /// The descriptor number.
     pub fd: i32,
 }
 
@@ -193,9 +202,13 @@ pub struct FdKey {
 /// line between all threads).
 #[derive(Default, Debug)]
 pub struct Accounting {
+    /// Epoll instances created.
     pub instances_allocated: AtomicUsize,
+    /// Epoll instances freed.
     pub instances_freed: AtomicUsize,
+    /// Items (watched files) created.
     pub items_allocated: AtomicUsize,
+    /// Items freed.
     pub items_freed: AtomicUsize,
 }
 
@@ -224,6 +237,7 @@ pub struct EpollContext {
 }
 
 impl EpollContext {
+    /// A context of design `locking`.
     pub fn new(locking: Locking) -> Arc<Self> {
         Self::build(locking, None)
     }
@@ -242,10 +256,12 @@ impl EpollContext {
         })
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.locking
     }
 
+    /// The allocation counters, if enabled.
     pub fn accounting(&self) -> Option<&Accounting> {
         self.acct.as_ref()
     }
@@ -263,6 +279,7 @@ impl Default for EpLinks {
 }
 
 impl EpLinks {
+    /// No items.
     pub fn new() -> Self {
         EpLinks {
             items: Mutex::new(Vec::new()),
@@ -274,6 +291,7 @@ impl EpLinks {
         self.items.lock().len()
     }
 
+    /// Whether no epoll item watches this file.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -663,6 +681,7 @@ pub fn epoll_create1(ctx: &Arc<EpollContext>, flags: i32) -> Result<Epoll, Errno
 }
 
 impl Epoll {
+    /// A new, empty epoll instance in `ctx`.
     pub fn new(ctx: &Arc<EpollContext>) -> Epoll {
         Epoll {
             ep: EventPoll::new(ctx),

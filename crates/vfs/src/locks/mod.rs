@@ -316,10 +316,12 @@ impl LockManager {
         }
     }
 
+    /// The design it was built with.
     pub fn locking(&self) -> Locking {
         self.shared.locking
     }
 
+    /// How this manager hands a released lock to its waiters.
     pub fn hand_off(&self) -> HandOff {
         self.shared.hand_off
     }

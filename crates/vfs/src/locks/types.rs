@@ -21,8 +21,11 @@ pub enum LockOwner {
 /// The kind of lock, as `/proc/locks` names them.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LockClass {
+    /// A POSIX record lock (`fcntl`).
     Posix,
+    /// An open-file-description lock (`F_OFD_*`).
     Ofd,
+    /// A `flock` lock.
     Flock,
 }
 
@@ -38,8 +41,11 @@ impl LockClass {
 /// `F_RDLCK`, `F_WRLCK` or `F_UNLCK`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LockType {
+    /// Shared (`F_RDLCK`, `LOCK_SH`).
     Read,
+    /// Exclusive (`F_WRLCK`, `LOCK_EX`).
     Write,
+    /// Release (`F_UNLCK`, `LOCK_UN`).
     Unlock,
 }
 
@@ -53,6 +59,7 @@ impl LockType {
             _ => Err(Errno::EINVAL),
         }
     }
+    /// The `l_type` value.
     pub fn to_l_type(self) -> i16 {
         (match self {
             LockType::Read => libc::F_RDLCK,
@@ -67,11 +74,15 @@ impl LockType {
 /// `LockOwner::File` an OFD request.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LockRequest {
+    /// Who asks.
     pub owner: LockOwner,
     /// Reported as `l_pid` and in `/proc/locks`.
     pub pid: i32,
+    /// Shared, exclusive or unlock.
     pub ty: LockType,
+    /// First byte.
     pub start: i64,
+    /// Last byte, inclusive (`OFFSET_MAX`: to the end of the file and beyond).
     pub end: i64,
 }
 
@@ -97,10 +108,15 @@ impl LockRequest {
 /// A held (or, in a listing, requested) lock.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LockInfo {
+    /// POSIX, OFD or flock.
     pub class: LockClass,
+    /// The holder.
     pub owner: LockOwner,
+    /// The holder's pid (`l_pid`).
     pub pid: i32,
+    /// Shared or exclusive.
     pub ty: LockType,
+    /// First byte.
     pub start: i64,
     /// Inclusive; `OFFSET_MAX` for "to EOF".
     pub end: i64,
@@ -175,6 +191,7 @@ pub struct FcntlFile {
     pub size: i64,
     /// Opened for reading / writing (`F_RDLCK` needs the first, `F_WRLCK` the second).
     pub readable: bool,
+    /// Opened for writing.
     pub writable: bool,
     /// The open file description's id (OFD owner).
     pub file_id: u64,
@@ -191,8 +208,11 @@ pub struct ListedLock {
     pub id: usize,
     /// A blocked request (`->` in `/proc/locks`).
     pub waiting: bool,
+    /// The lock.
     pub info: LockInfo,
+    /// The device of the locked file.
     pub dev: u64,
+    /// The inode number of the locked file.
     pub ino: u64,
 }
 

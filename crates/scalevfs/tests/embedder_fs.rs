@@ -1,0 +1,174 @@
+//! An embedder's own file system, written against the `scalevfs` crate alone (no other
+//! scalevfs crate is named here): a read-only directory holding one file, mounted next to
+//! the root tmpfs and used through the system-call API.
+
+use std::sync::Arc;
+
+use scalevfs::dirent::decode_dirents;
+use scalevfs::fs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
+use scalevfs::libc;
+use scalevfs::{Credentials, Errno, Process, SysResult, Vfs, VfsOptions};
+
+const GREETING: &[u8] = b"hello from an embedded fs\n";
+const ROOT_INO: u64 = 1;
+const FILE_INO: u64 = 2;
+
+/// The file system's own data: its one file, created with the root.
+#[derive(Default)]
+struct GreetingFs;
+
+/// What the root directory's inode keeps: the file's inode.
+struct RootDir {
+    file: InodeRef,
+}
+
+impl FileSystem for GreetingFs {
+    fn fs_type(&self) -> &'static str {
+        "greetingfs"
+    }
+    fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef> {
+        let file = sb.new_inode(NewInode {
+            ino: FILE_INO,
+            mode: libc::S_IFREG | 0o444,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            rdev: 0,
+            private: Box::new(()),
+        });
+        file.set_size(GREETING.len() as u64);
+        Ok(sb.new_inode(NewInode {
+            ino: ROOT_INO,
+            mode: libc::S_IFDIR | 0o555,
+            uid: 0,
+            gid: 0,
+            nlink: 2,
+            rdev: 0,
+            private: Box::new(RootDir { file }),
+        }))
+    }
+    fn kill_sb(&self, _root: &Inode) {}
+    fn evict_inode(&self, _inode: &Inode) {}
+    fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
+        let root = dir.private::<RootDir>().ok_or(Errno::ENOTDIR)?;
+        Ok((name == b"greeting").then(|| root.file.clone()))
+    }
+    fn create(&self, _: &Inode, _: &[u8], _: u32, _: u32, _: u32) -> SysResult<InodeRef> {
+        Err(Errno::EROFS)
+    }
+    fn readdir(
+        &self,
+        dir: &Inode,
+        parent_ino: u64,
+        pos: i64,
+        emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
+    ) -> SysResult<bool> {
+        let entries: [(u64, u8, &[u8]); 3] = [
+            (dir.ino, libc::DT_DIR, b"."),
+            (parent_ino, libc::DT_DIR, b".."),
+            (FILE_INO, libc::DT_REG, b"greeting"),
+        ];
+        for (i, &(ino, d_type, name)) in entries.iter().enumerate().skip(pos.max(0) as usize) {
+            let next_pos = i as i64 + 1;
+            if !emit(DirEmit {
+                ino,
+                next_pos,
+                d_type,
+                name,
+            }) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+    fn read(&self, _inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let rest = GREETING.get(off as usize..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+    fn write(&self, _: &Inode, _: u64, _: &[u8]) -> SysResult<usize> {
+        Err(Errno::EROFS)
+    }
+    fn setsize(&self, _: &Inode, _: u64) -> SysResult<()> {
+        Err(Errno::EROFS)
+    }
+    fn fallocate(&self, _: &Inode, _: i32, _: u64, _: u64) -> SysResult<()> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    fn seek_data(&self, _: &Inode, off: u64, data: bool) -> SysResult<u64> {
+        let len = GREETING.len() as u64;
+        match (off < len, data) {
+            (false, _) => Err(Errno::ENXIO),
+            (true, true) => Ok(off),
+            (true, false) => Ok(len),
+        }
+    }
+    fn readlink(&self, _: &Inode) -> SysResult<Vec<u8>> {
+        Err(Errno::EINVAL)
+    }
+    fn blocks(&self, _: &Inode) -> u64 {
+        0
+    }
+}
+
+fn mounted() -> (Arc<Vfs>, Process) {
+    let vfs = Vfs::new(VfsOptions::default());
+    let p = Process::new(&vfs, Credentials::root());
+    p.mkdirat(libc::AT_FDCWD, "/mnt", 0o755).unwrap();
+    p.mount("/mnt", Arc::new(GreetingFs)).unwrap();
+    (vfs, p)
+}
+
+#[test]
+fn an_embedders_file_system_serves_reads_and_directory_listings() {
+    let (_vfs, p) = mounted();
+    let fd = p
+        .openat(libc::AT_FDCWD, "/mnt/greeting", libc::O_RDONLY, 0)
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let n = p.read(fd, &mut buf).unwrap();
+    assert_eq!(&buf[..n], GREETING);
+    assert_eq!(p.read(fd, &mut buf).unwrap(), 0, "end of file");
+    p.close(fd).unwrap();
+
+    let dir = p
+        .openat(
+            libc::AT_FDCWD,
+            "/mnt",
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )
+        .unwrap();
+    let mut dents = [0u8; 4096];
+    let n = p.getdents64(dir, &mut dents).unwrap();
+    let names: Vec<Vec<u8>> = decode_dirents(&dents[..n])
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, [&b"."[..], b"..", b"greeting"]);
+    p.close(dir).unwrap();
+}
+
+#[test]
+fn the_file_systems_errors_reach_the_caller_as_errno_values() {
+    let (_vfs, p) = mounted();
+    let e = p
+        .openat(
+            libc::AT_FDCWD,
+            "/mnt/new",
+            libc::O_CREAT | libc::O_WRONLY,
+            0o644,
+        )
+        .unwrap_err();
+    assert_eq!(e, Errno::EROFS);
+    assert_eq!(
+        p.openat(libc::AT_FDCWD, "/mnt/missing", libc::O_RDONLY, 0)
+            .unwrap_err(),
+        Errno::ENOENT
+    );
+    // Errno is an error type: a name and strerror text, and an io::Error of that errno.
+    assert!(e.to_string().starts_with("EROFS: "), "{e}");
+    let io: std::io::Error = e.into();
+    assert_eq!(io.raw_os_error(), Some(libc::EROFS));
+}
