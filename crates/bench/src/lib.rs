@@ -42,6 +42,8 @@
 //! per (workload, design, threads) with the median `ops_per_sec` and the raw `runs`
 //! ([`report::Report`]).
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod memory;
 pub mod plot;

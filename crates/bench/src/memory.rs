@@ -83,9 +83,11 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// One design's figure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MemoryRecord {
+    /// The design's name.
     pub design: String,
     /// Bytes per additional empty file, averaged over `files`.
     pub bytes_per_file: f64,
+    /// How many empty files were created to measure it.
     pub files: usize,
 }
 

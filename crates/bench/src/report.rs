@@ -31,32 +31,45 @@ pub struct Machine {
 /// The settings of a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
+    /// The thread counts each workload ran at.
     pub threads: Vec<usize>,
+    /// Length of each timed repeat, in seconds.
     pub duration_s: f64,
+    /// Length of the untimed warm-up round, in seconds.
     pub warmup_s: f64,
+    /// Timed repeats per (workload, design, thread count).
     pub repeats: usize,
+    /// Whether lock statistics were counted (`--lockstat`).
     pub lockstat: bool,
 }
 
 /// A workload as the report lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadInfo {
+    /// The workload's name (as `--workload` takes it).
     pub name: String,
+    /// One line on what it measures.
     pub description: String,
+    /// The designs it ran under.
     pub designs: Vec<String>,
 }
 
 /// One (workload, design, thread count).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
+    /// The workload's name.
     pub workload: String,
+    /// The design's name.
     pub design: String,
+    /// Worker threads.
     pub threads: usize,
     /// Length of each timed repeat, in seconds.
     pub duration_s: f64,
     /// The median of `runs`.
     pub ops_per_sec: f64,
+    /// The slowest of `runs`.
     pub min_ops_per_sec: f64,
+    /// The fastest of `runs`.
     pub max_ops_per_sec: f64,
     /// Operations per second of each timed repeat, in the order run.
     pub runs: Vec<f64>,
@@ -68,19 +81,28 @@ pub struct Record {
 /// A (workload, design, thread count) that failed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ErrorRecord {
+    /// The workload's name.
     pub workload: String,
+    /// The design's name.
     pub design: String,
+    /// Worker threads.
     pub threads: usize,
+    /// What went wrong.
     pub error: String,
 }
 
 /// Everything a run produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// The machine the run was on.
     pub machine: Machine,
+    /// The run's settings.
     pub settings: Settings,
+    /// The workloads that ran.
     pub workloads: Vec<WorkloadInfo>,
+    /// One record per (workload, design, thread count) that completed.
     pub results: Vec<Record>,
+    /// The (workload, design, thread count)s that failed.
     #[serde(default)]
     pub errors: Vec<ErrorRecord>,
     /// Memory per empty file for each VFS design (empty when not measured).

@@ -47,8 +47,11 @@ pub struct RunConfig {
 /// The timed rounds of one (workload, design, thread count).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measurement {
+    /// The workload's name.
     pub workload: String,
+    /// The design measured.
     pub design: Design,
+    /// Worker threads.
     pub threads: usize,
     /// Throughput of each timed round, in operations per second, in the order run.
     pub runs: Vec<f64>,
@@ -61,16 +64,22 @@ pub struct Measurement {
 /// A (workload, design, thread count) that could not be measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failure {
+    /// The workload's name.
     pub workload: String,
+    /// The design that failed.
     pub design: Design,
+    /// Worker threads.
     pub threads: usize,
+    /// What went wrong.
     pub error: String,
 }
 
 /// Everything a suite run produced.
 #[derive(Clone, Debug, Default)]
 pub struct SuiteOutcome {
+    /// The (workload, design, thread count)s that were measured.
     pub measurements: Vec<Measurement>,
+    /// The ones that failed.
     pub failures: Vec<Failure>,
 }
 

@@ -11,17 +11,19 @@ use std::fmt;
 /// The design a run measures.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Design {
-    /// The seed's "before": one global lock / one list / a lock-protected count.
+    /// The Linux patch series' "before": one global lock / one list / a lock-protected count.
     Legacy,
-    /// The seed's "after" (scalevfs's default).
+    /// The series' "after" (scalevfs's default).
     Scalable,
     /// The same operations through real system calls on the host kernel.
     Host,
 }
 
 impl Design {
+    /// Every design, in the order rounds interleave.
     pub const ALL: [Design; 3] = [Design::Legacy, Design::Scalable, Design::Host];
 
+    /// The design's name in reports and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Design::Legacy => "legacy",
@@ -50,7 +52,7 @@ impl fmt::Display for Design {
 pub trait Workload: Send + Sync {
     /// Short, unique, kebab-case name used by `--workload` (`lockref-shared`).
     fn name(&self) -> &'static str;
-    /// One line for the report: what each operation does and which seed it reproduces.
+    /// One line for the report: what each operation does and which Linux patch series it reproduces.
     fn description(&self) -> &'static str;
     /// The designs this workload can run under.
     fn designs(&self) -> &'static [Design];

@@ -1,4 +1,4 @@
-//! # scalevfs FUSE server (issue 7)
+//! # scalevfs FUSE server
 //!
 //! Serves a scalevfs [`Vfs`] (a tmpfs root) through the kernel's FUSE driver, so that
 //! unmodified programs use it, with file locks that reach our lock manager. The design and
@@ -100,6 +100,8 @@
 //! that lock runs takes nothing of ours). Counters are
 //! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
+#![warn(missing_docs)]
+
 use std::ffi::{CString, OsString};
 use std::fmt;
 use std::io;
@@ -125,11 +127,17 @@ use server::{Dispatcher, Fs};
 /// Why a mount could not be set up: each is one line for the user (see `docs/fuse.md`).
 #[derive(Debug)]
 pub enum MountError {
+    /// The mount point does not exist.
     NoMountPoint(PathBuf),
+    /// The mount point is not a directory.
     NotADirectory(PathBuf),
+    /// `/dev/fuse` is missing (no fuse module, or a container without the device).
     NoDevFuse,
+    /// `/dev/fuse` exists but we may not open it.
     NoPrivilege,
+    /// `fusermount3` is not on the `PATH`.
     NoFusermount,
+    /// Any other failure setting up the mount (`fusermount3`, INIT, the mount table).
     Mount(io::Error),
 }
 
@@ -437,6 +445,7 @@ impl Server {
         &self.inner.fs.vfs
     }
 
+    /// The server's counters now (see [`Stats`]).
     pub fn stats(&self) -> Stats {
         self.inner.fs.stats()
     }

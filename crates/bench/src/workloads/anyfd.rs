@@ -20,6 +20,7 @@ const BATCH: u64 = 32;
 
 struct AnyFd;
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![Box::new(AnyFd)]
 }

@@ -21,6 +21,7 @@ const ATOMIC_BATCH: u64 = 1024;
 /// Operations per closure call for the system call.
 const SYSCALL_BATCH: u64 = 32;
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![Box::new(Counter)]
 }
@@ -66,6 +67,7 @@ impl Workload for Counter {
 }
 
 impl CounterInstance {
+    /// A zeroed counter for `design`, with one padded slot per thread.
     pub fn new(design: Design, threads: usize) -> CounterInstance {
         CounterInstance {
             design,

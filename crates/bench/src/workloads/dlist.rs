@@ -1,4 +1,4 @@
-//! Seed 001 (dlock-list) workloads: the superblock inode list under inode create/evict.
+//! dlock-list workloads: the superblock inode list under inode create/evict.
 //!
 //! `dlist-add-del`: each operation adds an item to the list and removes it again, the shape
 //! of `inode_sb_list_add()` at inode creation and `inode_sb_list_del()` at eviction that
@@ -17,6 +17,7 @@ const BATCH: u64 = 64;
 /// (a superblock holds many inodes while others come and go).
 const RESIDENT: u64 = 256;
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![Box::new(AddDel)]
 }
@@ -29,7 +30,7 @@ impl Workload for AddDel {
     }
 
     fn description(&self) -> &'static str {
-        "add an item to the inode list, then remove it (inode create/evict; seed 001)"
+        "add an item to the inode list, then remove it (inode create/evict; dlock-list series)"
     }
 
     fn designs(&self) -> &'static [Design] {

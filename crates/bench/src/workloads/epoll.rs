@@ -1,9 +1,9 @@
-//! Seed 003's epoll workloads.
+//! epoll workloads (the refcounted-teardown series: no global `epmutex` on close).
 //!
 //! * `epoll-churn`: the connection-rate shape. Each thread has its own epoll instance and
 //!   loops: create an eventfd (a "connection"), register it, signal it, `epoll_wait` for
 //!   it, close it *without* `EPOLL_CTL_DEL`. The close runs the watched-file release path:
-//!   legacy takes the global `epmutex` there (seed 003's "before"), scalable only the
+//!   legacy takes the global `epmutex` there (the series' "before"), scalable only the
 //!   file's and its own instance's locks.
 //! * `epoll-churn-shared`: the same with one instance shared by all threads
 //!   (edge-triggered; the wait does not block and returns whatever is ready).
@@ -47,6 +47,7 @@ enum Kind {
 
 struct EpollWorkload(Kind);
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![
         Box::new(EpollWorkload(Kind::Churn)),
@@ -68,15 +69,15 @@ impl Workload for EpollWorkload {
     fn description(&self) -> &'static str {
         match self.0 {
             Kind::Churn => {
-                "seed 003: per-thread epoll; each op creates an eventfd, registers it, \
+                "epoll teardown: per-thread epoll; each op creates an eventfd, registers it, \
                  signals it, waits for it and closes it without EPOLL_CTL_DEL"
             }
             Kind::ChurnShared => {
-                "seed 003: as epoll-churn, all threads registering in one shared epoll \
+                "epoll teardown: as epoll-churn, all threads registering in one shared epoll \
                  instance (edge-triggered, non-blocking wait)"
             }
             Kind::ChurnFd => {
-                "seed 003 through Process: per-thread process and epoll fd; each op is \
+                "epoll teardown through Process: per-thread process and epoll fd; each op is \
                  eventfd, epoll_ctl, write, epoll_wait and close (no DEL) on descriptors"
             }
             Kind::Wait => {

@@ -1,4 +1,4 @@
-//! FUSE workloads (issue 7): the same real system calls on a scalevfs FUSE mount and on
+//! FUSE workloads: the same real system calls on a scalevfs FUSE mount and on
 //! host tmpfs, in the same run, so that `scalable/host` in the report is the throughput
 //! of the FUSE mount relative to the kernel's own tmpfs: the FUSE overhead.
 //!
@@ -73,6 +73,7 @@ fn idle_hook() -> Option<fn()> {
 const FUSE_AND_HOST: &[Design] = &[Design::Scalable, Design::Host];
 const HOST_ONLY: &[Design] = &[Design::Host];
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     let mut v: Vec<Box<dyn Workload>> = Vec::new();
     for procs in [false, true] {
@@ -155,17 +156,16 @@ impl Workload for Fuse {
         match self.kind {
             Kind::OpenClose => {
                 "open (O_RDONLY) and close one's own file with real syscalls; scalable = a \
-                 scalevfs FUSE mount, host = /dev/shm: scalable/host is the FUSE overhead \
-                 (issue 7)"
+                 scalevfs FUSE mount, host = /dev/shm: scalable/host is the FUSE overhead"
             }
             Kind::Stat => {
                 "stat one's own file by path with real syscalls; scalable = a scalevfs FUSE \
-                 mount (kernel attribute caching included), host = /dev/shm (issue 7)"
+                 mount (kernel attribute caching included), host = /dev/shm"
             }
             Kind::Locks => {
                 "F_SETLK-lock and unlock byte 0 of one's own file with real fcntl calls; \
                  scalable = a scalevfs FUSE mount (every call a SETLK request to scalevfs's \
-                 lock manager), host = /dev/shm (issue 7)"
+                 lock manager), host = /dev/shm"
             }
         }
     }

@@ -1,4 +1,4 @@
-//! Seed 000 (kernfs hashed locks): threads working on *unrelated* objects.
+//! kernfs hashed-lock workloads: threads working on *unrelated* objects.
 //!
 //! `hashed-distinct`: each thread repeatedly locks its own object, touches it and unlocks,
 //! like 200 processes each opening and closing their own sysfs attribute. `legacy` takes
@@ -35,7 +35,7 @@ impl Workload for HashedDistinct {
     }
 
     fn description(&self) -> &'static str {
-        "lock/touch/unlock each thread's own object: hashed mutex table sized as kernfs sizes it on the seed's machine (2*ilog2(32) = 10 bits) vs one global mutex (seed 000)"
+        "lock/touch/unlock each thread's own object: hashed mutex table sized as kernfs sizes it on a machine of 32 or more CPUs (2*ilog2(32) = 10 bits) vs one global mutex"
     }
 
     fn designs(&self) -> &'static [Design] {
@@ -118,6 +118,7 @@ impl Drop for Distinct {
     }
 }
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![Box::new(HashedDistinct)]
 }

@@ -37,6 +37,7 @@ impl HostDir {
         Ok(HostDir { path })
     }
 
+    /// The directory's path.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -78,6 +79,7 @@ pub mod sys {
         Ok(fd)
     }
 
+    /// `close(fd)`, errors ignored.
     #[inline]
     pub fn close(fd: i32) {
         // SAFETY: closing a descriptor the caller owns.

@@ -1,4 +1,4 @@
-//! Seed 000 (kernfs): `kernfs-showgids`, the seed's loop.
+//! kernfs workloads: `kernfs-showgids`, the loop of the kernfs hashed-locks series.
 //!
 //! Each operation opens a GID attribute by path, reads 40 bytes and closes it; a worker
 //! call does the 254 GIDs of `class/infiniband/mlx5_0/ports/1/gids/` in order (the seed's
@@ -59,7 +59,7 @@ impl Workload for ShowGids {
     }
 
     fn description(&self) -> &'static str {
-        "open, read 40 bytes, close each of 254 sysfs GID files by path (seed 000); host: 254 files of /sys/devices/virtual/block/loop*/queue"
+        "open, read 40 bytes, close each of 254 sysfs GID files by path (kernfs hashed locks); host: 254 files of /sys/devices/virtual/block/loop*/queue"
     }
 
     fn designs(&self) -> &'static [Design] {
@@ -314,6 +314,7 @@ impl Instance for HostLoop {
     }
 }
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![Box::new(ShowGids), Box::new(ShowGidsVfs)]
 }

@@ -1,4 +1,4 @@
-//! Seed 004's reference-count workloads: `dget`/`dput` pairs on a lockref.
+//! lockref workloads: `dget`/`dput` pairs on a lockref.
 //!
 //! * `lockref-shared`: every thread takes and drops references to one shared object (a
 //!   hot dentry such as `/` or a shared working directory). Legacy takes the lock for
@@ -50,13 +50,13 @@ impl Workload for LockrefWorkload {
 
     fn description(&self) -> &'static str {
         match self.0 {
-            Kind::Shared => "seed 004: get/put pairs on one shared refcount (a hot dentry)",
+            Kind::Shared => "lockref: get/put pairs on one shared refcount (a hot dentry)",
             Kind::SharedLocked => {
-                "seed 004: get/put pairs on one shared refcount, plus one lock/unlock per 64 \
+                "lockref: get/put pairs on one shared refcount, plus one lock/unlock per 64 \
                  pairs (other d_lock users): does the lockless path survive lock traffic?"
             }
             Kind::Private => {
-                "seed 004: get/put pairs, each thread its own refcount (own cache line)"
+                "lockref: get/put pairs, each thread its own refcount (own cache line)"
             }
         }
     }

@@ -1,18 +1,18 @@
-//! File-lock workloads (seed 002) through the system-call API, for the legacy and scalable
+//! File-lock workloads (the file-lock scalability series) through the system-call API, for the legacy and scalable
 //! lock managers of scalevfs and for the host kernel (the same `fcntl` calls through libc on
 //! files under /dev/shm).
 //!
-//! * `locks-same`: every thread locks and unlocks byte 0 of one shared file (seed 002's
+//! * `locks-same`: every thread locks and unlocks byte 0 of one shared file (the series'
 //!   first test, will-it-scale `lock2`). The threads share one process, so to make them
 //!   distinct owners (as lock2's processes are) each takes `F_OFD_SETLK` write locks through
 //!   its own open file description; a lock attempt that finds the byte held fails with
 //!   `EAGAIN` and still counts as one operation (one lock attempt + unlock).
 //! * `locks-distinct`: every thread locks and unlocks byte 0 of its own file with POSIX
-//!   `F_SETLK` (seed 002's second test, will-it-scale `lock1`): no shared lock state at all,
+//!   `F_SETLK` (the series' second test, will-it-scale `lock1`): no shared lock state at all,
 //!   so it should scale with the thread count.
 //! * `locks-blocking`: every thread takes a write lock on bytes 0..100 of one file with
 //!   `F_OFD_SETLKW` (sleeping while another holds it) and releases it: the blocking and
-//!   wakeup path (seed 002's thundering-herd remark).
+//!   wakeup path (the series' thundering-herd remark).
 //!
 //! One operation is one lock + unlock pair.
 
@@ -27,6 +27,7 @@ const ALL: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
 /// Lock/unlock pairs per worker call.
 const BATCH: u64 = 64;
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![
         Box::new(Locks(Kind::Same)),
@@ -55,16 +56,16 @@ impl Workload for Locks {
     fn description(&self) -> &'static str {
         match self.0 {
             Kind::Same => {
-                "seed 002 / will-it-scale lock2: N threads F_OFD_SETLK-lock and unlock byte 0 of \
+                "will-it-scale lock2: N threads F_OFD_SETLK-lock and unlock byte 0 of \
                  one file, each through its own open file description (distinct owners, like \
                  lock2's processes); EAGAIN attempts count"
             }
             Kind::Distinct => {
-                "seed 002 / will-it-scale lock1: each thread F_SETLK-locks and unlocks byte 0 of \
+                "will-it-scale lock1: each thread F_SETLK-locks and unlocks byte 0 of \
                  its own file (no shared lock state)"
             }
             Kind::Blocking => {
-                "seed 002: N threads contend for a write lock on bytes 0..100 of one file with \
+                "N threads contend for a write lock on bytes 0..100 of one file with \
                  F_OFD_SETLKW (sleep and wakeup), then unlock"
             }
         }

@@ -1,4 +1,4 @@
-//! Seed 004's rename-lock workloads: many `d_path()`-like readers, rare `rename()`-like writers.
+//! Rename-lock workloads (the lockref and rename-seqlock series): many `d_path()`-like readers, rare `rename()`-like writers.
 //!
 //! The protected data is a "path" of `DEPTH` components, each four `u64` words on its own
 //! cache line (a dentry), in [`SeqCell`]s; a writer bumps one component's words together, so
@@ -53,13 +53,13 @@ fn all() -> Vec<SeqlockWorkload> {
     vec![
         SeqlockWorkload {
             name: "seqlock-read",
-            description: "seed 004: walk an 8-component path under the rename lock, thread 0 writes every 1000 ops; \
+            description: "rename seqlock: walk an 8-component path under the rename lock, thread 0 writes every 1000 ops; \
                           scalable = SeqRwLock optimistic read with shared-lock fallback, legacy = lock taken exclusively",
             kind: ReadKind::OrLock,
         },
         SeqlockWorkload {
             name: "seqlock-shared-read",
-            description: "seed 004: as seqlock-read, but scalable readers always take the shared SeqRwLock read lock \
+            description: "rename seqlock: as seqlock-read, but scalable readers always take the shared SeqRwLock read lock \
                           (the seed's patched d_path), legacy = lock taken exclusively",
             kind: ReadKind::Shared,
         },

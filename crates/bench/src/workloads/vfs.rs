@@ -1,8 +1,8 @@
-//! VFS workloads (seeds 001 and 004) through the system-call API, for the legacy and
+//! VFS workloads (the dlock-list and lockref/rename-lock series) through the system-call API, for the legacy and
 //! scalable designs of scalevfs and for the host kernel (the same calls through libc on a
 //! fresh directory under /dev/shm).
 //!
-//! * `dcache`: seed 004's AIM7 "short" shape: every thread opens, reads and closes the same
+//! * `dcache`: the lockref series' AIM7 "short" shape: every thread opens, reads and closes the same
 //!   few files (hot dentries: lockref vs a locked count, path walk of a shared prefix).
 //! * `dcache-distinct`: the same on a file per thread. The threads still share their
 //!   process's descriptor table: lowest-free-fd allocation makes every open and close
@@ -13,9 +13,9 @@
 //! * `d_path`: getcwd from every thread while thread 0 renames an ancestor now and then
 //!   (the rename lock: shared readers vs d_path taking it exclusively). The host side reads
 //!   `/proc/self/fd/N` of a descriptor on the directory, which is the kernel's d_path.
-//! * `inode-churn`: seed 001's exit microbenchmark shape: each thread creates many files
+//! * `inode-churn`: the dlock-list series' exit microbenchmark shape: each thread creates many files
 //!   and removes them (inode create/evict: the superblock inode list).
-//! * `stat-walk`: seed 001's traversal: each thread `fstatat`s every entry of its own tree.
+//! * `stat-walk`: the dlock-list series' traversal: each thread `fstatat`s every entry of its own tree.
 //! * `dir-create-same`: `inode-churn` with every thread's names in one shared directory
 //!   (the directory's lock, name map, size and times are shared by every create/unlink).
 //! * `dir-rename-same`: each thread renames its own files back and forth within one shared
@@ -38,6 +38,7 @@ const ALL: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
 /// Operations per worker call.
 const BATCH: u64 = 32;
 
+/// This module's workloads, in the order the report lists them.
 pub fn workloads() -> Vec<Box<dyn Workload>> {
     vec![
         Box::new(Dcache {
@@ -266,7 +267,7 @@ impl Workload for Dcache {
         } else if self.distinct {
             "open, read 64 bytes, close a file of one's own below a 3-level path (threads share the fd table)"
         } else {
-            "open, read 64 bytes, close the same few files from every thread (AIM7 short; seed 004)"
+            "open, read 64 bytes, close the same few files from every thread (AIM7 short; lockref)"
         }
     }
     fn designs(&self) -> &'static [Design] {
@@ -364,7 +365,7 @@ impl Workload for DPath {
         "d_path"
     }
     fn description(&self) -> &'static str {
-        "getcwd of a 4-deep directory from every thread while thread 0 renames its top now and then (rename lock; seed 004)"
+        "getcwd of a 4-deep directory from every thread while thread 0 renames its top now and then (rename seqlock)"
     }
     fn designs(&self) -> &'static [Design] {
         ALL
@@ -490,7 +491,7 @@ impl Workload for InodeChurn {
     }
     fn description(&self) -> &'static str {
         match self.layout {
-            ChurnLayout::OwnDirCreate => "create 32 files in one's own directory, then unlink them (inode create/evict: sb inode list; seed 001)",
+            ChurnLayout::OwnDirCreate => "create 32 files in one's own directory, then unlink them (inode create/evict: sb inode list; dlock-list)",
             ChurnLayout::SharedDirCreate => "create 32 files of one's own in one shared directory, then unlink them (the directory's lock, map, size, times)",
             ChurnLayout::SharedDirRename => "rename 32 files of one's own within one shared directory and back (the directory; no global rename lock)",
         }
@@ -591,7 +592,7 @@ impl Workload for StatWalk {
         "stat-walk"
     }
     fn description(&self) -> &'static str {
-        "fstatat every entry of one directory of one's own tree per call (seed 001's traversal)"
+        "fstatat every entry of one directory of one's own tree per call (the dlock-list series' traversal)"
     }
     fn designs(&self) -> &'static [Design] {
         ALL

@@ -17,6 +17,7 @@ fn padded(len: usize) -> usize {
 }
 
 impl DirentBuf {
+    /// An empty buffer that holds at most `max` bytes of entries (the READDIR `size`).
     pub fn new(max: usize) -> DirentBuf {
         DirentBuf {
             buf: Vec::with_capacity(max.min(64 * 1024)),
@@ -85,6 +86,7 @@ impl DirentBuf {
         true
     }
 
+    /// The encoded entries, the reply's payload.
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf
     }

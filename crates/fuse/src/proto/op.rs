@@ -2,7 +2,7 @@
 //! struct, then names or data) into an [`Operation`] that borrows the read buffer.
 //!
 //! Every length comes from the kernel, but nothing is trusted: a struct is read by copy
-//! from the bytes that are there ([`Cursor::fetch`]: no alignment needed), a name must
+//! from the bytes that are there (`Cursor::fetch`: no alignment needed), a name must
 //! end in its NUL inside the request, and a request too short for its opcode decodes to
 //! `Err(DecodeError)`, which the server answers `EIO`.
 
@@ -54,94 +54,161 @@ impl<'a> Cursor<'a> {
 /// One decoded request. `ino`/`parent` is the header's node id unless stated.
 #[derive(Debug)]
 pub enum Operation<'a> {
+    /// LOOKUP: find `name` in directory `parent`.
     Lookup {
+        /// The name (without its NUL).
         name: &'a [u8],
     },
     /// FORGET (one node: the header's) and BATCH_FORGET.
     Forget(Forgets<'a>),
+    /// GETATTR: the attributes of `ino`.
     Getattr(abi::GetattrIn),
+    /// SETATTR: change the attributes of `ino`.
     Setattr(abi::SetattrIn),
+    /// READLINK: the target of symlink `ino`.
     Readlink,
+    /// SYMLINK: make symlink `name` in `parent`, pointing at `target`.
     Symlink {
+        /// The name (without its NUL).
         name: &'a [u8],
+        /// The symlink's target.
         target: &'a [u8],
     },
+    /// MKNOD: make node `name` in `parent`.
     Mknod {
+        /// The fixed argument struct.
         arg: abi::MknodIn,
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// MKDIR: make directory `name` in `parent`.
     Mkdir {
+        /// The fixed argument struct.
         arg: abi::MkdirIn,
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// UNLINK: remove the non-directory `name` from `parent`.
     Unlink {
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// RMDIR: remove the empty directory `name` from `parent`.
     Rmdir {
+        /// The name (without its NUL).
         name: &'a [u8],
     },
     /// RENAME (flags 0) and RENAME2.
     Rename {
+        /// The node id of the target directory.
         newdir: u64,
+        /// `RENAME_*` flags (0 for RENAME).
         flags: u32,
+        /// The name (without its NUL).
         name: &'a [u8],
+        /// The new name.
         newname: &'a [u8],
     },
+    /// LINK: make `newname` in `parent` a hard link to `oldnodeid`.
     Link {
+        /// The node id of the existing inode.
         oldnodeid: u64,
+        /// The new name.
         newname: &'a [u8],
     },
+    /// OPEN: open file `ino`.
     Open(abi::OpenIn),
+    /// READ from an open file.
     Read(abi::ReadIn),
+    /// WRITE `data` to an open file.
     Write {
+        /// The fixed argument struct.
         arg: abi::WriteIn,
+        /// The bytes to write.
         data: &'a [u8],
     },
+    /// STATFS: the filesystem's statistics.
     Statfs,
+    /// RELEASE: the last close of an open file.
     Release(abi::ReleaseIn),
+    /// FSYNC: flush an open file to stable storage.
     Fsync(abi::FsyncIn),
+    /// SETXATTR: set extended attribute `name` to `value`.
     Setxattr {
+        /// The fixed argument struct.
         arg: abi::SetxattrIn,
+        /// The name (without its NUL).
         name: &'a [u8],
+        /// The value.
         value: &'a [u8],
     },
+    /// GETXATTR: the value of extended attribute `name`.
     Getxattr {
+        /// The fixed argument struct.
         arg: abi::GetxattrIn,
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// LISTXATTR: the names of `ino`'s extended attributes.
     Listxattr(abi::GetxattrIn),
+    /// REMOVEXATTR: remove extended attribute `name`.
     Removexattr {
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// FLUSH: a `close(2)` of one file descriptor of an open file.
     Flush(abi::FlushIn),
+    /// OPENDIR: open directory `ino`.
     Opendir(abi::OpenIn),
+    /// READDIR: entries of an open directory.
     Readdir(abi::ReadIn),
+    /// READDIRPLUS: entries of an open directory, with their attributes.
     Readdirplus(abi::ReadIn),
+    /// RELEASEDIR: the last close of an open directory.
     Releasedir(abi::ReleaseIn),
+    /// FSYNCDIR: flush an open directory.
     Fsyncdir(abi::FsyncIn),
+    /// GETLK: the first lock that would conflict with the given one.
     Getlk(abi::LkIn),
     /// SETLK and SETLKW (`sleep`), POSIX or flock (`lk_flags & FUSE_LK_FLOCK`).
     Setlk {
+        /// The fixed argument struct.
         arg: abi::LkIn,
+        /// SETLKW: wait for a conflicting lock to go.
         sleep: bool,
     },
+    /// ACCESS: check access to `ino` (`access(2)`).
     Access(abi::AccessIn),
+    /// CREATE: create and open file `name` in `parent`.
     Create {
+        /// The fixed argument struct.
         arg: abi::CreateIn,
+        /// The name (without its NUL).
         name: &'a [u8],
     },
+    /// TMPFILE: create and open an unnamed file in `parent` (`O_TMPFILE`).
     Tmpfile {
+        /// The fixed argument struct.
         arg: abi::CreateIn,
     },
+    /// INTERRUPT: abort an earlier request (its caller got a signal).
     Interrupt(abi::InterruptIn),
+    /// DESTROY: the filesystem is being unmounted.
     Destroy,
+    /// IOCTL on an open file, with its input `data`.
     Ioctl {
+        /// The fixed argument struct.
         arg: abi::IoctlIn,
+        /// The ioctl's input data.
         data: &'a [u8],
     },
+    /// POLL: the readiness of an open file.
     Poll(abi::PollIn),
+    /// FALLOCATE: allocate or punch a range of an open file.
     Fallocate(abi::FallocateIn),
+    /// LSEEK on an open file (the kernel sends `SEEK_DATA` and `SEEK_HOLE`).
     Lseek(abi::LseekIn),
+    /// COPY_FILE_RANGE: copy a range between two open files.
     CopyFileRange(abi::CopyFileRangeIn),
     /// An opcode we do not serve (answered `ENOSYS`).
     Unknown(u32),
@@ -150,12 +217,14 @@ pub enum Operation<'a> {
 /// The nodes and counts of a FORGET or BATCH_FORGET.
 #[derive(Debug)]
 pub enum Forgets<'a> {
+    /// FORGET: one node.
     One(abi::ForgetOne),
     /// The raw `fuse_forget_one` array: read one at a time by [`Forgets::iter`].
     Batch(&'a [u8]),
 }
 
 impl Forgets<'_> {
+    /// Each node and its lookup count, in order.
     pub fn iter(&self) -> impl Iterator<Item = abi::ForgetOne> + '_ {
         let (one, batch) = match self {
             Forgets::One(f) => (Some(*f), &[][..]),

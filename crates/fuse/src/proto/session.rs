@@ -119,6 +119,7 @@ impl AsRawFd for Channel {
 
 /// A decoded request, borrowing the buffer it was read into and the channel that read it.
 pub struct Request<'a> {
+    /// The request's header.
     pub header: abi::InHeader,
     arg: &'a [u8],
     chan: &'a Arc<Channel>,
@@ -141,22 +142,28 @@ impl<'a> Request<'a> {
         })
     }
 
+    /// Decodes the request's arguments.
     pub fn operation(&self) -> Result<Operation<'a>, DecodeError> {
         Operation::decode(&self.header, self.arg)
     }
 
+    /// The request id the reply must name.
     pub fn unique(&self) -> u64 {
         self.header.unique
     }
+    /// The caller's user id (from the header).
     pub fn uid(&self) -> u32 {
         self.header.uid
     }
+    /// The caller's group id (from the header).
     pub fn gid(&self) -> u32 {
         self.header.gid
     }
+    /// The caller's thread id, in the server's pid namespace (from the header).
     pub fn pid(&self) -> u32 {
         self.header.pid
     }
+    /// The node the request is about (from the header).
     pub fn nodeid(&self) -> u64 {
         self.header.nodeid
     }
@@ -171,6 +178,7 @@ impl<'a> Request<'a> {
         self.reply_parts(&[out.as_bytes()])
     }
 
+    /// Answers success with no payload.
     pub fn reply_empty(&self) -> io::Result<()> {
         self.reply_parts(&[])
     }
@@ -196,9 +204,12 @@ pub struct Replier {
 }
 
 impl Replier {
+    /// Answers success with no payload.
     pub fn reply_empty(&self) -> io::Result<()> {
         self.chan.send(self.unique, 0, &[])
     }
+
+    /// Answers with an errno (positive, as in `libc::ENOENT`).
     pub fn reply_error(&self, errno: i32) -> io::Result<()> {
         self.chan.send(self.unique, -errno, &[])
     }
@@ -227,17 +238,20 @@ pub struct MountConfig {
     pub auto_unmount: bool,
     /// The `init::*` flags we want; the kernel's offer is intersected with them.
     pub want: u64,
+    /// The largest WRITE we accept, in bytes.
     pub max_write: u32,
 }
 
 /// What INIT settled.
 #[derive(Clone, Copy, Debug)]
 pub struct Negotiated {
+    /// The protocol minor version in use (the lower of the two sides').
     pub minor: u32,
     /// The flags both sides have (`init::*`).
     pub flags: u64,
     /// What the kernel offered (to say why a feature is off).
     pub offered: u64,
+    /// The largest WRITE we told the kernel to send, in bytes.
     pub max_write: u32,
 }
 
@@ -267,14 +281,17 @@ impl Session {
         })
     }
 
+    /// The mount's own channel (the `/dev/fuse` fd `fusermount3` passed back).
     pub fn channel(&self) -> &Arc<Channel> {
         &self.chan
     }
 
+    /// What INIT settled.
     pub fn negotiated(&self) -> Negotiated {
         self.negotiated
     }
 
+    /// A handle that sends notifications on this connection.
     pub fn notifier(&self) -> Notifier {
         Notifier {
             chan: self.chan.clone(),
