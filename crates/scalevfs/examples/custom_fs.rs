@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use scalevfs::fs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
+use scalevfs::libc;
 use scalevfs::{Dir, Errno, FileType, ProcessBuilder, SysResult, Vfs, VfsOptions};
-// TODO(merge): import these from `scalevfs` once it re-exports the file-system API.
-use scalevfs_vfs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
 
 /// Read-only files, named and filled when the file system is made.
 struct StaticFs {
