@@ -12,19 +12,30 @@ use scalevfs_conformance::{cases, HostBackend, Report};
 const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("xattr/list-larger-than-64k", LIST_MAX),
     ("rename/whiteout/open", NODEV),
-    ("chattr/immutable-file", INODE_FLAGS),
-    ("chattr/append-file", INODE_FLAGS),
-    ("chattr/immutable-dir", INODE_FLAGS),
-    ("chattr/noatime", INODE_FLAGS),
+    ("chattr/immutable-file", KERNEL_IMMUTABLE),
+    ("chattr/append-file", KERNEL_APPEND),
+    ("chattr/noatime", KERNEL_ATIME),
 ];
 
-/// Why the effects of the inode flags differ (setting and reading them agrees).
-const INODE_FLAGS: &str = "FUSE has no attribute that tells the kernel an inode is \
-    immutable, append-only or noatime (fuse_attr.flags carries only SUBMOUNT and DAX), so \
-    the checks Linux makes on those flags before asking the file system are not made \
-    through the mount: open with O_TRUNC, F_SETFL clearing O_APPEND, access(W_OK), the \
-    atime of a noatime file; and the server's inode-handle operations (truncate as a \
-    setattr, creating names in an immutable directory) do not check them either";
+/// Why `access(W_OK)` on an immutable file differs (everything else the server checks).
+const KERNEL_IMMUTABLE: &str = "FUSE has no attribute that tells the kernel an inode is \
+    immutable (fuse_attr.flags carries only SUBMOUNT and DAX), and with default_permissions \
+    the kernel answers access(2) itself (generic_permission, no FUSE_ACCESS): W_OK is ok \
+    where tmpfs says EPERM. Opens, truncation, setattr, link, unlink and rename reach the \
+    server, which refuses them as tmpfs does";
+
+/// Why `F_SETFL` changing `O_APPEND` on an append-only file differs.
+const KERNEL_APPEND: &str = "FUSE has no attribute that tells the kernel an inode is \
+    append-only, and fcntl(F_SETFL) is the kernel's alone (no FUSE request), so its \
+    IS_APPEND check in setfl never fires: changing O_APPEND is 0 where tmpfs says EPERM. \
+    Opens, truncation (setattr, with ftruncate's rule when it comes with a file), setattr, \
+    link, unlink and rename reach the server, which refuses them as tmpfs does";
+
+/// Why the atime after a read differs.
+const KERNEL_ATIME: &str = "the FUSE kernel marks every inode S_NOATIME and leaves atime to \
+    the server, which sees only the reads the page cache misses: the pread after the flag \
+    is cleared is served from the cache the first read filled, so atime stays where tmpfs \
+    moves it (relatime). The noatime read itself agrees";
 
 /// Why opening a device node differs.
 const NODEV: &str = "fusermount3 mounts with nodev, where opening a device node (a \

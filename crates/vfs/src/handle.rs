@@ -21,6 +21,14 @@
 //!   bit changes of `chmod`/`chown`/`write`/`truncate` (the server does not set
 //!   `FUSE_HANDLE_KILLPRIV`, so the kernel sends them as explicit mode changes) and applied
 //!   the umask and `mode_strip_sgid` to new files' modes.
+//! * **The inode flags are checked** all the same, by the path-based calls' own checks
+//!   (`perm::permission`, `may_create`, `may_delete`, `may_setattr`, `may_truncate`, run
+//!   with root's credentials, which pass everything else): the FUSE kernel does not know
+//!   an inode is immutable or append-only, so it cannot have checked them. An immutable
+//!   inode is not opened for writing, truncated, linked, removed or renamed, nor its
+//!   mode, owner or times changed; an immutable directory gets no new names and loses
+//!   none; an append-only file is opened for writing only with `O_APPEND` and is never
+//!   truncated, removed or renamed (`EPERM` for all).
 //! * **Ownership of new files** is the creator's ([`Owner`]: the request's uid/gid), and a
 //!   setgid directory passes its group on (and its setgid bit to subdirectories), as
 //!   `inode_init_owner` does.
@@ -36,7 +44,7 @@ use crate::file::{FileRef, OpenFile};
 use crate::inode::Inode;
 use crate::mount::Path;
 use crate::namei::{Ctx, Last, LastKind, NAME_MAX};
-use crate::perm::Cred;
+use crate::perm::{self, Cred};
 use crate::xattr;
 use crate::{Errno, SysResult, VfsCore};
 
@@ -133,6 +141,11 @@ pub struct SetAttr {
     pub atime: Option<SetTime>,
     /// New modification time.
     pub mtime: Option<SetTime>,
+    /// The size change comes through an open file (`ftruncate`; FUSE's `FATTR_FH`): an
+    /// append-only file refuses it, as `ftruncate` does. Otherwise it is `truncate(2)`'s
+    /// (or `open(O_TRUNC)`'s, which FUSE sends without a file): immutable files refuse it
+    /// too.
+    pub by_file: bool,
 }
 
 /// Rejects names the kernel never sends as a single component.
@@ -219,10 +232,9 @@ impl VfsCore {
             return Err(Errno::ENOTDIR);
         }
         self.create_locked(&dir.path, name, |dirp, inode, d, name| {
-            // may_create's non-permission part: no new entries in a removed directory.
-            if inode.nlink() == 0 {
-                return Err(Errno::ENOENT);
-            }
+            // may_create without the permission check: no new entries in a removed
+            // (ENOENT) or an immutable (EPERM) directory.
+            perm::may_create(inode, &CHECKED)?;
             f(dirp, inode, d, name)?;
             Ok(Node {
                 path: Path {
@@ -328,9 +340,7 @@ impl VfsCore {
         if !dinode.is_dir() {
             return Err(Errno::ENOTDIR);
         }
-        if dinode.nlink() == 0 {
-            return Err(Errno::ENOENT);
-        }
+        perm::may_create(dinode, &CHECKED)?;
         let cred = owner.cred();
         let (gid, _) = self.new_owner(dinode, &cred, false);
         let inode = dinode
@@ -401,11 +411,16 @@ impl VfsCore {
         Ok(t)
     }
 
-    /// `setattr`: size (`truncate`), owner, mode, times, in that order, each as the
-    /// matching system call does it (ctime updated; `SetTime::Now` is `UTIME_NOW`).
+    /// `setattr`: size (`truncate`, or `ftruncate` with [`SetAttr::by_file`]), owner,
+    /// mode, times, in that order, each as the matching system call does it, inode flag
+    /// checks included (ctime updated; `SetTime::Now` is `UTIME_NOW`).
     pub fn node_setattr(&self, node: &Node, a: &SetAttr) -> SysResult<()> {
         let ctx = self.checked_ctx(node);
-        if *a == SetAttr::default() {
+        if (SetAttr {
+            by_file: false,
+            ..*a
+        }) == SetAttr::default()
+        {
             // The kernel sends `chown(f, -1, -1)` as a setattr with nothing to set (it
             // sends FUSE no ctime without the writeback cache); Linux's chown still
             // changes ctime (`notify_change` with `ATTR_CTIME`), and so does ours.
@@ -420,6 +435,11 @@ impl VfsCore {
                 return Err(Errno::EINVAL);
             }
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
+            if a.by_file {
+                perm::may_ftruncate(inode)?;
+            } else {
+                perm::may_truncate(inode)?;
+            }
             self.do_truncate(&ctx, inode, len, true)?;
         }
         if a.uid.is_some() || a.gid.is_some() {

@@ -90,6 +90,25 @@ pub fn may_setattr(inode: &Inode) -> SysResult<()> {
     Ok(())
 }
 
+/// `truncate(2)`'s and `open(O_TRUNC)`'s rule after the write permission check: an
+/// append-only or immutable file keeps its size (`EPERM`). (`ftruncate` on a descriptor
+/// opened for writing checks append-only only.)
+pub fn may_truncate(inode: &Inode) -> SysResult<()> {
+    if inode.is_append() || inode.is_immutable() {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// `ftruncate`'s rule on a descriptor opened for writing: an append-only file keeps its
+/// size (`EPERM`); an immutable one opened before it became immutable does not.
+pub fn may_ftruncate(inode: &Inode) -> SysResult<()> {
+    if inode.is_append() {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
 /// The sticky-directory rule: in a sticky directory only the file's owner, the
 /// directory's owner or root may remove or rename an entry.
 pub fn check_sticky(dir: &Inode, inode: &Inode, cred: &Cred) -> SysResult<()> {

@@ -144,6 +144,8 @@ impl Dispatcher {
             size: (v & fattr::SIZE != 0).then_some(op.size),
             atime: set_time(v, fattr::ATIME, fattr::ATIME_NOW, op.atime, op.atimensec),
             mtime: set_time(v, fattr::MTIME, fattr::MTIME_NOW, op.mtime, op.mtimensec),
+            // ftruncate sends its file; truncate(2) and open(O_TRUNC) do not.
+            by_file: v & fattr::FH != 0,
         };
         let kill = v & fattr::KILL_SUIDGID != 0 && a.mode.is_none();
         match fs

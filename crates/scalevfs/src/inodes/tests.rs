@@ -387,3 +387,167 @@ fn statfs_reports_limits_and_use() {
     assert_eq!(after.bfree, before.bfree - 2);
     assert_eq!(after.ffree, before.ffree - 1);
 }
+
+/// Sets `node`'s `chattr` flags (as `FS_IOC_SETFLAGS` by root would).
+fn chattr(node: &Node, flags: u32) {
+    node.inode().set_fs_flags(flags);
+}
+
+fn size(n: u64) -> SetAttr {
+    SetAttr {
+        size: Some(n),
+        ..SetAttr::default()
+    }
+}
+
+#[test]
+fn an_immutable_file_refuses_every_change_through_the_handle_api() {
+    use scalevfs_vfs::fileattr::FS_IMMUTABLE_FL;
+    let vfs = vfs();
+    let c = vfs.core();
+    let root = c.root_node();
+    let (f, _) = c.node_create(&root, b"f", 0o644, libc::O_RDWR, ME).unwrap();
+    let d = c.node_mkdir(&root, b"d", 0o755, ME).unwrap();
+    chattr(&f, FS_IMMUTABLE_FL);
+    let eperm = Err(Errno::EPERM);
+    // Truncation by name (truncate, O_TRUNC) is refused; through a file opened before
+    // the flag was set (ftruncate, FUSE's FATTR_FH) it is not, as on Linux.
+    assert_eq!(c.node_setattr(&f, &size(0)), eperm);
+    let by_file = SetAttr {
+        by_file: true,
+        ..size(0)
+    };
+    assert_eq!(c.node_setattr(&f, &by_file), Ok(()), "ftruncate's rule");
+    chattr(&f, 0);
+    c.file_write_at(&c.node_open(&f, libc::O_RDWR).unwrap(), b"abc", 0)
+        .unwrap();
+    chattr(&f, FS_IMMUTABLE_FL);
+    for a in [
+        SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        },
+        SetAttr {
+            uid: Some(0),
+            ..SetAttr::default()
+        },
+        SetAttr {
+            mtime: Some(SetTime::Now),
+            atime: Some(SetTime::Now),
+            ..SetAttr::default()
+        },
+        SetAttr {
+            mtime: Some(SetTime::At(Timespec { sec: 1, nsec: 0 })),
+            ..SetAttr::default()
+        },
+        SetAttr::default(), // chown(f, -1, -1)
+    ] {
+        assert_eq!(c.node_setattr(&f, &a), eperm, "{a:?}");
+    }
+    assert_eq!(c.node_open(&f, libc::O_WRONLY).map(|_| ()), eperm);
+    assert_eq!(
+        c.node_open(&f, libc::O_RDWR | libc::O_APPEND).map(|_| ()),
+        eperm
+    );
+    assert!(c.node_open(&f, libc::O_RDONLY).is_ok());
+    assert_eq!(c.node_link(&f, &root, b"h").map(|_| ()), eperm);
+    assert_eq!(c.node_unlink(&root, b"f"), eperm);
+    assert_eq!(c.node_rename(&root, b"f", &root, b"g", 0, ME), eperm);
+    assert_eq!(c.node_rename(&root, b"f", &d, b"f", 0, ME), eperm);
+    let st = f.stat();
+    assert_eq!((st.size, st.mode & 0o7777, st.nlink), (3, 0o644, 1));
+    chattr(&f, 0);
+    c.node_setattr(&f, &size(0)).unwrap();
+    c.node_unlink(&root, b"f").unwrap();
+}
+
+#[test]
+fn an_immutable_directory_gets_no_new_names_and_loses_none() {
+    use scalevfs_vfs::fileattr::FS_IMMUTABLE_FL;
+    let vfs = vfs();
+    let c = vfs.core();
+    let root = c.root_node();
+    let d = c.node_mkdir(&root, b"d", 0o755, ME).unwrap();
+    let (x, _) = c.node_create(&d, b"x", 0o644, libc::O_RDWR, ME).unwrap();
+    c.node_mkdir(&d, b"sub", 0o755, ME).unwrap();
+    let e = c.node_mkdir(&root, b"e", 0o755, ME).unwrap();
+    chattr(&d, FS_IMMUTABLE_FL);
+    let eperm = Err(Errno::EPERM);
+    let new = |r: scalevfs_vfs::SysResult<Node>| r.map(|_| ());
+    assert_eq!(
+        c.node_create(&d, b"new", 0o644, libc::O_RDWR, ME)
+            .map(|_| ()),
+        eperm
+    );
+    assert_eq!(
+        new(c.node_mknod(&d, b"n", libc::S_IFIFO | 0o644, 0, ME)),
+        eperm
+    );
+    assert_eq!(new(c.node_mkdir(&d, b"sub2", 0o755, ME)), eperm);
+    assert_eq!(new(c.node_symlink(&d, b"l", b"x", ME)), eperm);
+    assert_eq!(new(c.node_link(&x, &d, b"x2")), eperm);
+    assert_eq!(
+        c.node_tmpfile(&d, 0o644, libc::O_RDWR, ME).map(|_| ()),
+        eperm
+    );
+    assert_eq!(c.node_rename(&root, b"e", &d, b"e", 0, ME), eperm);
+    assert_eq!(c.node_unlink(&d, b"x"), eperm);
+    assert_eq!(c.node_rmdir(&d, b"sub"), eperm);
+    assert_eq!(c.node_rename(&d, b"x", &d, b"y", 0, ME), eperm);
+    assert_eq!(c.node_rename(&d, b"x", &e, b"x", 0, ME), eperm);
+    assert_eq!(c.node_rmdir(&root, b"d"), eperm);
+    // Its entries themselves are not immutable: a link elsewhere is fine.
+    c.node_link(&x, &e, b"x2").unwrap();
+    let mut n: Vec<_> = names(&vfs, &d).into_iter().map(|(n, _)| n).collect();
+    n.sort();
+    assert_eq!(n, [&b"."[..], b"..", b"sub", b"x"]);
+    chattr(&d, 0);
+    c.node_mkdir(&d, b"sub2", 0o755, ME).unwrap();
+}
+
+#[test]
+fn an_append_only_file_is_only_appended_to_through_the_handle_api() {
+    use scalevfs_vfs::fileattr::FS_APPEND_FL;
+    let vfs = vfs();
+    let c = vfs.core();
+    let root = c.root_node();
+    let (f, w) = c.node_create(&root, b"f", 0o644, libc::O_RDWR, ME).unwrap();
+    c.file_write_at(&w, b"abc", 0).unwrap();
+    chattr(&f, FS_APPEND_FL);
+    let eperm = Err(Errno::EPERM);
+    assert_eq!(c.node_open(&f, libc::O_WRONLY).map(|_| ()), eperm);
+    assert_eq!(c.node_open(&f, libc::O_RDWR).map(|_| ()), eperm);
+    assert!(c.node_open(&f, libc::O_RDONLY).is_ok());
+    let a = c.node_open(&f, libc::O_WRONLY | libc::O_APPEND).unwrap();
+    assert_eq!(c.file_write_at(&a, b"Z", 0), Ok(1));
+    // Truncation: by name (truncate, O_TRUNC) or through a file (ftruncate).
+    assert_eq!(c.node_setattr(&f, &size(0)), eperm);
+    let by_file = SetAttr {
+        by_file: true,
+        ..size(1)
+    };
+    assert_eq!(c.node_setattr(&f, &by_file), eperm);
+    assert_eq!(
+        c.node_setattr(
+            &f,
+            &SetAttr {
+                mode: Some(0o600),
+                ..SetAttr::default()
+            }
+        ),
+        eperm
+    );
+    // "Now" for both times is a write, which an append-only file allows.
+    let now = SetAttr {
+        atime: Some(SetTime::Now),
+        mtime: Some(SetTime::Now),
+        ..SetAttr::default()
+    };
+    assert_eq!(c.node_setattr(&f, &now), Ok(()));
+    assert_eq!(c.node_link(&f, &root, b"h").map(|_| ()), eperm);
+    assert_eq!(c.node_unlink(&root, b"f"), eperm);
+    assert_eq!(c.node_rename(&root, b"f", &root, b"g", 0, ME), eperm);
+    assert_eq!(f.stat().size, 4);
+    chattr(&f, 0);
+    c.node_setattr(&f, &size(0)).unwrap();
+}

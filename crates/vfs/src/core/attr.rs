@@ -230,9 +230,7 @@ impl VfsCore {
             return Err(Errno::EINVAL);
         }
         permission(inode, ctx.cred, MAY_WRITE)?;
-        if inode.is_append() {
-            return Err(Errno::EPERM);
-        }
+        perm::may_truncate(inode)?;
         self.do_truncate(ctx, inode, len, true)
     }
 

@@ -238,8 +238,8 @@ impl VfsCore {
         if !inode.is_reg() || !f.writable() {
             return Err(Errno::EINVAL);
         }
-        if len >= 0 && inode.is_append() {
-            return Err(Errno::EPERM);
+        if len >= 0 {
+            crate::perm::may_ftruncate(inode)?;
         }
         self.do_truncate(ctx, inode, len, true)
     }
