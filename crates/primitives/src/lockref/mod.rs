@@ -143,6 +143,7 @@ pub const DEAD: i32 = -128;
 /// fallback path is explored too without exploding the state space.
 #[cfg(not(loom))]
 pub const RETRIES: u32 = 100;
+/// Fast-path attempts before the lock, under loom: small, so the models reach the fallback.
 #[cfg(loom)]
 pub const RETRIES: u32 = 2;
 
