@@ -118,11 +118,13 @@ pub mod mounts;
 pub mod proto;
 mod server;
 mod tables;
+mod transport;
 
 use proto::abi::init;
-use proto::{Channel, MountConfig, Request, Session};
+use proto::{Channel, MountConfig, Session};
 pub use server::Stats;
 use server::{Dispatcher, Fs};
+pub use transport::{uring_precheck, Transport, TransportInUse, ENABLE_URING};
 
 /// Why a mount could not be set up: each is one line for the user (see `docs/fuse.md`).
 #[derive(Debug)]
@@ -231,6 +233,9 @@ pub struct MountOptions {
     /// never while requests keep coming, and nothing polls while idle. The `scalevfs`
     /// daemon gives freed memory back to the kernel here.
     pub on_idle: Option<fn()>,
+    /// How requests reach the server ([`Transport`]): with io_uring, one worker per CPU
+    /// queue serves requests (`threads` is then the `/dev/fuse` fallback's count).
+    pub transport: Transport,
 }
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
@@ -246,6 +251,7 @@ impl Default for MountOptions {
             auto_unmount: true,
             xattrs: true,
             on_idle: None,
+            transport: Transport::default(),
         }
     }
 }
@@ -267,6 +273,8 @@ pub struct Server {
     stopped: bool,
     /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
     sys: Option<(Arc<KernfsFs>, DemoTree)>,
+    /// Which transport serves the mount, and why not io_uring if not.
+    transport: TransportInUse,
     /// The connection (its first `/dev/fuse` fd, and `fusermount3` with `auto_unmount`).
     session: Session,
     /// The path the session was mounted through: disarmed by `stop`, and declared after
@@ -345,6 +353,12 @@ impl Server {
         if options.allow_other {
             mount_options.push("allow_other".into());
         }
+        // io_uring is asked for in INIT only where it can work (the kernel offers it
+        // only while `enable_uring` is on anyway).
+        let uring_check = match options.transport {
+            Transport::Dev => Err(None),
+            Transport::Auto | Transport::Uring => uring_precheck().map_err(Some),
+        };
         let config = MountConfig {
             options: mount_options,
             auto_unmount: options.auto_unmount,
@@ -361,7 +375,12 @@ impl Server {
                 | init::POSIX_LOCKS
                 | init::FLOCK_LOCKS
                 | init::DO_READDIRPLUS
-                | init::READDIRPLUS_AUTO,
+                | init::READDIRPLUS_AUTO
+                | if uring_check.is_ok() {
+                    init::OVER_IO_URING
+                } else {
+                    0
+                },
             // 128 KiB is Linux's default FUSE request size (max_pages 32); larger writes
             // arrive as several requests. Each worker's request buffer is this big.
             max_write: MAX_WRITE,
@@ -379,25 +398,23 @@ impl Server {
         // on top there is ours. Not stat(2): that would send GETATTR to a server with no
         // workers yet (`TopMount` asks the VFS only).
         let (mount_id, conn) = identify(&canonical).map_err(MountError::Mount)?;
-        // Every worker but the first reads from a clone of the connection's fd with its
-        // own processing queue (`FUSE_DEV_IOC_CLONE`); if cloning fails, it shares the
-        // first one (correct: the kernel's input queue is one for all anyway).
         let first = session.channel().clone();
-        let channels: Vec<Arc<Channel>> = (0..options.threads.max(1))
-            .map(|i| match i {
-                0 => first.clone(),
-                _ => first
-                    .try_clone_queue()
-                    .map(Arc::new)
-                    .unwrap_or_else(|_| first.clone()),
-            })
-            .collect();
+        let negotiated = session.negotiated();
+        // `Err(None)`: io_uring not asked for (`Transport::Dev`); `Err(Some(why))`: off.
+        let uring = match uring_check {
+            Err(why) => Err(why),
+            Ok(()) if negotiated.flags & init::OVER_IO_URING == 0 => {
+                Err(Some("INIT did not offer FUSE_OVER_IO_URING".to_string()))
+            }
+            Ok(()) => Ok(()),
+        };
+        let why_not_uring = uring.clone().err().flatten();
         let inner = Arc::new(Dispatcher {
             notifier: session.notifier(),
-            channels: channels.clone(),
+            channels: std::sync::OnceLock::new(),
+            uring: std::sync::atomic::AtomicBool::new(false),
             fs: Arc::new(Fs::new(vfs).with_xattrs(options.xattrs)),
         });
-        let max_write = session.negotiated().max_write;
         let mut server = Server {
             decoy,
             inner,
@@ -408,21 +425,120 @@ impl Server {
             conn,
             stopped: false,
             sys: None,
+            transport: TransportInUse::Dev { why_not_uring },
             session,
         };
         if let Some(hook) = options.on_idle {
             server.idle = Some(idle::IdleWatch::start(hook).map_err(MountError::Mount)?);
         }
+        // On any error below, dropping `server` unmounts and stops what runs.
+        let uring = uring.and_then(|()| {
+            server
+                .start_uring(&first, negotiated.max_write)
+                .map_err(|e| Some(e.to_string()))
+        });
+        match uring.err().flatten() {
+            None => {}
+            Some(why) if options.transport == Transport::Uring => {
+                return Err(MountError::Mount(io::Error::other(format!(
+                    "FUSE over io_uring is not available: {why}"
+                ))));
+            }
+            Some(why) => {
+                server.transport = TransportInUse::Dev {
+                    why_not_uring: (options.transport != Transport::Dev).then_some(why),
+                };
+            }
+        }
+        // `/dev/fuse` workers: all of them without io_uring; one with it, for what the
+        // kernel still sends there (INTERRUPT, FORGET). Every worker but the first reads
+        // from a clone of the connection's fd with its own processing queue
+        // (`FUSE_DEV_IOC_CLONE`); if cloning fails, it shares the first one (correct: the
+        // kernel's input queue is one for all anyway).
+        let dev_workers = if server.transport.is_uring() {
+            1
+        } else {
+            options.threads.max(1)
+        };
+        let channels: Vec<Arc<Channel>> = (0..dev_workers)
+            .map(|i| match i {
+                0 => first.clone(),
+                _ => first
+                    .try_clone_queue()
+                    .map(Arc::new)
+                    .unwrap_or_else(|_| first.clone()),
+            })
+            .collect();
+        // The workers' channels, for interrupts: set before any of them runs.
+        let _ = server.inner.channels.set(channels.clone());
         for (i, chan) in channels.into_iter().enumerate() {
             let inner = server.inner.clone();
             let idle = server.idle.as_ref().map(|(w, _)| w.clone());
             let w = std::thread::Builder::new()
                 .name(format!("fuse-worker-{i}"))
-                .spawn(move || worker(&inner, &chan, max_write, idle.as_deref()))
+                .spawn(move || {
+                    transport::dev_worker(&inner, &chan, negotiated.max_write, idle.as_deref())
+                })
                 .map_err(MountError::Mount)?; // Drop unmounts what is already running
             server.workers.push(w);
         }
         Ok(server)
+    }
+
+    /// Starts one io_uring worker per CPU queue and waits until each has registered its
+    /// entries; `Err` (with the first failure) if one could not. Those already serving
+    /// then stay until the connection ends: the kernel serves the mount through
+    /// `/dev/fuse` until every queue has an entry, which it never will.
+    fn start_uring(&mut self, dev: &Arc<Channel>, max_write: u32) -> io::Result<()> {
+        let queues = transport::possible_cpus();
+        let qids = u16::try_from(queues).map_err(|_| io::Error::other("too many CPUs"))?;
+        self.inner
+            .uring
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        for qid in 0..qids {
+            let inner = self.inner.clone();
+            let dev = dev.clone();
+            let idle = self.idle.as_ref().map(|(w, _)| w.clone());
+            let tx = tx.clone();
+            let w = std::thread::Builder::new()
+                .name(format!("fuse-ring-{qid}"))
+                .spawn(move || {
+                    transport::ring_worker(&inner, &dev, qid, max_write, idle.as_deref(), tx)
+                })?;
+            self.workers.push(w);
+        }
+        drop(tx);
+        let mut first_err = None;
+        for _ in 0..queues {
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(io::Error::other("an io_uring worker ended"));
+                }
+            }
+        }
+        match first_err {
+            Some(e) => {
+                self.inner
+                    .uring
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                Err(e)
+            }
+            None => {
+                self.transport = TransportInUse::Uring { queues };
+                Ok(())
+            }
+        }
+    }
+
+    /// Which transport serves the mount, and why not io_uring if not (the startup
+    /// line of `scalevfs mount`).
+    pub fn transport(&self) -> &TransportInUse {
+        &self.transport
     }
 
     /// The mount point, canonical.
@@ -546,37 +662,6 @@ fn join(w: JoinHandle<io::Result<()>>) -> io::Result<()> {
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.stop();
-    }
-}
-
-/// A worker: reads requests from `chan` into its own buffer and answers each.
-fn worker(
-    inner: &Arc<Dispatcher>,
-    chan: &Arc<Channel>,
-    max_write: u32,
-    idle: Option<&idle::IdleWatch>,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; proto::session::request_buffer_size(max_write)];
-    loop {
-        // ENODEV: the connection ended (abort or unmount).
-        let Some(msg) = chan.read(&mut buf)? else {
-            return Ok(());
-        };
-        match Request::parse(msg, chan) {
-            Some(req) => inner.dispatch(req),
-            // Shorter than its header says: answer EIO if there is a unique to answer
-            // (so the caller is not left waiting); without a header, nothing to answer.
-            None => {
-                if let Some(unique) = msg.get(8..16) {
-                    let unique = u64::from_ne_bytes(unique.try_into().expect("8 bytes"));
-                    let _ = chan.send(unique, -libc::EIO, &[]);
-                }
-                continue;
-            }
-        }
-        if let Some(w) = idle {
-            w.request_seen();
-        }
     }
 }
 
