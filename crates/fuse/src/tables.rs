@@ -454,4 +454,53 @@ mod tests {
         assert_eq!(table.remember(root.clone()), ROOT_ID);
         assert_eq!(table.counts(), (0, 0), "the root is not counted");
     }
+
+    /// An interrupt and its target's wait race from two threads, many times: whichever
+    /// comes first, the wait ends cancelled (found by the interrupt, or cancelled by its
+    /// own `insert` because the interrupt was remembered), and no wait is left counted.
+    #[test]
+    fn an_interrupt_racing_its_targets_wait_always_cancels_it() {
+        let waits = Arc::new(Waits::new());
+        let rounds = 2000u64;
+        for base in 0..4u64 {
+            let (w1, w2) = (waits.clone(), waits.clone());
+            let uniques: Vec<u64> = (0..rounds).map(|i| (base * rounds + i) * 2).collect();
+            let u2 = uniques.clone();
+            let waiter = std::thread::spawn(move || {
+                uniques
+                    .iter()
+                    .map(|&u| {
+                        let t = CancelToken::new();
+                        w1.insert(u, t.clone());
+                        t
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let interrupter = std::thread::spawn(move || {
+                for &u in &u2 {
+                    if let Some(t) = w2.interrupt_or_remember(u) {
+                        t.cancel();
+                    }
+                }
+            });
+            interrupter.join().unwrap();
+            let tokens = waiter.join().unwrap();
+            for (i, t) in tokens.iter().enumerate() {
+                assert!(
+                    t.is_cancelled(),
+                    "wait {i} of round {base} missed its interrupt"
+                );
+            }
+            assert_eq!(waits.len(), tokens.len());
+            for i in 0..rounds {
+                waits.finish((base * rounds + i) * 2);
+            }
+            assert_eq!(waits.len(), 0);
+        }
+        // A remembered interrupt whose target never waits is not a waiting request.
+        assert!(waits.interrupt_or_remember(1).is_none());
+        assert_eq!(waits.len(), 0);
+        waits.cancel_all();
+        assert!(waits.wait_idle(Duration::from_millis(10)));
+    }
 }

@@ -287,3 +287,61 @@ fuse_test! {
         server.unmount().unwrap();
     }
 }
+
+fuse_test! {
+    /// More lockers than a ring queue has entries wait on one CPU (so on one io_uring
+    /// queue); the holder's unlock, from that CPU too, still gets through (the queue
+    /// registers more entries while others are held), and every waiter then gets the
+    /// lock in turn.
+    fn more_waiters_on_one_cpu_than_ring_entries_still_let_the_holder_unlock() {
+        require_fuse!();
+        let (dir, server) = mount_lockme(2);
+        let path = dir.path().join("lockme");
+        let cpath = cpath(&path);
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU 0 is inside it; 0 is this
+        // thread (the forked children inherit the mask).
+        let pinned = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+        };
+        assert!(pinned, "pin to CPU 0: errno {}", errno());
+        let holder = open_rw(&path);
+        let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
+        fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+        const WAITERS: usize = 8;
+        let children: Vec<i32> = (0..WAITERS)
+            .map(|_| {
+                fork_child(|| {
+                    // SAFETY: a NUL-terminated path.
+                    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
+                    if fd < 0 {
+                        return 1;
+                    }
+                    let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
+                    if fcntl_lock(fd, libc::F_SETLKW, &mut fl).is_err() {
+                        return 2;
+                    }
+                    // SAFETY: closing our own descriptor (releases the lock).
+                    unsafe { libc::close(fd) };
+                    0
+                })
+            })
+            .collect();
+        wait_for(&server, "every child waiting", |s| s.waiting == WAITERS as u64);
+        let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
+        fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+        for pid in children {
+            assert_eq!(wait_child(pid), 0, "a waiter did not get the lock");
+        }
+        assert_eq!(server.stats().waiting, 0);
+        // SAFETY: a full cpu_set_t; 0 is this thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for cpu in 0..libc::CPU_SETSIZE as usize {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        }
+    }
+}

@@ -596,4 +596,36 @@ mod tests {
         d.send(8, -libc::EINTR).unwrap();
         assert_eq!(*mailbox.answers.lock(), [(3, 8, -libc::EINTR)]);
     }
+
+    /// Many threads post answers while one drains the mailbox each time its eventfd
+    /// reads non-zero, as the queue's thread does: every answer arrives exactly once.
+    #[test]
+    fn every_posted_answer_is_drained_once() {
+        let mailbox = Arc::new(Mailbox::new().unwrap());
+        let posters: Vec<_> = (0..4usize)
+            .map(|t| {
+                let m = mailbox.clone();
+                std::thread::spawn(move || {
+                    for i in 0..2000u64 {
+                        m.post(t, i, 0).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        while seen.len() < 4 * 2000 {
+            let mut n = 0u64;
+            // SAFETY: reads 8 bytes into a live u64 (blocks until a post wrote).
+            let r =
+                unsafe { libc::read(mailbox.eventfd.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+            assert_eq!(r, 8);
+            for (entry, unique, _) in std::mem::take(&mut *mailbox.answers.lock()) {
+                assert!(seen.insert((entry, unique)), "answer drained twice");
+            }
+        }
+        for p in posters {
+            p.join().unwrap();
+        }
+        assert!(mailbox.answers.lock().is_empty());
+    }
 }
