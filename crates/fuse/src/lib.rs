@@ -30,18 +30,36 @@
 //! again with the caller's credentials because the kernel passes a LISTXATTR answer
 //! through as is (`trusted.*` must be hidden here from callers who are not root).
 //!
-//! ## Threads
+//! ## Threads and transports
 //!
-//! `threads` workers each loop on a blocking read of their own `/dev/fuse` descriptor
-//! (the first the mount's, the others `FUSE_DEV_IOC_CLONE`s of it: one input queue for
-//! all, whose wait is exclusive, so one idle worker is woken per request; a processing
-//! queue each) into a buffer of their own, and end on `ENODEV`, which the abort at
-//! unmount guarantees. A reply goes to the descriptor its request came from. A request that has to *wait*
-//! (`FUSE_SETLKW` or a blocking flock that conflicts) never sleeps on a worker: it is tried
-//! without waiting first, and only if that conflicts is it moved to a thread of its own
-//! that sleeps in the lock manager on a [`CancelToken`](scalevfs_vfs::cancel::CancelToken).
-//! So workers stay free to read the `FUSE_INTERRUPT` that cancels it, and no number of
-//! blocked lockers can starve the mount.
+//! Requests reach the server one of two ways ([`Transport`], `transport.rs`):
+//!
+//! * **`/dev/fuse`**: `threads` workers each loop on a blocking read of their own
+//!   `/dev/fuse` descriptor (the first the mount's, the others `FUSE_DEV_IOC_CLONE`s of
+//!   it: one input queue for all, whose wait is exclusive, so one idle worker is woken
+//!   per request; a processing queue each) into a buffer of their own, and end on
+//!   `ENODEV`, which the abort at unmount guarantees. A reply goes to the descriptor its
+//!   request came from.
+//! * **io_uring** (`FUSE_OVER_IO_URING`, [`proto::uring`]): the kernel queues each
+//!   request on the queue of its caller's CPU; one worker per possible CPU, pinned to it,
+//!   registers entries (buffers) on that queue through its own ring and answers each
+//!   request with `COMMIT_AND_FETCH` on the entry it came in on. One `/dev/fuse` worker
+//!   still reads what the kernel sends there (INTERRUPT, FORGET, and everything until
+//!   every queue has an entry). The workers end when the connection's end fails their
+//!   commands.
+//!
+//! `Transport::Auto` takes io_uring when the fuse module's `enable_uring` is on (the
+//! server never sets it), io_uring is allowed, INIT offers it and every queue registers;
+//! [`Server::transport`] says which one serves and why not io_uring.
+//!
+//! A request that has to *wait* (`FUSE_SETLKW` or a blocking flock that conflicts) never
+//! sleeps on a worker: it is tried without waiting first, and only if that conflicts is
+//! it moved to a thread of its own that sleeps in the lock manager on a
+//! [`CancelToken`](scalevfs_vfs::cancel::CancelToken). So workers stay free to read the
+//! `FUSE_INTERRUPT` that cancels it, and no number of blocked lockers can starve the
+//! mount. Its answer goes back where the request came from: to its `/dev/fuse`
+//! descriptor, or, on io_uring, to its queue's mailbox, whose worker commits it on the
+//! entry the request holds (the queue registers more entries while too many are held).
 //!
 //! ## Interrupts
 //!
@@ -53,7 +71,9 @@
 //! the kernel queue it again if, and only if, the target is still pending: the libfuse
 //! rule. The kernel looks the target up in the processing queue of the descriptor the
 //! answer is written to, so the answer is offered to every worker's descriptor until one
-//! takes it.
+//! takes it. A request served through io_uring is in no descriptor's processing queue,
+//! so with io_uring an interrupt that finds no waiter is also remembered (for ten
+//! seconds; uniques are never reused) and cancels the wait its target publishes next.
 //!
 //! ## `/sys` and poll
 //!
@@ -97,12 +117,13 @@
 //! The shard mutexes of `tables` are leaves, never held while calling the VFS or writing
 //! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf; its poll
 //! registration mutex is taken before the kernfs open file's wait-queue lock (the waker
-//! that lock runs takes nothing of ours). Counters are
+//! that lock runs takes nothing of ours); an io_uring queue's mailbox mutex is a leaf
+//! too (its eventfd is written after it is released). Counters are
 //! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
 #![warn(missing_docs)]
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -113,6 +134,7 @@ use scalevfs::{Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, DemoTree};
 use scalevfs_kernfs::{Kernfs, KernfsFs};
 
+mod abort;
 mod idle;
 pub mod mounts;
 pub mod proto;
@@ -120,6 +142,7 @@ mod server;
 mod tables;
 mod transport;
 
+use abort::{abort_connection, Abort};
 use proto::abi::init;
 use proto::{Channel, MountConfig, Session};
 pub use server::Stats;
@@ -675,110 +698,5 @@ fn identify(mountpoint: &Path) -> io::Result<(u64, u32)> {
             "the mount on top of {} right after mounting is not a FUSE mount",
             mountpoint.display()
         ))),
-    }
-}
-
-/// What [`abort_connection`] did.
-#[derive(Debug, PartialEq, Eq)]
-enum Abort {
-    /// Aborted: pending requests fail, the workers' reads return `ENODEV`.
-    Done,
-    /// The connection had ended already.
-    Gone,
-    /// fusectl is not mounted and we may not mount it (only root may): the abort is
-    /// best-effort. The detach alone ends the connection at once if nothing is open on
-    /// the mount; otherwise the kernel ends it when the last file on the detached mount
-    /// is closed, or when this process exits and closes `/dev/fuse`.
-    NotPermitted,
-}
-
-const FUSECTL: &str = "/sys/fs/fuse/connections";
-
-/// Writes to the connection's `abort` file in fusectl (mounting fusectl if it is not):
-/// pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`.
-fn abort_connection(conn: u32) -> io::Result<Abort> {
-    abort_in(Path::new(FUSECTL), conn, fusectl_mounted, || {
-        let c = |s: &str| CString::new(s).expect("no NUL");
-        let (src, dir, ty) = (c("fusectl"), c(FUSECTL), c("fusectl"));
-        // SAFETY: all pointers are valid NUL-terminated strings for the call; no data.
-        let r =
-            unsafe { libc::mount(src.as_ptr(), dir.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    })
-}
-
-fn fusectl_mounted() -> io::Result<bool> {
-    Ok(std::fs::read_to_string("/proc/self/mounts")?
-        .lines()
-        .any(|l| l.split(' ').nth(2) == Some("fusectl")))
-}
-
-/// [`abort_connection`] with fusectl at `dir`, and how to tell whether it is mounted and
-/// to mount it.
-fn abort_in(
-    dir: &Path,
-    conn: u32,
-    mounted: impl FnOnce() -> io::Result<bool>,
-    mount: impl FnOnce() -> io::Result<()>,
-) -> io::Result<Abort> {
-    let abort = dir.join(conn.to_string()).join("abort");
-    if !abort.exists() {
-        if mounted()? {
-            return Ok(Abort::Gone);
-        }
-        match mount() {
-            Ok(()) => {}
-            // Someone mounted it meanwhile.
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            // Not root: see `Abort::NotPermitted`.
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Abort::NotPermitted),
-            Err(e) => return Err(e),
-        }
-        if !abort.exists() {
-            return Ok(Abort::Gone);
-        }
-    }
-    // The directory goes when the superblock dies: an unmount from outside may finish
-    // between the check above and this write, and then the connection is gone already.
-    match std::fs::write(&abort, b"1") {
-        Ok(()) => Ok(Abort::Done),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Abort::Gone),
-        Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The abort's outcomes without fusectl: a non-root user's `EPERM` from mounting
-    /// fusectl is not a failure (the unmount then succeeds on the detach alone).
-    #[test]
-    fn abort_without_fusectl_is_best_effort_for_non_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = |n| move || Err(io::Error::from_raw_os_error(n));
-        let no = || Ok(false);
-        let r = abort_in(dir.path(), 7, no, err(libc::EPERM));
-        assert_eq!(r.unwrap(), Abort::NotPermitted);
-        let r = abort_in(dir.path(), 7, no, err(libc::ENODEV));
-        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENODEV));
-        let r = abort_in(dir.path(), 7, || Ok(true), || unreachable!());
-        assert_eq!(
-            r.unwrap(),
-            Abort::Gone,
-            "fusectl mounted, no such connection"
-        );
-        let r = abort_in(dir.path(), 7, no, || Ok(()));
-        assert_eq!(r.unwrap(), Abort::Gone, "mounted now, no such connection");
-        let conn = dir.path().join("7");
-        std::fs::create_dir(&conn).unwrap();
-        std::fs::write(conn.join("abort"), b"").unwrap();
-        let r = abort_in(dir.path(), 7, || unreachable!(), || unreachable!());
-        assert_eq!(r.unwrap(), Abort::Done);
-        assert_eq!(std::fs::read(conn.join("abort")).unwrap(), b"1");
     }
 }
