@@ -34,7 +34,9 @@
 //!
 //! When the connection ends (abort or unmount), every command fails: pending ones
 //! complete with an error, later commits fail at once. [`RingQueue::run`] returns when
-//! every entry it does not hold for a later answer has failed. Entry buffers are freed
+//! every entry it does not hold for a later answer has failed. (A commit refused while
+//! the connection lives, its request gone, costs the kernel that entry: the queue
+//! registers another in its place.) Entry buffers are freed
 //! only once the ring is closed and every entry has been seen failing (the kernel no
 //! longer writes to them); otherwise they are leaked rather than risk a late write.
 
@@ -177,6 +179,8 @@ struct EntryBufs {
     iov: [libc::iovec; 2],
     held: bool,
     failed: bool,
+    /// It has carried a request (so a failure of it is not a refused registration).
+    used: bool,
 }
 
 fn alloc(len: usize) -> *mut u8 {
@@ -210,6 +214,7 @@ impl EntryBufs {
             ],
             held: false,
             failed: false,
+            used: false,
         })
     }
 }
@@ -393,6 +398,8 @@ impl RingQueue {
     /// Serves requests with `serve` until the connection ends.
     pub fn run(&mut self, mut serve: impl FnMut(Request<'_>)) -> io::Result<()> {
         let mut done = Vec::new();
+        // A command failed because the connection is over.
+        let mut ended = false;
         loop {
             match self.ring.submit_and_wait(1) {
                 Ok(_) => {}
@@ -409,15 +416,22 @@ impl RingQueue {
                 }
                 let idx = user_data as usize;
                 if result < 0 {
-                    // The connection ended (or the ring is being torn down).
-                    self.entries[idx].failed = true;
+                    let e = &mut self.entries[idx];
+                    e.failed = true;
+                    if connection_ended(-result) {
+                        ended = true;
+                    } else if e.used && !ended {
+                        // A commit the kernel refused (its request was gone): the
+                        // entry is lost to the kernel, so the queue gets another.
+                        self.add_entry()?;
+                    }
                     continue;
                 }
+                self.entries[idx].used = true;
                 self.serve_entry(idx, &mut serve)?;
             }
-            if self.entries.iter().all(|e| e.failed || e.held)
-                && self.entries.iter().any(|e| e.failed)
-            {
+            let serving = self.entries.iter().any(|e| !e.failed && !e.held);
+            if !serving && (ended || self.entries.iter().all(|e| e.failed)) {
                 return Ok(());
             }
         }
@@ -479,6 +493,16 @@ impl RingQueue {
         *self.slot.data.borrow_mut() = data;
         r
     }
+}
+
+/// Whether a command's error means the connection (or its ring) is over: the abort or
+/// unmount (`ENOTCONN`, `ECONNABORTED`), the ring's cancellation (`ECANCELED`), or an
+/// io_uring refusal that will not change (`EOPNOTSUPP`, `EINVAL`).
+fn connection_ended(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ENOTCONN | libc::ECONNABORTED | libc::ECANCELED | libc::EOPNOTSUPP | libc::EINVAL
+    )
 }
 
 /// The header, first argument and other arguments of the request in an entry's buffers;
