@@ -75,7 +75,8 @@ pub struct MountArgs {
     /// default).
     #[arg(long, value_name = "N")]
     pub inodes: Option<u64>,
-    /// Threads serving FUSE requests (default: the number of CPUs).
+    /// Threads serving FUSE requests through /dev/fuse (default: the number of CPUs);
+    /// with io_uring (--transport) one thread per CPU serves instead.
     #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
     /// Mount the kernfs demo tree at /sys inside the mount.

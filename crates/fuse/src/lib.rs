@@ -233,7 +233,8 @@ pub const MAX_WRITE: u32 = 128 * 1024;
 /// What `scalevfs mount` asks of a mount (its command-line options).
 #[derive(Clone, Debug)]
 pub struct MountOptions {
-    /// Worker threads reading requests (at least 1).
+    /// Worker threads reading requests from `/dev/fuse` (at least 1); with io_uring one
+    /// worker per CPU queue serves instead, and one reads `/dev/fuse`.
     pub threads: usize,
     /// tmpfs `size=` in bytes (`None`: unlimited).
     pub size_limit: Option<u64>,

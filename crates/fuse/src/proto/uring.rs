@@ -235,6 +235,8 @@ pub struct RingQueue {
     /// The eventfd read's buffer (the kernel writes it while the read is in flight).
     counter: Box<u64>,
     slot: Slot,
+    /// Completions seen while registering, served first by `run`.
+    early: Vec<(u64, i32)>,
 }
 
 impl RingQueue {
@@ -276,20 +278,30 @@ impl RingQueue {
             },
             mailbox,
             counter: Box::new(0),
+            early: Vec::new(),
         };
         for _ in 0..ENTRIES_PER_QUEUE {
             q.add_entry()?;
         }
         q.arm_mailbox()?;
         q.ring.submit()?;
-        // A refused command completes at once (its issue runs inside the submit).
+        // A refused command completes at once (its issue runs inside the submit). A
+        // request may already have completed another entry (the ring is ready once
+        // every queue has an entry): kept for `run`.
         let mut failure = None;
-        for cqe in q.ring.completion() {
-            if cqe.result() < 0 && failure.is_none() {
-                failure = Some(io::Error::from_raw_os_error(-cqe.result()));
-            }
-            if let Some(e) = q.entries.get_mut(cqe.user_data() as usize) {
-                e.failed = true;
+        let completed: Vec<(u64, i32)> = q
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (user_data, result) in completed {
+            if result < 0 {
+                failure.get_or_insert(io::Error::from_raw_os_error(-result));
+                if let Some(e) = q.entries.get_mut(user_data as usize) {
+                    e.failed = true;
+                }
+            } else {
+                q.early.push((user_data, result));
             }
         }
         match failure {
@@ -400,14 +412,19 @@ impl RingQueue {
         let mut done = Vec::new();
         // A command failed because the connection is over.
         let mut ended = false;
+        let mut early = std::mem::take(&mut self.early);
         loop {
-            match self.ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => return Err(e),
-            }
             done.clear();
+            if early.is_empty() {
+                match self.ring.submit_and_wait(1) {
+                    Ok(_) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                    Err(e) => return Err(e),
+                }
+            } else {
+                done.append(&mut early);
+            }
             done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
             for &(user_data, result) in &done {
                 if user_data == MAILBOX {
