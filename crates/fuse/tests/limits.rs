@@ -3,7 +3,10 @@
 mod common;
 use common::*;
 
+use std::fs::File;
+use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::path::Path;
 
 fuse_test! {
     /// On tmpfs the store that crosses the limit raises SIGBUS. Through FUSE the store lands
@@ -71,5 +74,87 @@ fuse_test! {
         );
         assert!(written as u64 <= limit, "no more than the limit: {written}");
         drop(server);
+    }
+}
+
+/// Waits (10 s at most) until `statfs` of `p` satisfies `cond`.
+fn wait_for_statfs(p: &Path, what: &str, cond: impl Fn(&libc::statfs) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let s = statfs_of(p);
+        if cond(&s) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}: f_bfree {} f_ffree {}",
+            s.f_bfree,
+            s.f_ffree
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// `statfs(2)` on the mount.
+fn statfs_of(p: &Path) -> libc::statfs {
+    let c = cpath(p);
+    // SAFETY: zeroed statfs is valid; the path is NUL-terminated.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut s) }, 0);
+    s
+}
+
+fuse_test! {
+    /// `MountOptions::size_limit` and `inode_limit` (`--size`, `--inodes`) as a program on
+    /// the mount sees them: `statfs` reports them, and writes and creations beyond them fail
+    /// with `ENOSPC`, as on a tmpfs mounted with `size=` and `nr_inodes=`.
+    fn size_and_inode_limits_are_seen_through_the_mount() {
+        require_fuse!();
+        let dir = tempfile::tempdir().unwrap();
+        let opts = scalevfs_fuse::MountOptions {
+            size_limit: Some(1 << 20),
+            inode_limit: Some(16),
+            ..options(2)
+        };
+        let server = mount_with(dir.path(), &opts).unwrap();
+        let root = dir.path().to_owned();
+        let s = statfs_of(&root);
+        assert_eq!((s.f_bsize, s.f_blocks, s.f_bfree), (4096, 256, 256));
+        assert_eq!((s.f_files, s.f_ffree), (16, 15), "the root is one inode");
+        // Data: 2 MiB do not fit in 1 MiB.
+        let mut f = File::create(root.join("big")).unwrap();
+        let e = f.write_all(&vec![7u8; 2 << 20]).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+        drop(f);
+        let len = std::fs::metadata(root.join("big")).unwrap().len();
+        assert!(len > 0 && len <= 1 << 20, "{len}");
+        assert_eq!(statfs_of(&root).f_bfree, 256 - len.div_ceil(4096));
+        // The unlinked file's pages go when its last reference does: the kernel's FORGET
+        // (and RELEASE, after close) arrive in the background, as an open unlinked file keeps
+        // its pages on tmpfs.
+        std::fs::remove_file(root.join("big")).unwrap();
+        wait_for_statfs(&root, "the unlinked file's pages freed", |s| {
+            s.f_bfree == 256
+        });
+        // Inodes: 15 more, then ENOSPC for files and directories alike.
+        for i in 0..15 {
+            std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
+        }
+        assert_eq!(statfs_of(&root).f_ffree, 0);
+        assert_eq!(
+            errno_of(std::fs::write(root.join("one-more"), b"x")),
+            libc::ENOSPC
+        );
+        assert_eq!(
+            errno_of(std::fs::create_dir(root.join("dir"))),
+            libc::ENOSPC
+        );
+        // As above: f0's inode is freed once the kernel has released and forgotten it.
+        std::fs::remove_file(root.join("f0")).unwrap();
+        wait_for_statfs(&root, "f0's inode freed", |s| s.f_ffree == 1);
+        std::fs::create_dir(root.join("dir")).unwrap();
+        wait_for(&server, "every file released", |s| s.open_files == 0);
+        server.unmount().unwrap();
     }
 }

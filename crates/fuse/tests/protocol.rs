@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 
+use std::fs::File;
 use std::os::fd::AsRawFd;
 
 use scalevfs_fuse::proto::abi::init;
@@ -244,5 +245,56 @@ fuse_test! {
             .unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"");
         server.unmount().unwrap();
+    }
+}
+
+fuse_test! {
+    /// `copy_file_range(2)` through the mount reaches the server as COPY_FILE_RANGE (one
+    /// request instead of the kernel's read/write fallback) and copies every byte, at the
+    /// offsets and positions the caller gave, as on host tmpfs.
+    fn copy_file_range_is_done_by_the_server() {
+        require_fuse!();
+        let (dir, server) = mount(2);
+        let host = tempfile::tempdir_in("/dev/shm").unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let mut results = Vec::new();
+        for base in [dir.path(), host.path()] {
+            std::fs::write(base.join("src"), &data).unwrap();
+            let src = File::open(base.join("src")).unwrap();
+            let dst = File::create(base.join("dst")).unwrap();
+            let (mut off_in, mut off_out) = (1000i64, 10i64);
+            // SAFETY: two open descriptors and two live offsets.
+            let n = unsafe {
+                libc::copy_file_range(
+                    src.as_raw_fd(),
+                    &mut off_in,
+                    dst.as_raw_fd(),
+                    &mut off_out,
+                    250_000,
+                    0,
+                )
+            };
+            assert!(
+                n >= 0,
+                "copy_file_range in {}: errno {}",
+                base.display(),
+                errno()
+            );
+            drop((src, dst));
+            let copied = std::fs::read(base.join("dst")).unwrap();
+            results.push((n, off_in, off_out, copied));
+        }
+        assert_eq!(results[0].0, 250_000);
+        assert!(results[0] == results[1], "FUSE mount vs host tmpfs");
+        assert_eq!(&results[0].3[10..], &data[1000..251_000]);
+        assert!(
+            server.stats().copy_requests >= 1,
+            "the kernel fell back to read/write"
+        );
+        wait_for(&server, "every file released", |s| s.open_files == 0);
+        // The test holds no reference to the VFS: unmounting drops it with the server, after
+        // the server's node and file tables (their dentries and inodes), so nothing leaks.
+        server.unmount().unwrap();
+        assert_eq!(scalevfs_vfs::core::leaked_cores(), 0);
     }
 }
