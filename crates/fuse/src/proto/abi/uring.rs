@@ -2,7 +2,7 @@
 //! 7.42 and later): the commands a server submits as `IORING_OP_URING_CMD` on a
 //! `/dev/fuse` descriptor, and the buffers each ring entry registers.
 //!
-//! A ring entry is two buffers the server owns: a [`ReqHeader`] and a payload buffer of
+//! A ring entry is two buffers the server owns: a `ReqHeader` and a payload buffer of
 //! at least the ring's `max_payload_sz` (the largest of 8 KiB, `max_write` and
 //! `max_pages` pages). `REGISTER` hands them to the kernel (the SQE's `addr` points at an
 //! array of two iovecs, `len` is 2); the command completes when a request has been copied
