@@ -56,8 +56,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use clap::builder::RangedU64ValueParser;
-use clap::Args;
-use scalevfs_fuse::{mounts, MountOptions, Server};
+use clap::{Args, ValueEnum};
+use scalevfs_fuse::{mounts, MountOptions, Server, Transport};
 
 /// Marks the lines the daemon child writes for its parent (mixed on the same pipe with
 /// whatever `fusermount3` prints).
@@ -75,7 +75,8 @@ pub struct MountArgs {
     /// default).
     #[arg(long, value_name = "N")]
     pub inodes: Option<u64>,
-    /// Threads serving FUSE requests (default: the number of CPUs).
+    /// Threads serving FUSE requests through /dev/fuse (default: the number of CPUs);
+    /// with io_uring (--transport) one thread per CPU serves instead.
     #[arg(long, value_name = "N", value_parser = RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
     /// Mount the kernfs demo tree at /sys inside the mount.
@@ -92,6 +93,34 @@ pub struct MountArgs {
     /// stops asking for security.capability before every write: faster small writes.
     #[arg(long)]
     pub no_xattr: bool,
+    /// How requests reach the server: `uring` serves each CPU's requests on that CPU
+    /// through io_uring (needs the fuse module's enable_uring parameter set to Y before
+    /// mounting; the mount fails if it cannot), `dev` reads /dev/fuse with --threads
+    /// workers, `auto` takes io_uring when the kernel offers it. The "mounted" line says
+    /// which one serves, and why not io_uring.
+    #[arg(long, value_enum, default_value_t = TransportArg::Auto)]
+    pub transport: TransportArg,
+}
+
+/// `--transport` (see [`scalevfs_fuse::Transport`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// io_uring when the kernel offers it, else /dev/fuse.
+    Auto,
+    /// FUSE over io_uring, one queue per CPU.
+    Uring,
+    /// /dev/fuse read by worker threads.
+    Dev,
+}
+
+impl From<TransportArg> for Transport {
+    fn from(t: TransportArg) -> Transport {
+        match t {
+            TransportArg::Auto => Transport::Auto,
+            TransportArg::Uring => Transport::Uring,
+            TransportArg::Dev => Transport::Dev,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -130,6 +159,7 @@ impl MountArgs {
             inode_limit: self.inodes.filter(|&n| n != 0),
             sys: self.sys,
             allow_other: self.allow_other,
+            transport: self.transport.into(),
             // A daemon keeps fusermount3's watchdog, which unmounts if the daemon dies; in
             // the foreground the user sees the process (and the watchdog would complain
             // on stderr after our own clean unmount).
@@ -195,8 +225,9 @@ fn parent_wait(path: &Path, child: libc::pid_t, read_end: OwnedFd) -> Result<(),
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches('\n');
         match text.strip_prefix(TOKEN) {
-            Some("mounted") => {
-                println!("mounted {} (daemon pid {child})", path.display());
+            Some(m) if m.starts_with("mounted") => {
+                let how = m.strip_prefix("mounted ").unwrap_or("");
+                println!("mounted {} (daemon pid {child}, {how})", path.display());
                 return Ok(());
             }
             Some(error) => {
@@ -248,8 +279,8 @@ fn daemon_child(path: &Path, options: &MountOptions, to_parent: OwnedFd) -> Resu
         // One write(2) of one line, so it cannot interleave with fusermount3's output.
         let _ = std::io::stderr().write_all(format!("{TOKEN}{msg}\n").as_bytes());
     };
-    let mounted = || {
-        report("mounted");
+    let mounted = |how: &str| {
+        report(&format!("mounted {how}"));
         // Nobody reads our stderr any more: let go of the parent's pipe (and so of the
         // caller's terminal or pipes), and make later writes succeed into /dev/null.
         // SAFETY: dup2 of an open fd onto fd 2.
@@ -281,12 +312,17 @@ fn log_error(msg: &str) {
 }
 
 /// Mounts, says so, waits for a signal or for the mount to disappear, unmounts.
-fn serve(path: &Path, options: &MountOptions, mounted: Option<&dyn Fn()>) -> Result<(), String> {
+fn serve(
+    path: &Path,
+    options: &MountOptions,
+    mounted: Option<&dyn Fn(&str)>,
+) -> Result<(), String> {
     let signals = SignalFd::block_int_term()?;
     let server = Server::mount_with(path, options).map_err(|e| e.to_string())?;
+    let how = server.transport().to_string();
     match mounted {
-        Some(f) => f(),
-        None => println!("mounted {}", path.display()),
+        Some(f) => f(&how),
+        None => println!("mounted {} ({how})", path.display()),
     }
     let why = wait_for_end(&signals, server.mount_id())?;
     let result = server.unmount().map_err(|e| format!("unmount failed: {e}"));
@@ -467,6 +503,7 @@ mod tests {
             allow_other: false,
             foreground: true,
             no_xattr: true,
+            transport: TransportArg::Uring,
         };
         let o = a.options();
         assert_eq!(
@@ -476,9 +513,10 @@ mod tests {
                 o.inode_limit,
                 o.sys,
                 o.auto_unmount,
-                o.xattrs
+                o.xattrs,
+                o.transport
             ),
-            (3, None, Some(7), true, false, false)
+            (3, None, Some(7), true, false, false, Transport::Uring)
         );
     }
 }

@@ -11,6 +11,8 @@
 
 mod common;
 use common::*;
+#[path = "../../fuse/tests/common/uring_guard.rs"]
+mod uring_guard;
 
 use std::ffi::CString;
 use std::fs::File;
@@ -273,7 +275,10 @@ fn foreground_ends_on(sig: i32, test: &str, allow_other: bool) {
     }
     let mut r = spawn(&args, None).unwrap();
     let line = r.wait_for_line("mounted ");
-    assert_eq!(line, format!("mounted {}", mp.arg()));
+    assert!(
+        line.starts_with(&format!("mounted {} (transport ", mp.arg())),
+        "{line}"
+    );
     assert!(is_mounted(&mp.path()));
     let opts = super_options(&mp.path());
     assert_eq!(
@@ -293,6 +298,42 @@ fn foreground_ends_on(sig: i32, test: &str, allow_other: bool) {
         out.stdout
     );
     assert!(!is_mounted(&mp.path()), "unmounted once the process exited");
+}
+
+/// `--transport uring` serves through io_uring (the fuse module's `enable_uring` held on
+/// meanwhile) and says so; `--transport dev` says it reads /dev/fuse, with no reason.
+#[test]
+fn transport_option_picks_and_reports_the_transport() {
+    let Some((_g, mp)) = mount_test("transport_option_picks_and_reports_the_transport") else {
+        return;
+    };
+    let arg = mp.arg();
+    let f = mp.path().join("f");
+    for (transport, expect) in [
+        ("dev", "(transport /dev/fuse)".to_string()),
+        ("uring", "(transport io_uring, ".to_string()),
+    ] {
+        let _uring = match transport {
+            "uring" => match uring_guard::EnableUring::acquire() {
+                Ok(g) => Some(g),
+                Err(why) => return skip("transport_option_picks_and_reports_the_transport", &why),
+            },
+            _ => None,
+        };
+        let args = ["mount", "--foreground", "--transport", transport, &arg];
+        let mut r = spawn(&args, None).unwrap();
+        let line = r.wait_for_line("mounted ");
+        assert!(
+            line.starts_with(&format!("mounted {arg} {expect}")),
+            "{line}"
+        );
+        std::fs::write(&f, b"through the mount").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"through the mount");
+        r.signal(libc::SIGTERM);
+        let out = r.finish();
+        assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+        assert!(!is_mounted(&mp.path()));
+    }
 }
 
 #[test]
@@ -484,7 +525,11 @@ fn nonroot_mount_without_fusectl_ends_cleanly_on_sigterm() {
         Err(e) => return skip(TEST, &format!("no private mount namespace: {e}")),
     };
     // The mount lives in the daemon's own mount namespace: we only see what it says.
-    assert_eq!(r.wait_for_line("mounted "), format!("mounted {arg}"));
+    let line = r.wait_for_line("mounted ");
+    assert!(
+        line.starts_with(&format!("mounted {arg} (transport ")),
+        "{line}"
+    );
     r.signal(libc::SIGTERM);
     let out = r.finish();
     assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);

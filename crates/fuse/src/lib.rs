@@ -30,18 +30,36 @@
 //! again with the caller's credentials because the kernel passes a LISTXATTR answer
 //! through as is (`trusted.*` must be hidden here from callers who are not root).
 //!
-//! ## Threads
+//! ## Threads and transports
 //!
-//! `threads` workers each loop on a blocking read of their own `/dev/fuse` descriptor
-//! (the first the mount's, the others `FUSE_DEV_IOC_CLONE`s of it: one input queue for
-//! all, whose wait is exclusive, so one idle worker is woken per request; a processing
-//! queue each) into a buffer of their own, and end on `ENODEV`, which the abort at
-//! unmount guarantees. A reply goes to the descriptor its request came from. A request that has to *wait*
-//! (`FUSE_SETLKW` or a blocking flock that conflicts) never sleeps on a worker: it is tried
-//! without waiting first, and only if that conflicts is it moved to a thread of its own
-//! that sleeps in the lock manager on a [`CancelToken`](scalevfs_vfs::cancel::CancelToken).
-//! So workers stay free to read the `FUSE_INTERRUPT` that cancels it, and no number of
-//! blocked lockers can starve the mount.
+//! Requests reach the server one of two ways ([`Transport`], `transport.rs`):
+//!
+//! * **`/dev/fuse`**: `threads` workers each loop on a blocking read of their own
+//!   `/dev/fuse` descriptor (the first the mount's, the others `FUSE_DEV_IOC_CLONE`s of
+//!   it: one input queue for all, whose wait is exclusive, so one idle worker is woken
+//!   per request; a processing queue each) into a buffer of their own, and end on
+//!   `ENODEV`, which the abort at unmount guarantees. A reply goes to the descriptor its
+//!   request came from.
+//! * **io_uring** (`FUSE_OVER_IO_URING`, [`proto::uring`]): the kernel queues each
+//!   request on the queue of its caller's CPU; one worker per possible CPU, pinned to it,
+//!   registers entries (buffers) on that queue through its own ring and answers each
+//!   request with `COMMIT_AND_FETCH` on the entry it came in on. One `/dev/fuse` worker
+//!   still reads what the kernel sends there (INTERRUPT, FORGET, and everything until
+//!   every queue has an entry). The workers end when the connection's end fails their
+//!   commands.
+//!
+//! `Transport::Auto` takes io_uring when the fuse module's `enable_uring` is on (the
+//! server never sets it), io_uring is allowed, INIT offers it and every queue registers;
+//! [`Server::transport`] says which one serves and why not io_uring.
+//!
+//! A request that has to *wait* (`FUSE_SETLKW` or a blocking flock that conflicts) never
+//! sleeps on a worker: it is tried without waiting first, and only if that conflicts is
+//! it moved to a thread of its own that sleeps in the lock manager on a
+//! [`CancelToken`](scalevfs_vfs::cancel::CancelToken). So workers stay free to read the
+//! `FUSE_INTERRUPT` that cancels it, and no number of blocked lockers can starve the
+//! mount. Its answer goes back where the request came from: to its `/dev/fuse`
+//! descriptor, or, on io_uring, to its queue's mailbox, whose worker commits it on the
+//! entry the request holds (the queue registers more entries while too many are held).
 //!
 //! ## Interrupts
 //!
@@ -53,7 +71,9 @@
 //! the kernel queue it again if, and only if, the target is still pending: the libfuse
 //! rule. The kernel looks the target up in the processing queue of the descriptor the
 //! answer is written to, so the answer is offered to every worker's descriptor until one
-//! takes it.
+//! takes it. A request served through io_uring is in no descriptor's processing queue,
+//! so with io_uring an interrupt that finds no waiter is also remembered (for ten
+//! seconds; uniques are never reused) and cancels the wait its target publishes next.
 //!
 //! ## `/sys` and poll
 //!
@@ -97,12 +117,13 @@
 //! The shard mutexes of `tables` are leaves, never held while calling the VFS or writing
 //! to `/dev/fuse`; a handle's owner set has its own mutex, also a leaf; its poll
 //! registration mutex is taken before the kernfs open file's wait-queue lock (the waker
-//! that lock runs takes nothing of ours). Counters are
+//! that lock runs takes nothing of ours); an io_uring queue's mailbox mutex is a leaf
+//! too (its eventfd is written after it is released). Counters are
 //! statistics, sharded per CPU (`Relaxed`: they order nothing).
 
 #![warn(missing_docs)]
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -113,16 +134,20 @@ use scalevfs::{Vfs, VfsOptions};
 use scalevfs_kernfs::demo::{demo_tree, DemoTree};
 use scalevfs_kernfs::{Kernfs, KernfsFs};
 
+mod abort;
 mod idle;
 pub mod mounts;
 pub mod proto;
 mod server;
 mod tables;
+mod transport;
 
+use abort::{abort_connection, Abort};
 use proto::abi::init;
-use proto::{Channel, MountConfig, Request, Session};
+use proto::{Channel, MountConfig, Session};
 pub use server::Stats;
 use server::{Dispatcher, Fs};
+pub use transport::{uring_precheck, Transport, TransportInUse, ENABLE_URING};
 
 /// Why a mount could not be set up: each is one line for the user (see `docs/fuse.md`).
 #[derive(Debug)]
@@ -208,7 +233,8 @@ pub const MAX_WRITE: u32 = 128 * 1024;
 /// What `scalevfs mount` asks of a mount (its command-line options).
 #[derive(Clone, Debug)]
 pub struct MountOptions {
-    /// Worker threads reading requests (at least 1).
+    /// Worker threads reading requests from `/dev/fuse` (at least 1); with io_uring one
+    /// worker per CPU queue serves instead, and one reads `/dev/fuse`.
     pub threads: usize,
     /// tmpfs `size=` in bytes (`None`: unlimited).
     pub size_limit: Option<u64>,
@@ -231,6 +257,9 @@ pub struct MountOptions {
     /// never while requests keep coming, and nothing polls while idle. The `scalevfs`
     /// daemon gives freed memory back to the kernel here.
     pub on_idle: Option<fn()>,
+    /// How requests reach the server ([`Transport`]): with io_uring, one worker per CPU
+    /// queue serves requests (`threads` is then the `/dev/fuse` fallback's count).
+    pub transport: Transport,
 }
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
@@ -246,6 +275,7 @@ impl Default for MountOptions {
             auto_unmount: true,
             xattrs: true,
             on_idle: None,
+            transport: Transport::default(),
         }
     }
 }
@@ -267,6 +297,8 @@ pub struct Server {
     stopped: bool,
     /// The kernfs mounted at `/sys` inside, and its demo tree's nodes.
     sys: Option<(Arc<KernfsFs>, DemoTree)>,
+    /// Which transport serves the mount, and why not io_uring if not.
+    transport: TransportInUse,
     /// The connection (its first `/dev/fuse` fd, and `fusermount3` with `auto_unmount`).
     session: Session,
     /// The path the session was mounted through: disarmed by `stop`, and declared after
@@ -345,6 +377,12 @@ impl Server {
         if options.allow_other {
             mount_options.push("allow_other".into());
         }
+        // io_uring is asked for in INIT only where it can work (the kernel offers it
+        // only while `enable_uring` is on anyway).
+        let uring_check = match options.transport {
+            Transport::Dev => Err(None),
+            Transport::Auto | Transport::Uring => uring_precheck().map_err(Some),
+        };
         let config = MountConfig {
             options: mount_options,
             auto_unmount: options.auto_unmount,
@@ -361,7 +399,12 @@ impl Server {
                 | init::POSIX_LOCKS
                 | init::FLOCK_LOCKS
                 | init::DO_READDIRPLUS
-                | init::READDIRPLUS_AUTO,
+                | init::READDIRPLUS_AUTO
+                | if uring_check.is_ok() {
+                    init::OVER_IO_URING
+                } else {
+                    0
+                },
             // 128 KiB is Linux's default FUSE request size (max_pages 32); larger writes
             // arrive as several requests. Each worker's request buffer is this big.
             max_write: MAX_WRITE,
@@ -379,25 +422,23 @@ impl Server {
         // on top there is ours. Not stat(2): that would send GETATTR to a server with no
         // workers yet (`TopMount` asks the VFS only).
         let (mount_id, conn) = identify(&canonical).map_err(MountError::Mount)?;
-        // Every worker but the first reads from a clone of the connection's fd with its
-        // own processing queue (`FUSE_DEV_IOC_CLONE`); if cloning fails, it shares the
-        // first one (correct: the kernel's input queue is one for all anyway).
         let first = session.channel().clone();
-        let channels: Vec<Arc<Channel>> = (0..options.threads.max(1))
-            .map(|i| match i {
-                0 => first.clone(),
-                _ => first
-                    .try_clone_queue()
-                    .map(Arc::new)
-                    .unwrap_or_else(|_| first.clone()),
-            })
-            .collect();
+        let negotiated = session.negotiated();
+        // `Err(None)`: io_uring not asked for (`Transport::Dev`); `Err(Some(why))`: off.
+        let uring = match uring_check {
+            Err(why) => Err(why),
+            Ok(()) if negotiated.flags & init::OVER_IO_URING == 0 => {
+                Err(Some("INIT did not offer FUSE_OVER_IO_URING".to_string()))
+            }
+            Ok(()) => Ok(()),
+        };
+        let why_not_uring = uring.clone().err().flatten();
         let inner = Arc::new(Dispatcher {
             notifier: session.notifier(),
-            channels: channels.clone(),
+            channels: std::sync::OnceLock::new(),
+            uring: std::sync::atomic::AtomicBool::new(false),
             fs: Arc::new(Fs::new(vfs).with_xattrs(options.xattrs)),
         });
-        let max_write = session.negotiated().max_write;
         let mut server = Server {
             decoy,
             inner,
@@ -408,21 +449,120 @@ impl Server {
             conn,
             stopped: false,
             sys: None,
+            transport: TransportInUse::Dev { why_not_uring },
             session,
         };
         if let Some(hook) = options.on_idle {
             server.idle = Some(idle::IdleWatch::start(hook).map_err(MountError::Mount)?);
         }
+        // On any error below, dropping `server` unmounts and stops what runs.
+        let uring = uring.and_then(|()| {
+            server
+                .start_uring(&first, negotiated.max_write)
+                .map_err(|e| Some(e.to_string()))
+        });
+        match uring.err().flatten() {
+            None => {}
+            Some(why) if options.transport == Transport::Uring => {
+                return Err(MountError::Mount(io::Error::other(format!(
+                    "FUSE over io_uring is not available: {why}"
+                ))));
+            }
+            Some(why) => {
+                server.transport = TransportInUse::Dev {
+                    why_not_uring: (options.transport != Transport::Dev).then_some(why),
+                };
+            }
+        }
+        // `/dev/fuse` workers: all of them without io_uring; one with it, for what the
+        // kernel still sends there (INTERRUPT, FORGET). Every worker but the first reads
+        // from a clone of the connection's fd with its own processing queue
+        // (`FUSE_DEV_IOC_CLONE`); if cloning fails, it shares the first one (correct: the
+        // kernel's input queue is one for all anyway).
+        let dev_workers = if server.transport.is_uring() {
+            1
+        } else {
+            options.threads.max(1)
+        };
+        let channels: Vec<Arc<Channel>> = (0..dev_workers)
+            .map(|i| match i {
+                0 => first.clone(),
+                _ => first
+                    .try_clone_queue()
+                    .map(Arc::new)
+                    .unwrap_or_else(|_| first.clone()),
+            })
+            .collect();
+        // The workers' channels, for interrupts: set before any of them runs.
+        let _ = server.inner.channels.set(channels.clone());
         for (i, chan) in channels.into_iter().enumerate() {
             let inner = server.inner.clone();
             let idle = server.idle.as_ref().map(|(w, _)| w.clone());
             let w = std::thread::Builder::new()
                 .name(format!("fuse-worker-{i}"))
-                .spawn(move || worker(&inner, &chan, max_write, idle.as_deref()))
+                .spawn(move || {
+                    transport::dev_worker(&inner, &chan, negotiated.max_write, idle.as_deref())
+                })
                 .map_err(MountError::Mount)?; // Drop unmounts what is already running
             server.workers.push(w);
         }
         Ok(server)
+    }
+
+    /// Starts one io_uring worker per CPU queue and waits until each has registered its
+    /// entries; `Err` (with the first failure) if one could not. Those already serving
+    /// then stay until the connection ends: the kernel serves the mount through
+    /// `/dev/fuse` until every queue has an entry, which it never will.
+    fn start_uring(&mut self, dev: &Arc<Channel>, max_write: u32) -> io::Result<()> {
+        let queues = transport::possible_cpus();
+        let qids = u16::try_from(queues).map_err(|_| io::Error::other("too many CPUs"))?;
+        self.inner
+            .uring
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        for qid in 0..qids {
+            let inner = self.inner.clone();
+            let dev = dev.clone();
+            let idle = self.idle.as_ref().map(|(w, _)| w.clone());
+            let tx = tx.clone();
+            let w = std::thread::Builder::new()
+                .name(format!("fuse-ring-{qid}"))
+                .spawn(move || {
+                    transport::ring_worker(&inner, &dev, qid, max_write, idle.as_deref(), tx)
+                })?;
+            self.workers.push(w);
+        }
+        drop(tx);
+        let mut first_err = None;
+        for _ in 0..queues {
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(io::Error::other("an io_uring worker ended"));
+                }
+            }
+        }
+        match first_err {
+            Some(e) => {
+                self.inner
+                    .uring
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                Err(e)
+            }
+            None => {
+                self.transport = TransportInUse::Uring { queues };
+                Ok(())
+            }
+        }
+    }
+
+    /// Which transport serves the mount, and why not io_uring if not (the startup
+    /// line of `scalevfs mount`).
+    pub fn transport(&self) -> &TransportInUse {
+        &self.transport
     }
 
     /// The mount point, canonical.
@@ -549,37 +689,6 @@ impl Drop for Server {
     }
 }
 
-/// A worker: reads requests from `chan` into its own buffer and answers each.
-fn worker(
-    inner: &Arc<Dispatcher>,
-    chan: &Arc<Channel>,
-    max_write: u32,
-    idle: Option<&idle::IdleWatch>,
-) -> io::Result<()> {
-    let mut buf = vec![0u8; proto::session::request_buffer_size(max_write)];
-    loop {
-        // ENODEV: the connection ended (abort or unmount).
-        let Some(msg) = chan.read(&mut buf)? else {
-            return Ok(());
-        };
-        match Request::parse(msg, chan) {
-            Some(req) => inner.dispatch(req),
-            // Shorter than its header says: answer EIO if there is a unique to answer
-            // (so the caller is not left waiting); without a header, nothing to answer.
-            None => {
-                if let Some(unique) = msg.get(8..16) {
-                    let unique = u64::from_ne_bytes(unique.try_into().expect("8 bytes"));
-                    let _ = chan.send(unique, -libc::EIO, &[]);
-                }
-                continue;
-            }
-        }
-        if let Some(w) = idle {
-            w.request_seen();
-        }
-    }
-}
-
 /// Our mount's id and connection number: the mount on top at `mountpoint` right after
 /// mounting, and the minor number of its device from mountinfo.
 fn identify(mountpoint: &Path) -> io::Result<(u64, u32)> {
@@ -590,110 +699,5 @@ fn identify(mountpoint: &Path) -> io::Result<(u64, u32)> {
             "the mount on top of {} right after mounting is not a FUSE mount",
             mountpoint.display()
         ))),
-    }
-}
-
-/// What [`abort_connection`] did.
-#[derive(Debug, PartialEq, Eq)]
-enum Abort {
-    /// Aborted: pending requests fail, the workers' reads return `ENODEV`.
-    Done,
-    /// The connection had ended already.
-    Gone,
-    /// fusectl is not mounted and we may not mount it (only root may): the abort is
-    /// best-effort. The detach alone ends the connection at once if nothing is open on
-    /// the mount; otherwise the kernel ends it when the last file on the detached mount
-    /// is closed, or when this process exits and closes `/dev/fuse`.
-    NotPermitted,
-}
-
-const FUSECTL: &str = "/sys/fs/fuse/connections";
-
-/// Writes to the connection's `abort` file in fusectl (mounting fusectl if it is not):
-/// pending requests fail with `ECONNABORTED`, later ones with `ENOTCONN`.
-fn abort_connection(conn: u32) -> io::Result<Abort> {
-    abort_in(Path::new(FUSECTL), conn, fusectl_mounted, || {
-        let c = |s: &str| CString::new(s).expect("no NUL");
-        let (src, dir, ty) = (c("fusectl"), c(FUSECTL), c("fusectl"));
-        // SAFETY: all pointers are valid NUL-terminated strings for the call; no data.
-        let r =
-            unsafe { libc::mount(src.as_ptr(), dir.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
-    })
-}
-
-fn fusectl_mounted() -> io::Result<bool> {
-    Ok(std::fs::read_to_string("/proc/self/mounts")?
-        .lines()
-        .any(|l| l.split(' ').nth(2) == Some("fusectl")))
-}
-
-/// [`abort_connection`] with fusectl at `dir`, and how to tell whether it is mounted and
-/// to mount it.
-fn abort_in(
-    dir: &Path,
-    conn: u32,
-    mounted: impl FnOnce() -> io::Result<bool>,
-    mount: impl FnOnce() -> io::Result<()>,
-) -> io::Result<Abort> {
-    let abort = dir.join(conn.to_string()).join("abort");
-    if !abort.exists() {
-        if mounted()? {
-            return Ok(Abort::Gone);
-        }
-        match mount() {
-            Ok(()) => {}
-            // Someone mounted it meanwhile.
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            // Not root: see `Abort::NotPermitted`.
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => return Ok(Abort::NotPermitted),
-            Err(e) => return Err(e),
-        }
-        if !abort.exists() {
-            return Ok(Abort::Gone);
-        }
-    }
-    // The directory goes when the superblock dies: an unmount from outside may finish
-    // between the check above and this write, and then the connection is gone already.
-    match std::fs::write(&abort, b"1") {
-        Ok(()) => Ok(Abort::Done),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Abort::Gone),
-        Err(e) => Err(e),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The abort's outcomes without fusectl: a non-root user's `EPERM` from mounting
-    /// fusectl is not a failure (the unmount then succeeds on the detach alone).
-    #[test]
-    fn abort_without_fusectl_is_best_effort_for_non_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let err = |n| move || Err(io::Error::from_raw_os_error(n));
-        let no = || Ok(false);
-        let r = abort_in(dir.path(), 7, no, err(libc::EPERM));
-        assert_eq!(r.unwrap(), Abort::NotPermitted);
-        let r = abort_in(dir.path(), 7, no, err(libc::ENODEV));
-        assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ENODEV));
-        let r = abort_in(dir.path(), 7, || Ok(true), || unreachable!());
-        assert_eq!(
-            r.unwrap(),
-            Abort::Gone,
-            "fusectl mounted, no such connection"
-        );
-        let r = abort_in(dir.path(), 7, no, || Ok(()));
-        assert_eq!(r.unwrap(), Abort::Gone, "mounted now, no such connection");
-        let conn = dir.path().join("7");
-        std::fs::create_dir(&conn).unwrap();
-        std::fs::write(conn.join("abort"), b"").unwrap();
-        let r = abort_in(dir.path(), 7, || unreachable!(), || unreachable!());
-        assert_eq!(r.unwrap(), Abort::Done);
-        assert_eq!(std::fs::read(conn.join("abort")).unwrap(), b"1");
     }
 }

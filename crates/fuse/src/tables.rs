@@ -13,7 +13,9 @@
 //!   `id % 64` spreads them over the shards.
 //! * [`FileTable`]: `fh` -> open file handle. `fh = seq << 6 | shard`, the shard picked by
 //!   the current CPU (the per-shard `seq` lives under the shard's mutex: no shared counter).
-//! * [`Waits`]: request `unique` -> [`CancelToken`] of a sleeping lock request.
+//! * [`Waits`]: request `unique` -> [`CancelToken`] of a sleeping lock request, or an
+//!   interrupt that arrived before its target waited (io_uring, where the kernel cannot
+//!   queue an interrupt again: [`Waits::interrupt_or_remember`]).
 //!
 //! ## Lookup counts (libfuse PR #1368 and #1371)
 //! [`NodeTable::remember`] (find-or-insert and +1) and [`NodeTable::forget`] (-n and erase
@@ -258,13 +260,28 @@ impl FileTable {
 /// See the module docs. Also counts the threads that wait (published or not yet
 /// finished), so that unmount can wait for the last one to end.
 pub struct Waits {
-    shards: [CachePadded<Mutex<HashMap<u64, CancelToken>>>; SHARDS],
+    shards: [CachePadded<Mutex<HashMap<u64, Wait>>>; SHARDS],
     /// Waiting requests from [`Waits::insert`] to [`Waits::finish`]; a leaf mutex.
     live: Mutex<usize>,
     idle: Condvar,
     /// The waiting threads not yet seen finished, for unmount to join; a leaf mutex.
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
+
+/// What [`Waits`] knows of a unique.
+enum Wait {
+    /// A request waiting, cancelled through its token.
+    Sleeping(CancelToken),
+    /// An interrupt arrived (at this time) before its target published a wait
+    /// ([`Waits::interrupt_or_remember`]): the wait is cancelled as soon as it is.
+    Interrupted(Instant),
+}
+
+/// How long an interrupt waits for its target to publish a wait. The target is being
+/// served right then (or was answered, and its unique is never reused), so its wait
+/// follows within microseconds unless the worker is preempted; this only bounds the
+/// memory of interrupts whose target was answered.
+const EARLY_INTERRUPT_TTL: Duration = Duration::from_secs(10);
 
 impl Waits {
     pub fn new() -> Waits {
@@ -275,16 +292,45 @@ impl Waits {
             threads: Mutex::new(Vec::new()),
         }
     }
-    fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, CancelToken>> {
+    fn shard(&self, unique: u64) -> &Mutex<HashMap<u64, Wait>> {
         &self.shards[(unique % SHARDS as u64) as usize]
     }
     /// Publishes the token of a request about to wait; [`Waits::finish`] must follow.
+    /// If an interrupt for it came first (remembered), the token is cancelled now.
     pub fn insert(&self, unique: u64, t: CancelToken) {
         *self.live.lock() += 1;
-        self.shard(unique).lock().insert(unique, t);
+        let before = self
+            .shard(unique)
+            .lock()
+            .insert(unique, Wait::Sleeping(t.clone()));
+        if let Some(Wait::Interrupted(_)) = before {
+            t.cancel();
+        }
     }
+    /// The token of the waiting request `unique`, if it waits.
     pub fn get(&self, unique: u64) -> Option<CancelToken> {
-        self.shard(unique).lock().get(&unique).cloned()
+        match self.shard(unique).lock().get(&unique) {
+            Some(Wait::Sleeping(t)) => Some(t.clone()),
+            _ => None,
+        }
+    }
+    /// An interrupt for `unique`: the token to cancel if it waits; otherwise the
+    /// interrupt is remembered (one critical section with the check, so a wait published
+    /// meanwhile is either found here or cancelled by its `insert`) for
+    /// `EARLY_INTERRUPT_TTL`. For transports where the kernel cannot queue an interrupt
+    /// again (io_uring).
+    pub fn interrupt_or_remember(&self, unique: u64) -> Option<CancelToken> {
+        let now = Instant::now();
+        let mut shard = self.shard(unique).lock();
+        if let Some(Wait::Sleeping(t)) = shard.get(&unique) {
+            return Some(t.clone());
+        }
+        shard.retain(|_, w| match w {
+            Wait::Interrupted(at) => now.duration_since(*at) < EARLY_INTERRUPT_TTL,
+            Wait::Sleeping(_) => true,
+        });
+        shard.insert(unique, Wait::Interrupted(now));
+        None
     }
     /// The request `unique` was answered (or never waited): unpublishes it.
     pub fn finish(&self, unique: u64) {
@@ -295,14 +341,25 @@ impl Waits {
             self.idle.notify_all();
         }
     }
+    /// Waiting requests (remembered interrupts are not counted).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        self.shards
+            .iter()
+            .map(|s| {
+                s.lock()
+                    .values()
+                    .filter(|w| matches!(w, Wait::Sleeping(_)))
+                    .count()
+            })
+            .sum()
     }
     /// Cancels every waiting request (unmount).
     pub fn cancel_all(&self) {
         for s in &self.shards {
-            for t in s.lock().values() {
-                t.cancel();
+            for w in s.lock().values() {
+                if let Wait::Sleeping(t) = w {
+                    t.cancel();
+                }
             }
         }
     }
@@ -396,5 +453,54 @@ mod tests {
         assert!(table.get(inos[0]).is_none());
         assert_eq!(table.remember(root.clone()), ROOT_ID);
         assert_eq!(table.counts(), (0, 0), "the root is not counted");
+    }
+
+    /// An interrupt and its target's wait race from two threads, many times: whichever
+    /// comes first, the wait ends cancelled (found by the interrupt, or cancelled by its
+    /// own `insert` because the interrupt was remembered), and no wait is left counted.
+    #[test]
+    fn an_interrupt_racing_its_targets_wait_always_cancels_it() {
+        let waits = Arc::new(Waits::new());
+        let rounds = 2000u64;
+        for base in 0..4u64 {
+            let (w1, w2) = (waits.clone(), waits.clone());
+            let uniques: Vec<u64> = (0..rounds).map(|i| (base * rounds + i) * 2).collect();
+            let u2 = uniques.clone();
+            let waiter = std::thread::spawn(move || {
+                uniques
+                    .iter()
+                    .map(|&u| {
+                        let t = CancelToken::new();
+                        w1.insert(u, t.clone());
+                        t
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let interrupter = std::thread::spawn(move || {
+                for &u in &u2 {
+                    if let Some(t) = w2.interrupt_or_remember(u) {
+                        t.cancel();
+                    }
+                }
+            });
+            interrupter.join().unwrap();
+            let tokens = waiter.join().unwrap();
+            for (i, t) in tokens.iter().enumerate() {
+                assert!(
+                    t.is_cancelled(),
+                    "wait {i} of round {base} missed its interrupt"
+                );
+            }
+            assert_eq!(waits.len(), tokens.len());
+            for i in 0..rounds {
+                waits.finish((base * rounds + i) * 2);
+            }
+            assert_eq!(waits.len(), 0);
+        }
+        // A remembered interrupt whose target never waits is not a waiting request.
+        assert!(waits.interrupt_or_remember(1).is_none());
+        assert_eq!(waits.len(), 0);
+        waits.cancel_all();
+        assert!(waits.wait_idle(Duration::from_millis(10)));
     }
 }

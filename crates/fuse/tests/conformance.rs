@@ -46,45 +46,46 @@ const LIST_MAX: &str = "the kernel's fuse_listxattr caps the size a server repor
     size-0 query at XATTR_LIST_MAX (65536); tmpfs reports the whole length (65792). Reading \
     the list agrees (E2BIG in both)";
 
-#[test]
-fn fuse_mount_agrees_with_host_tmpfs() {
-    require_fuse!();
-    // The host side drops to other uids in permission cases: allow_other.
-    let (dir, server, _root) = common::mount_for_everyone();
-    let host = HostBackend::new().expect("host tmpfs backend");
-    let fuse = HostBackend::in_dir(dir.path()).expect("backend in the FUSE mount");
-    let mut all = cases::all();
-    if !serves_xattrs(dir.path()) {
-        // A server without xattrs: the kernel answers EOPNOTSUPP to every call, so the
-        // xattr family would only measure that. It runs once the server serves them.
-        eprintln!("NOTE: the FUSE server does not serve xattrs; the xattr/ cases are not run");
-        all.retain(|s| s.category() != "xattr");
+fuse_test! {
+    fn fuse_mount_agrees_with_host_tmpfs() {
+        require_fuse!();
+        // The host side drops to other uids in permission cases: allow_other.
+        let (dir, server, _root) = common::mount_for_everyone();
+        let host = HostBackend::new().expect("host tmpfs backend");
+        let fuse = HostBackend::in_dir(dir.path()).expect("backend in the FUSE mount");
+        let mut all = cases::all();
+        if !serves_xattrs(dir.path()) {
+            // A server without xattrs: the kernel answers EOPNOTSUPP to every call, so the
+            // xattr family would only measure that. It runs once the server serves them.
+            eprintln!("NOTE: the FUSE server does not serve xattrs; the xattr/ cases are not run");
+            all.retain(|s| s.category() != "xattr");
+        }
+        let report = Report::run(&host, &fuse, &all);
+        println!("{}", report.summary(400));
+        let differ: Vec<&str> = report
+            .cases
+            .iter()
+            .filter(|c| !c.agrees())
+            .map(|c| c.script.name.as_str())
+            .collect();
+        println!("DIFFERING: {differ:?}");
+        let unexpected: Vec<&&str> = differ
+            .iter()
+            .filter(|n| !FUSE_DIFFERENCES.iter().any(|(k, _)| k == *n))
+            .collect();
+        let stale: Vec<&str> = FUSE_DIFFERENCES
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !differ.contains(k))
+            .collect();
+        drop(fuse);
+        server.unmount().unwrap();
+        assert!(
+            unexpected.is_empty(),
+            "unexplained differences: {unexpected:?}"
+        );
+        assert!(stale.is_empty(), "listed but agreeing now: {stale:?}");
     }
-    let report = Report::run(&host, &fuse, &all);
-    println!("{}", report.summary(400));
-    let differ: Vec<&str> = report
-        .cases
-        .iter()
-        .filter(|c| !c.agrees())
-        .map(|c| c.script.name.as_str())
-        .collect();
-    println!("DIFFERING: {differ:?}");
-    let unexpected: Vec<&&str> = differ
-        .iter()
-        .filter(|n| !FUSE_DIFFERENCES.iter().any(|(k, _)| k == *n))
-        .collect();
-    let stale: Vec<&str> = FUSE_DIFFERENCES
-        .iter()
-        .map(|(k, _)| *k)
-        .filter(|k| !differ.contains(k))
-        .collect();
-    drop(fuse);
-    server.unmount().unwrap();
-    assert!(
-        unexpected.is_empty(),
-        "unexplained differences: {unexpected:?}"
-    );
-    assert!(stale.is_empty(), "listed but agreeing now: {stale:?}");
 }
 
 /// Whether the mount serves extended attributes (without them, FUSE's kernel side answers

@@ -17,6 +17,12 @@
 //!   programs send, each with its own pid, `files_struct` and so POSIX lock owner.
 //!
 //! The server's worker count is `SCALEVFS_BENCH_FUSE_THREADS` (default 2), read once.
+//! Its transport is `SCALEVFS_BENCH_FUSE_TRANSPORT` (read once): `auto` (the default:
+//! io_uring when the kernel offers it), `uring`, `dev`, or `both`, which runs the two
+//! side by side in one run: **legacy** is the `/dev/fuse` mount and **scalable** the
+//! io_uring one (its setup fails, saying why, where io_uring is off: the fuse module's
+//! `enable_uring` must be Y, which the benchmark never sets itself). The transport that
+//! serves each mount is printed once per design.
 //! The mount runs the `scalevfs` daemon's idle hook (freed memory given back half a second
 //! after the last request; `MountOptions::on_idle`) unless `SCALEVFS_BENCH_FUSE_IDLE_HOOK=0`:
 //! running the same workload both ways shows what the idle watcher costs per request.
@@ -35,7 +41,7 @@
 use std::ffi::CString;
 use std::sync::OnceLock;
 
-use scalevfs_fuse::{MountOptions, Server};
+use scalevfs_fuse::{MountOptions, Server, Transport};
 
 use crate::workloads::host_dir::{sys, HostDir};
 use crate::{Design, Instance, Workload};
@@ -62,6 +68,38 @@ pub fn server_threads() -> usize {
     })
 }
 
+/// Which transports the FUSE designs use (`SCALEVFS_BENCH_FUSE_TRANSPORT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transports {
+    /// One mount per run, served by this transport (the scalable design).
+    One(Transport),
+    /// `/dev/fuse` as the legacy design and io_uring as the scalable one.
+    Both,
+}
+
+/// `SCALEVFS_BENCH_FUSE_TRANSPORT`: `auto` (default), `uring`, `dev` or `both`; anything
+/// else is reported once and read as `auto`.
+pub fn transports() -> Transports {
+    static T: OnceLock<Transports> = OnceLock::new();
+    *T.get_or_init(|| match std::env::var("SCALEVFS_BENCH_FUSE_TRANSPORT") {
+        Err(_) => Transports::One(Transport::Auto),
+        Ok(v) if v == "both" => Transports::Both,
+        Ok(v) => v.parse().map(Transports::One).unwrap_or_else(|e: String| {
+            eprintln!("scalevfs bench: SCALEVFS_BENCH_FUSE_TRANSPORT: {e}; using auto");
+            Transports::One(Transport::Auto)
+        }),
+    })
+}
+
+/// The transport of `design`'s mount.
+fn transport_of(design: Design) -> Transport {
+    match (transports(), design) {
+        (Transports::Both, Design::Legacy) => Transport::Dev,
+        (Transports::Both, _) => Transport::Uring,
+        (Transports::One(t), _) => t,
+    }
+}
+
 /// Whether the mount runs the daemon's idle hook: yes unless
 /// `SCALEVFS_BENCH_FUSE_IDLE_HOOK=0`.
 fn idle_hook() -> Option<fn()> {
@@ -71,6 +109,7 @@ fn idle_hook() -> Option<fn()> {
 }
 
 const FUSE_AND_HOST: &[Design] = &[Design::Scalable, Design::Host];
+const BOTH_TRANSPORTS_AND_HOST: &[Design] = &[Design::Legacy, Design::Scalable, Design::Host];
 const HOST_ONLY: &[Design] = &[Design::Host];
 
 /// This module's workloads, in the order the report lists them.
@@ -106,7 +145,7 @@ pub fn fuse_unavailable() -> Option<&'static str> {
 
 fn probe() -> Result<(), String> {
     scalevfs_fuse::preflight(&std::env::temp_dir()).map_err(|e| e.to_string())?;
-    let side = Side::mount()?;
+    let side = Side::mount(Transport::Dev)?;
     let fd = sys::create(&side.path("probe"))?;
     sys::close(fd);
     Ok(())
@@ -172,6 +211,8 @@ impl Workload for Fuse {
     fn designs(&self) -> &'static [Design] {
         if fuse_unavailable().is_some() {
             HOST_ONLY
+        } else if transports() == Transports::Both {
+            BOTH_TRANSPORTS_AND_HOST
         } else {
             FUSE_AND_HOST
         }
@@ -197,8 +238,8 @@ enum Side {
 }
 
 impl Side {
-    /// A scalevfs FUSE mount on a fresh temporary directory.
-    fn mount() -> Result<Side, String> {
+    /// A scalevfs FUSE mount on a fresh temporary directory, served over `transport`.
+    fn mount(transport: Transport) -> Result<Side, String> {
         let mountpoint = HostDir::fresh_in(&std::env::temp_dir(), "fuse-mnt")?;
         let options = MountOptions {
             threads: server_threads(),
@@ -207,10 +248,18 @@ impl Side {
             auto_unmount: false,
             // As the daemon: the worker's per-request idle check included.
             on_idle: idle_hook(),
+            transport,
             ..MountOptions::default()
         };
         let server = Server::mount_with(mountpoint.path(), &options)
             .map_err(|e| format!("{}: {e}", mountpoint.path().display()))?;
+        static SAID: [std::sync::Once; 3] = [const { std::sync::Once::new() }; 3];
+        SAID[transport as usize].call_once(|| {
+            eprintln!(
+                "scalevfs bench: fuse-* mount asked for {transport:?}: {}",
+                server.transport()
+            )
+        });
         Ok(Side::Fuse {
             server: Some(Box::new(server)),
             mountpoint,
@@ -249,11 +298,15 @@ impl FuseInst {
     fn new(kind: Kind, design: Design, threads: usize) -> Result<FuseInst, String> {
         let side = match design {
             Design::Host => Side::Host(HostDir::shm("fuse")?),
-            Design::Scalable => match fuse_unavailable() {
+            Design::Legacy if transports() != Transports::Both => {
+                return Err("fuse-* workloads have a legacy design only with \
+                            SCALEVFS_BENCH_FUSE_TRANSPORT=both"
+                    .into())
+            }
+            Design::Scalable | Design::Legacy => match fuse_unavailable() {
                 Some(why) => return Err(format!("no FUSE here: {why}")),
-                None => Side::mount()?,
+                None => Side::mount(transport_of(design))?,
             },
-            Design::Legacy => return Err("fuse-* workloads have no legacy design".into()),
         };
         // On an error `side` is dropped here: the mount goes, then its directory.
         let files = create_files(&side, threads, kind == Kind::Locks)?;

@@ -274,7 +274,7 @@ pub fn mount_daemon(mp: &MountPoint) -> i32 {
         .stdout
         .trim_end()
         .strip_prefix(&want)
-        .and_then(|s| s.strip_suffix(')'))
+        .and_then(|s| s.split(", transport ").next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("stdout: {:?}", out.stdout));
     // The parent exits only once the daemon has mounted.

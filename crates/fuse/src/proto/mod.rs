@@ -8,6 +8,7 @@ pub mod abi;
 pub mod dirents;
 pub mod op;
 pub mod session;
+pub mod uring;
 
 pub use op::{Forgets, Operation};
 pub use session::{Channel, MountConfig, Negotiated, Notifier, Replier, Request, Session};

@@ -14,40 +14,73 @@ use super::abi::{self, opcode};
 #[derive(Debug, PartialEq, Eq)]
 pub struct DecodeError;
 
-/// The bytes after the header, consumed front to back.
-pub(crate) struct Cursor<'a>(&'a [u8]);
+/// The bytes after the header, consumed front to back: on `/dev/fuse` one run of bytes;
+/// on io_uring the opcode's first argument (its fixed struct, in the entry's `op_in`)
+/// and then the other arguments (in the payload buffer), read where they lie.
+pub(crate) struct Cursor<'a> {
+    /// The first argument (io_uring), taken whole by the first [`Cursor::fetch`]; empty
+    /// on `/dev/fuse`.
+    head: &'a [u8],
+    rest: &'a [u8],
+}
 
 impl<'a> Cursor<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Cursor(bytes)
+        Cursor {
+            head: &[],
+            rest: bytes,
+        }
+    }
+
+    /// The first argument `head` apart from the others, `rest` (io_uring's layout).
+    pub(crate) fn split(head: &'a [u8], rest: &'a [u8]) -> Self {
+        Cursor { head, rest }
     }
 
     /// The next `T`, copied out of the bytes (so the buffer's alignment does not matter).
+    /// A separate first argument is one struct: what `T` leaves of it is skipped.
     pub(crate) fn fetch<T: FromBytes>(&mut self) -> Result<T, DecodeError> {
-        let (v, rest) = T::read_from_prefix(self.0).map_err(|_| DecodeError)?;
-        self.0 = rest;
+        if !self.head.is_empty() {
+            let v = T::read_from_prefix(self.head).map_err(|_| DecodeError)?.0;
+            self.head = &[];
+            return Ok(v);
+        }
+        let (v, rest) = T::read_from_prefix(self.rest).map_err(|_| DecodeError)?;
+        self.rest = rest;
         Ok(v)
+    }
+
+    /// The bytes after a separate first argument; an error while that is unread (no
+    /// opcode has a name or data as its first argument).
+    fn after_head(&self) -> Result<&'a [u8], DecodeError> {
+        if self.head.is_empty() {
+            Ok(self.rest)
+        } else {
+            Err(DecodeError)
+        }
     }
 
     /// A NUL-terminated name, without its NUL.
     fn name(&mut self) -> Result<&'a [u8], DecodeError> {
-        let end = self.0.iter().position(|&b| b == 0).ok_or(DecodeError)?;
-        let (name, rest) = self.0.split_at(end);
-        self.0 = &rest[1..];
+        let bytes = self.after_head()?;
+        let end = bytes.iter().position(|&b| b == 0).ok_or(DecodeError)?;
+        let (name, rest) = bytes.split_at(end);
+        self.rest = &rest[1..];
         Ok(name)
     }
 
     fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        if self.0.len() < n {
+        let bytes = self.after_head()?;
+        if bytes.len() < n {
             return Err(DecodeError);
         }
-        let (b, rest) = self.0.split_at(n);
-        self.0 = rest;
+        let (b, rest) = bytes.split_at(n);
+        self.rest = rest;
         Ok(b)
     }
 
     pub(crate) fn rest(self) -> &'a [u8] {
-        self.0
+        self.rest
     }
 }
 
@@ -239,13 +272,24 @@ impl Forgets<'_> {
 }
 
 impl<'a> Operation<'a> {
-    /// Decodes the bytes after the header of a request with `header`.
+    /// Decodes the bytes after the header of a request with `header` (`/dev/fuse`).
     pub fn decode(header: &abi::InHeader, arg: &'a [u8]) -> Result<Self, DecodeError> {
+        Self::decode_split(header, &[], arg)
+    }
+
+    /// Decodes a request whose first argument `op_in` (the opcode's fixed struct) lies
+    /// apart from the others, `payload` (an io_uring entry's two buffers; `op_in` is
+    /// empty on `/dev/fuse`, where all arguments follow the header in one run).
+    pub fn decode_split(
+        header: &abi::InHeader,
+        op_in: &'a [u8],
+        payload: &'a [u8],
+    ) -> Result<Self, DecodeError> {
         // Extension headers (security context, supplementary groups) trail the request
         // when negotiated; we negotiate none, but never read them as arguments.
         let ext = usize::from(header.total_extlen) * 8;
-        let arg = &arg[..arg.len().checked_sub(ext).ok_or(DecodeError)?];
-        let mut c = Cursor::new(arg);
+        let payload = &payload[..payload.len().checked_sub(ext).ok_or(DecodeError)?];
+        let mut c = Cursor::split(op_in, payload);
         use Operation as O;
         Ok(match header.opcode {
             opcode::LOOKUP => O::Lookup { name: c.name()? },
@@ -463,6 +507,51 @@ mod tests {
         assert_eq!(Operation::decode(&h, &b[..4]).unwrap_err(), DecodeError);
     }
 
+    /// io_uring's layout: the fixed struct in `op_in`, names and data in the payload,
+    /// decoded as the same bytes in one run are.
+    #[test]
+    fn split_requests_decode_like_contiguous_ones() {
+        let h = header(opcode::RENAME2);
+        let arg = abi::Rename2In {
+            newdir: 9,
+            flags: 1,
+            padding: 0,
+        };
+        match Operation::decode_split(&h, arg.as_bytes(), b"a\0bc\0").unwrap() {
+            Operation::Rename {
+                newdir,
+                name,
+                newname,
+                ..
+            } => assert_eq!((newdir, name, newname), (9, &b"a"[..], &b"bc"[..])),
+            op => panic!("{op:?}"),
+        }
+        let w = header(opcode::WRITE);
+        let arg = abi::WriteIn {
+            size: 3,
+            ..Default::default()
+        };
+        match Operation::decode_split(&w, arg.as_bytes(), b"xyz").unwrap() {
+            Operation::Write { data, .. } => assert_eq!(data, b"xyz"),
+            op => panic!("{op:?}"),
+        }
+        assert_eq!(
+            Operation::decode_split(&w, &arg.as_bytes()[..20], b"xyz").unwrap_err(),
+            DecodeError,
+            "a first argument shorter than its struct"
+        );
+        let l = header(opcode::LOOKUP);
+        match Operation::decode_split(&l, &[], b"name\0").unwrap() {
+            Operation::Lookup { name } => assert_eq!(name, b"name"),
+            op => panic!("{op:?}"),
+        }
+        assert_eq!(
+            Operation::decode_split(&l, b"x", b"name\0").unwrap_err(),
+            DecodeError,
+            "a name never comes as the first argument"
+        );
+    }
+
     /// Bad input is an error, never a panic: every opcode with random argument bytes of
     /// random lengths (and random extension lengths).
     #[test]
@@ -488,6 +577,8 @@ mod tests {
             if Operation::decode(&h, &bytes).is_ok() {
                 ok += 1;
             }
+            let cut = (next() as usize % (len + 1)).min(128);
+            let _ = Operation::decode_split(&h, &bytes[..cut], &bytes[cut..]);
         }
         assert!(ok > 0, "some random requests are well formed");
     }

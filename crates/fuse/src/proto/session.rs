@@ -21,6 +21,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use super::abi::{self, init, opcode};
 use super::op::{Cursor, DecodeError, Operation};
+use super::uring;
 
 /// `FUSE_DEV_IOC_CLONE`: `_IOR(229, 0, uint32_t)`.
 const FUSE_DEV_IOC_CLONE: libc::c_ulong = 0x8004_e500;
@@ -117,12 +118,24 @@ impl AsRawFd for Channel {
     }
 }
 
-/// A decoded request, borrowing the buffer it was read into and the channel that read it.
+/// Where a request came from, so where its reply goes.
+#[derive(Clone, Copy)]
+pub(crate) enum Origin<'a> {
+    /// Read from this `/dev/fuse` descriptor: the reply is written to it.
+    Dev(&'a Arc<Channel>),
+    /// Taken from an io_uring entry: the reply is staged in the queue's slot and
+    /// committed on the entry once the request is done ([`uring`](super::uring)).
+    Ring(&'a uring::Slot),
+}
+
+/// A decoded request, borrowing the buffers it was read into and where it came from.
 pub struct Request<'a> {
     /// The request's header.
     pub header: abi::InHeader,
+    /// The opcode's first argument where it lies apart (io_uring); empty on `/dev/fuse`.
+    op_in: &'a [u8],
     arg: &'a [u8],
-    chan: &'a Arc<Channel>,
+    origin: Origin<'a>,
 }
 
 impl<'a> Request<'a> {
@@ -137,14 +150,30 @@ impl<'a> Request<'a> {
         }
         Some(Request {
             header,
+            op_in: &[],
             arg: &msg[std::mem::size_of::<abi::InHeader>()..len],
-            chan,
+            origin: Origin::Dev(chan),
         })
+    }
+
+    /// A request whose first argument `op_in` lies apart from the others, `arg`.
+    pub(crate) fn from_parts(
+        header: abi::InHeader,
+        op_in: &'a [u8],
+        arg: &'a [u8],
+        origin: Origin<'a>,
+    ) -> Request<'a> {
+        Request {
+            header,
+            op_in,
+            arg,
+            origin,
+        }
     }
 
     /// Decodes the request's arguments.
     pub fn operation(&self) -> Result<Operation<'a>, DecodeError> {
-        Operation::decode(&self.header, self.arg)
+        Operation::decode_split(&self.header, self.op_in, self.arg)
     }
 
     /// The request id the reply must name.
@@ -168,9 +197,22 @@ impl<'a> Request<'a> {
         self.header.nodeid
     }
 
+    /// Whether the request came through io_uring (whose interrupts cannot be requeued:
+    /// the kernel looks an interrupt's answer up on `/dev/fuse` only).
+    pub fn from_ring(&self) -> bool {
+        matches!(self.origin, Origin::Ring(_))
+    }
+
+    fn answer(&self, error: i32, parts: &[&[u8]]) -> io::Result<()> {
+        match self.origin {
+            Origin::Dev(chan) => chan.send(self.header.unique, error, parts),
+            Origin::Ring(slot) => slot.stage(error, parts),
+        }
+    }
+
     /// Answers with the concatenation of `parts`.
     pub fn reply_parts(&self, parts: &[&[u8]]) -> io::Result<()> {
-        self.chan.send(self.header.unique, 0, parts)
+        self.answer(0, parts)
     }
 
     /// Answers with one struct (or `()`-like empty reply with `&[]`).
@@ -185,33 +227,59 @@ impl<'a> Request<'a> {
 
     /// Answers with an errno (positive, as in `libc::ENOENT`).
     pub fn reply_error(&self, errno: i32) -> io::Result<()> {
-        self.chan.send(self.header.unique, -errno, &[])
+        self.answer(-errno, &[])
     }
 
-    /// An owned handle that can answer this request later, from another thread.
+    /// An owned handle that can answer this request later, from another thread. On
+    /// io_uring the request's entry is then held until that answer.
     pub fn replier(&self) -> Replier {
-        Replier {
-            unique: self.header.unique,
-            chan: self.chan.clone(),
+        match self.origin {
+            Origin::Dev(chan) => Replier {
+                unique: self.header.unique,
+                to: ReplyTo::Dev(chan.clone()),
+            },
+            Origin::Ring(slot) => uring::replier(slot),
         }
     }
 }
 
-/// Answers one request from any thread, on the channel that read it.
+/// Where a [`Replier`]'s answer goes.
+enum ReplyTo {
+    /// The `/dev/fuse` descriptor that read the request.
+    Dev(Arc<Channel>),
+    /// The io_uring entry the request came in on, through its queue's mailbox.
+    Ring(uring::Deferred),
+}
+
+/// Answers one request from any thread, where the request came from.
 pub struct Replier {
     unique: u64,
-    chan: Arc<Channel>,
+    to: ReplyTo,
 }
 
 impl Replier {
+    pub(crate) fn ring(unique: u64, deferred: uring::Deferred) -> Replier {
+        Replier {
+            unique,
+            to: ReplyTo::Ring(deferred),
+        }
+    }
+
+    fn send(&self, error: i32) -> io::Result<()> {
+        match &self.to {
+            ReplyTo::Dev(chan) => chan.send(self.unique, error, &[]),
+            ReplyTo::Ring(d) => d.send(self.unique, error),
+        }
+    }
+
     /// Answers success with no payload.
     pub fn reply_empty(&self) -> io::Result<()> {
-        self.chan.send(self.unique, 0, &[])
+        self.send(0)
     }
 
     /// Answers with an errno (positive, as in `libc::ENOENT`).
     pub fn reply_error(&self, errno: i32) -> io::Result<()> {
-        self.chan.send(self.unique, -errno, &[])
+        self.send(-errno)
     }
 }
 

@@ -3,6 +3,7 @@
 //! that must wait does so on a thread of its own ([`Fs::wait_for_lock`]).
 
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -256,7 +257,14 @@ impl Dispatcher {
 
     pub(super) fn interrupt(&self, req: &Request<'_>, op: &abi::InterruptIn) -> io::Result<()> {
         let fs = &self.fs;
-        match fs.waits.get(op.unique) {
+        // With io_uring the target may be on a ring, where the kernel cannot find an
+        // `EAGAIN` answer: the interrupt is remembered for a wait published later.
+        let found = if self.uring.load(Ordering::Relaxed) {
+            fs.waits.interrupt_or_remember(op.unique)
+        } else {
+            fs.waits.get(op.unique)
+        };
+        match found {
             Some(token) => {
                 fs.interrupts.add(1);
                 token.cancel();
@@ -282,7 +290,7 @@ impl Dispatcher {
         if own.is_ok() {
             return;
         }
-        for chan in &self.channels {
+        for chan in self.channels.get().into_iter().flatten() {
             if chan.send(req.unique(), -libc::EAGAIN, &[]).is_ok() {
                 return;
             }

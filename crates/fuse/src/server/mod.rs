@@ -23,7 +23,8 @@ mod tests;
 mod xattr;
 
 use std::io;
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use scalevfs::frontend::{Node, Owner};
@@ -298,9 +299,14 @@ impl Fs {
 pub(crate) struct Dispatcher {
     /// Sends poll notifications.
     pub notifier: Notifier,
-    /// Every worker's channel: an interrupt's `EAGAIN` must reach the processing queue
-    /// that holds its target ([`Dispatcher::requeue_interrupt`]).
-    pub channels: Vec<Arc<Channel>>,
+    /// Every `/dev/fuse` worker's channel (set once, before they start): an
+    /// interrupt's `EAGAIN` must reach the processing queue that holds its target
+    /// ([`Dispatcher::requeue_interrupt`]).
+    pub channels: OnceLock<Vec<Arc<Channel>>>,
+    /// io_uring queues serve requests: an interrupt that finds no waiting target is
+    /// remembered for it (the kernel cannot queue it again; see `Waits`). Set before
+    /// the ring workers start (`Relaxed`: thread spawn orders it).
+    pub uring: AtomicBool,
     /// Shared with the threads that wait for locks.
     pub fs: Arc<Fs>,
 }

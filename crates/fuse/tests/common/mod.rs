@@ -8,7 +8,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use scalevfs_fuse::{Server, Stats};
+use scalevfs_fuse::{Server, Stats, Transport};
+
+pub mod uring_guard;
 
 pub fn skip_reason() -> Option<String> {
     if !Path::new("/dev/fuse").exists() {
@@ -42,9 +44,81 @@ macro_rules! require_fuse {
     };
 }
 
+std::thread_local! {
+    static TRANSPORT: std::cell::Cell<Transport> = const { std::cell::Cell::new(Transport::Dev) };
+}
+
+/// The transport the running test's mounts use (set by [`fuse_test!`]).
+pub fn transport() -> Transport {
+    TRANSPORT.with(|t| t.get())
+}
+
+/// Runs a test body with its mounts served over `transport`. For io_uring the fuse
+/// module's `enable_uring` is held on meanwhile ([`uring_guard::EnableUring`]); where it
+/// cannot be, the test is skipped with the reason.
+pub fn run_over(transport: Transport, body: impl FnOnce()) {
+    let _uring = match transport {
+        Transport::Uring => match uring_guard::EnableUring::acquire() {
+            Ok(g) => Some(g),
+            Err(why) => {
+                eprintln!("SKIPPED: the io_uring variant needs enable_uring: {why}");
+                return;
+            }
+        },
+        _ => None,
+    };
+    TRANSPORT.with(|t| t.set(transport));
+    body();
+}
+
+/// Defines a mount test twice, as `NAME::dev` and `NAME::uring`: the body runs with its
+/// mounts ([`mount`], [`options`]) served over `/dev/fuse`, then over io_uring.
+#[macro_export]
+macro_rules! fuse_test {
+    ($(#[$meta:meta])* fn $name:ident() $body:block) => {
+        $(#[$meta])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[test]
+            fn dev() {
+                $crate::common::run_over(scalevfs_fuse::Transport::Dev, || $body)
+            }
+            #[test]
+            fn uring() {
+                $crate::common::run_over(scalevfs_fuse::Transport::Uring, || $body)
+            }
+        }
+    };
+}
+
+/// Mount options with `threads` workers and the running test's transport.
+pub fn options(threads: usize) -> scalevfs_fuse::MountOptions {
+    scalevfs_fuse::MountOptions {
+        threads,
+        transport: transport(),
+        ..Default::default()
+    }
+}
+
+/// Mounts with `options`, checking that the test's transport serves the mount.
+pub fn mount_with(
+    dir: &Path,
+    options: &scalevfs_fuse::MountOptions,
+) -> Result<Server, scalevfs_fuse::MountError> {
+    let server = Server::mount_with(dir, options)?;
+    assert_eq!(
+        server.transport().is_uring(),
+        options.transport == Transport::Uring,
+        "{}",
+        server.transport()
+    );
+    Ok(server)
+}
+
 pub fn mount(threads: usize) -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::mount(dir.path(), threads).expect("mount");
+    let server = mount_with(dir.path(), &options(threads)).expect("mount");
     (dir, server)
 }
 
@@ -56,11 +130,10 @@ pub fn mount_for_everyone() -> (tempfile::TempDir, Server, std::path::PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let opts = scalevfs_fuse::MountOptions {
-        threads: 2,
         allow_other: true,
-        ..Default::default()
+        ..options(2)
     };
-    let server = Server::mount_with(dir.path(), &opts).unwrap();
+    let server = mount_with(dir.path(), &opts).unwrap();
     let root = dir.path().to_owned();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
     (dir, server, root)
@@ -68,6 +141,11 @@ pub fn mount_for_everyone() -> (tempfile::TempDir, Server, std::path::PathBuf) {
 
 pub fn cpath(p: &Path) -> CString {
     CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+/// The errno of a failed call (panics if it succeeded).
+pub fn errno_of<T: std::fmt::Debug>(r: std::io::Result<T>) -> i32 {
+    r.unwrap_err().raw_os_error().unwrap()
 }
 
 pub fn errno() -> i32 {
