@@ -138,7 +138,7 @@ fn sequential_allocation_is_lowest_free() {
         assert_eq!(open(&p), fd);
     }
     // Holes in full groups of several chunks, closed out of order.
-    let holes = [n - 1, 3, 129, 64, 63, 200.min(n - 2), 0];
+    let holes = [n - 1, 3, 100, 64, 63, 200.min(n - 2), 0];
     for &fd in &holes {
         p.close(fd).unwrap();
     }
