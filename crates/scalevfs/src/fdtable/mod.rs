@@ -12,7 +12,7 @@
 //! pointer's low bit. There is no allocation bitmap: claiming a descriptor is one CAS of
 //! its slot from null to the file, closing it one swap back to null. So two threads that
 //! open, close, or `dup2` onto different descriptors write different slots, and nothing
-//! else.
+//! else but, when a group of 64 fills or a full one gets a free slot, its hint (below).
 //!
 //! ## Cache lines (threads of one process share the table)
 //! Lowest-fd allocation means two threads that open and close at the same time use
