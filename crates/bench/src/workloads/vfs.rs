@@ -5,8 +5,9 @@
 //! * `dcache`: the lockref series' AIM7 "short" shape: every thread opens, reads and closes the same
 //!   few files (hot dentries: lockref vs a locked count, path walk of a shared prefix).
 //! * `dcache-distinct`: the same on a file per thread. The threads still share their
-//!   process's descriptor table: lowest-free-fd allocation makes every open and close
-//!   write one bitmap word that both threads use (Linux takes `files->file_lock` there).
+//!   process's descriptor table: lowest-free-fd allocation makes every open read the
+//!   slots of the lower descriptors, which the other threads' opens and closes write
+//!   (Linux takes `files->file_lock` there).
 //! * `dcache-distinct-procs`: the same with a process per worker, as AIM7 forks its
 //!   workers (scalevfs: `Process::fork`; host: the thread `unshare(CLONE_FILES)`s): nothing
 //!   is shared, so it should scale linearly.
