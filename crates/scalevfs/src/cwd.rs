@@ -1,116 +1,116 @@
 //! The current directory of a process, readable by its threads without writing shared
-//! memory (Linux's `fs_struct`: `fs->pwd` under the `fs->seq` sequence counter).
+//! memory (Linux's `fs_struct`: `fs->pwd`, one counted path per process).
 //!
 //! ## Algorithm
-//! The cwd's counted [`Path`] lives in `held`, a mutex that only `chdir` takes. Its two
-//! pointers (mount and dentry) are mirrored in `ptrs`, a [`SeqCell`] guarded by `seq`:
+//! The cwd is one counted [`Path`] in an `Arc`, held in an [`ArcSwap`]: the process holds
+//! one dentry count on its cwd, whatever its threads do.
 //!
-//! * **Borrowing readers** (`getcwd`) pin the epoch, read the pointers between
-//!   `read_begin` and `read_retry`, and use the dentry *without taking a count*; if a
-//!   `chdir` ran meanwhile they throw the result away and retry. Nothing is written: two
-//!   threads calling `getcwd` share the counter's line in the Shared state only.
-//! * **Counting readers** (relative path lookups, which need a counted start) do the same
-//!   and take a count with `try_get` (refused for a dead dentry) before validating.
-//!   The count is one RMW on the cwd dentry's lockref, the only shared write left.
-//! * **Writers** (`chdir`) lock `held`, store the new pointers inside a write section,
-//!   swap the counted path and drop the old one after unlocking (its `dput` may free it).
+//! * **Readers** (`getcwd`, and every relative path walk, which starts at the cwd) *pin*
+//!   the current `Arc` with [`ArcSwap::load`]: arc-swap records the pin in a slot of the
+//!   reading thread (a "debt"), not in the `Arc`'s count, so a pin writes only that
+//!   thread's memory. A walk starts from the pinned path and takes no count on the cwd
+//!   dentry: processes whose cwd is the same directory share its line in the Shared
+//!   state only, as do threads of one process.
+//! * **Writers** (`chdir`, `fchdir`) store a new `Arc`. arc-swap pays every reader's debt
+//!   on the old `Arc` (turns each pin into a real count) before the store returns, so the
+//!   old path, and with it the count on the old cwd dentry, lives until the last pinned
+//!   reader drops its pin; that drop (`dput`) then runs on the reader's thread at the end
+//!   of its call, where dropping a counted [`Path`] start ran before.
 //!
-//! ## Why a borrowed dentry is safe to read
-//! Dentries are freed only through the epoch after their last count is gone (see
-//! `scalevfs_vfs::dentry`), and a reader pins before loading the pointer. A pointer it
-//! loads was the cwd at some moment after it pinned, or else the write that replaced it
-//! (and so the `dput` that may retire the dentry) came before the pin; the pin's SeqCst
-//! fence then makes the reader load the newer pointer. So the loaded dentry, and its
-//! ancestors (a dentry holds a count on its parent), are retired, if ever, after the pin,
-//! and stay allocated until the reader unpins. Mounts are never freed before the VFS.
+//! ## Why a pinned path is safe to use
+//! A pin is a strong reference to the `Arc` (arc-swap's guarantee), which owns the
+//! counted path: the dentry cannot die or be freed while pinned, so a walk may also take
+//! counts on it (`dget`) as from any counted path.
 //!
 //! ## Lock order
-//! `held` is a leaf: nothing is locked while it is held except the sequence counter's
-//! write section.
+//! No lock: arc-swap's writers and readers are lock-free (its debt slots are per thread).
 
-use parking_lot::Mutex;
-use scalevfs_primitives::seqlock::{SeqCell, SeqCounter};
-use scalevfs_vfs::dentry::{Dentry, DentryRef};
+use arc_swap::{ArcSwap, Guard};
+use scalevfs_vfs::dentry::Dentry;
 use scalevfs_vfs::{MntRef, Path};
+use std::sync::Arc;
 
 pub(crate) struct Cwd {
-    /// The counted cwd; the lock serializes writers.
-    held: Mutex<Path>,
-    seq: SeqCounter,
-    /// `[mount address, dentry address]` of `held`, written only in `seq`'s write sections.
-    ptrs: SeqCell<2>,
+    path: ArcSwap<Path>,
 }
 
-fn words(p: &Path) -> [u64; 2] {
-    [p.mnt.addr() as u64, p.dentry.as_ptr() as u64]
-}
+/// The cwd as a reader pinned it: a [`Path`] that stays counted while this lives.
+pub(crate) type PinnedCwd = Guard<Arc<Path>>;
 
 impl Cwd {
     pub(crate) fn new(p: Path) -> Cwd {
         Cwd {
-            ptrs: SeqCell::new(words(&p)),
-            seq: SeqCounter::new(),
-            held: Mutex::new(p),
+            path: ArcSwap::from_pointee(p),
         }
     }
 
-    /// Makes `p` the cwd; the old one is dropped (`dput`) after the lock is released.
+    /// Makes `p` the cwd; the old one is dropped (`dput`) when its last pin goes.
     pub(crate) fn set(&self, p: Path) {
-        let mut held = self.held.lock();
-        self.seq.write_begin();
-        // Release: pairs with the Acquire loads below, which follow the pointers before
-        // `read_retry` validates them.
-        self.ptrs.store_release(words(&p));
-        self.seq.write_end();
-        let old = std::mem::replace(&mut *held, p);
-        drop(held);
-        drop(old);
+        self.path.store(Arc::new(p));
     }
 
-    /// Runs `f` on the cwd without taking a count; reruns it if a `chdir` raced (so `f`
-    /// must have no side effects).
-    pub(crate) fn with_borrowed<R>(&self, mut f: impl FnMut(MntRef, &Dentry) -> R) -> R {
-        let _pin = crossbeam_epoch::pin();
-        loop {
-            let start = self.seq.read_begin();
-            let [mnt, dentry] = self.ptrs.load_acquire();
-            // SAFETY: every value `ptrs` ever held came from `MntRef::addr` of a mount that
-            // a cwd path named; we pinned before the load, and a mount is freed only a
-            // grace period after its last path went (`scalevfs_vfs::mount`).
-            let mnt = unsafe { MntRef::from_addr(mnt as usize) };
-            // SAFETY: pinned before the load; see the module docs for why the dentry stays
-            // allocated until we unpin. A torn pair fails `read_retry` below, and both
-            // words are always values some writer stored (so valid pointers).
-            let d = unsafe { &*(dentry as usize as *const Dentry) };
-            let r = f(mnt, d);
-            if !self.seq.read_retry(start) {
-                return r;
-            }
-        }
+    /// Runs `f` on the cwd without taking a count on its dentry.
+    pub(crate) fn with_borrowed<R>(&self, f: impl FnOnce(MntRef, &Dentry) -> R) -> R {
+        let pinned = self.pin();
+        f(pinned.mnt, &pinned.dentry)
     }
 
-    /// A counted reference to the cwd (the start of a relative path walk).
+    /// The cwd, pinned: the start of a relative path walk.
+    pub(crate) fn pin(&self) -> PinnedCwd {
+        self.path.load()
+    }
+
+    /// A counted reference to the cwd (a new process's cwd, `chroot(".")`).
     pub(crate) fn get(&self) -> Path {
-        let _pin = crossbeam_epoch::pin();
-        loop {
-            let start = self.seq.read_begin();
-            let [mnt, dentry] = self.ptrs.load_acquire();
-            // SAFETY: allocated while we are pinned (module docs); `try_get` refuses a dead
-            // dentry, which can only be a cwd that a racing `chdir` already replaced.
-            let counted = unsafe { DentryRef::try_get(dentry as usize as *const Dentry) };
-            if self.seq.read_retry(start) {
-                continue; // a chdir raced: drop the count (if any) and read again
-            }
-            match counted {
-                Some(dentry) => {
-                    // SAFETY: validated pair; the mount holds the dentry we just counted,
-                    // so it is busy and allocated (`scalevfs_vfs::mount`).
-                    let mnt = unsafe { MntRef::from_addr(mnt as usize) };
-                    return Path { mnt, dentry };
-                }
-                // Unreachable while `held` holds a count, but never spin on it.
-                None => return self.held.lock().clone(),
-            }
+        Path::clone(&self.pin())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cwd;
+    use crate::{Credentials, Process, Vfs, VfsOptions};
+    use scalevfs_vfs::namei::Ctx;
+
+    /// Threads walk relative paths from pinned cwds while another thread keeps changing
+    /// the cwd between directories that are made and removed: every pinned path is
+    /// alive (its dentry is counted) for the whole walk, and nothing leaks.
+    #[test]
+    fn pins_survive_concurrent_chdir() {
+        let vfs = Vfs::new(VfsOptions::default());
+        let p = Process::new(&vfs, Credentials::root());
+        for i in 0..4 {
+            p.mkdir(format!("/d{i}").as_str(), 0o755).unwrap();
+            p.mkdir(format!("/d{i}/sub").as_str(), 0o755).unwrap();
         }
+        let root = vfs.core.root();
+        let cred = Credentials::root().fs_cred();
+        let cwd = Cwd::new(root.clone());
+        let rounds = if cfg!(miri) { 10 } else { 2000 };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let pinned = cwd.pin();
+                        let ctx = Ctx::new(&cred, &root);
+                        // Every cwd this test sets has a child "sub", or is the root.
+                        let r = vfs.core.lookup(&ctx, &pinned, b"sub", true, false);
+                        assert!(r.is_ok() || pinned.dentry.as_ptr() == root.dentry.as_ptr());
+                        assert!(!pinned.dentry.is_unlinked());
+                    }
+                });
+            }
+            s.spawn(|| {
+                for r in 0..rounds {
+                    let name = format!("/d{}", r % 4);
+                    let ctx = Ctx::new(&cred, &root);
+                    let d = vfs.core.lookup(&ctx, &root, name.as_bytes(), true, false);
+                    cwd.set(d.unwrap());
+                }
+                cwd.set(root.clone());
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+        });
     }
 }
