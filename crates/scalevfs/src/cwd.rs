@@ -1,68 +1,165 @@
 //! The current directory of a process, readable by its threads without writing shared
-//! memory (Linux's `fs_struct`: `fs->pwd`, one counted path per process).
+//! memory (Linux's `fs_struct`: `fs->pwd` under the `fs->seq` sequence counter).
 //!
 //! ## Algorithm
-//! The cwd is one counted [`Path`] in an `Arc`, held in an [`ArcSwap`]: the process holds
-//! one dentry count on its cwd, whatever its threads do.
+//! The cwd's counted [`Path`] lives in an `Arc` in `held`, a mutex that only `chdir`
+//! takes: the process holds one count on its cwd dentry, whatever its threads do. The
+//! mount and dentry addresses, and a `Weak` of the `Arc` (as `Weak::into_raw`), are
+//! mirrored in `ptrs`, a [`SeqCell`] guarded by `seq`:
 //!
-//! * **Readers** (`getcwd`, and every relative path walk, which starts at the cwd) *pin*
-//!   the current `Arc` with [`ArcSwap::load`]: arc-swap records the pin in a slot of the
-//!   reading thread (a "debt"), not in the `Arc`'s count, so a pin writes only that
-//!   thread's memory. A walk starts from the pinned path and takes no count on the cwd
-//!   dentry: processes whose cwd is the same directory share its line in the Shared
-//!   state only, as do threads of one process.
-//! * **Writers** (`chdir`, `fchdir`) store a new `Arc`. arc-swap pays every reader's debt
-//!   on the old `Arc` (turns each pin into a real count) before the store returns, so the
-//!   old path, and with it the count on the old cwd dentry, lives until the last pinned
-//!   reader drops its pin; that drop (`dput`) then runs on the reader's thread at the end
-//!   of its call, where dropping a counted [`Path`] start ran before.
+//! * **Borrowing readers** (`getcwd`) pin the epoch, read the pointers between
+//!   `read_begin` and `read_retry`, and use the dentry *without taking a count*; if a
+//!   `chdir` ran meanwhile they throw the result away and retry. Nothing is written: two
+//!   threads calling `getcwd` share the counter's line in the Shared state only.
+//! * **Pinning readers** (relative path walks, which need a start that stays counted for
+//!   the whole walk) do the same and upgrade the `Weak` to a strong `Arc` before
+//!   validating: one RMW on the `Arc`'s count, which belongs to this process. So
+//!   processes whose cwd is the same directory write no common line (each has its own
+//!   `Arc`), and the dentry's count is not touched per call; only threads of one process
+//!   share the `Arc`'s line.
+//! * **Writers** (`chdir`) lock `held`, store the new pointers inside a write section,
+//!   swap the `Arc`, unlock, retire the old `Weak` through the epoch, and drop the old
+//!   `Arc`: the old path (its `dput`) goes with the last strong reference, the writer's or
+//!   that of the last walk still using it, on that thread and with no lock held.
 //!
-//! ## Why a pinned path is safe to use
-//! A pin is a strong reference to the `Arc` (arc-swap's guarantee), which owns the
-//! counted path: the dentry cannot die or be freed while pinned, so a walk may also take
-//! counts on it (`dget`) as from any counted path.
+//! ## Why a borrowed dentry is safe to read
+//! Dentries are freed only through the epoch after their last count is gone (see
+//! `scalevfs_vfs::dentry`), and a reader pins before loading the pointer. A pointer it
+//! loads was the cwd at some moment after it pinned, or else the write that replaced it
+//! (and so the `dput` that may retire the dentry) came before the pin; the pin's SeqCst
+//! fence then makes the reader load the newer pointer. So the loaded dentry, and its
+//! ancestors (a dentry holds a count on its parent), are retired, if ever, after the pin,
+//! and stay allocated until the reader unpins. Mounts are never freed before the VFS.
+//!
+//! ## Why the upgrade is safe
+//! The `Arc`'s allocation lives while a `Weak` does. The `Weak` in `ptrs` is given up
+//! only after a later `chdir` replaced it, through the epoch (`retire_fn`), so a reader
+//! that pinned before loading it upgrades live memory. `Weak::upgrade` refuses a count
+//! that reached zero (the path is being dropped), which can only be a cwd a racing
+//! `chdir` replaced, and then `read_retry` fails too.
 //!
 //! ## Lock order
-//! No lock: arc-swap's writers and readers are lock-free (its debt slots are per thread).
+//! `held` is a leaf: nothing is locked while it is held except the sequence counter's
+//! write section.
 
-use arc_swap::{ArcSwap, Guard};
+use parking_lot::Mutex;
+use scalevfs_primitives::seqlock::{SeqCell, SeqCounter};
 use scalevfs_vfs::dentry::Dentry;
 use scalevfs_vfs::{MntRef, Path};
-use std::sync::Arc;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Weak};
 
 pub(crate) struct Cwd {
-    path: ArcSwap<Path>,
+    /// The counted cwd; the lock serializes writers.
+    held: Mutex<Arc<Path>>,
+    seq: SeqCounter,
+    /// `[mount address, dentry address, Weak::into_raw]` of `held`, written only in `seq`'s
+    /// write sections. The `Weak` is owned by this cell.
+    ptrs: SeqCell<3>,
 }
 
-/// The cwd as a reader pinned it: a [`Path`] that stays counted while this lives.
-pub(crate) type PinnedCwd = Guard<Arc<Path>>;
+/// The cwd as a walk pinned it: a [`Path`] that stays counted while this lives.
+pub(crate) type PinnedCwd = Arc<Path>;
+
+/// The words mirrored for `p`, giving `ptrs` a `Weak` of it.
+fn words(p: &Arc<Path>) -> [u64; 3] {
+    let weak = Weak::into_raw(Arc::downgrade(p));
+    [
+        p.mnt.addr() as u64,
+        p.dentry.as_ptr() as u64,
+        weak as usize as u64,
+    ]
+}
+
+/// The `Weak` whose raw pointer `ptrs` holds in word 2.
+fn weak_ptr(word: u64) -> *const Path {
+    word as usize as *const Path
+}
 
 impl Cwd {
     pub(crate) fn new(p: Path) -> Cwd {
+        let p = Arc::new(p);
         Cwd {
-            path: ArcSwap::from_pointee(p),
+            ptrs: SeqCell::new(words(&p)),
+            seq: SeqCounter::new(),
+            held: Mutex::new(p),
         }
     }
 
-    /// Makes `p` the cwd; the old one is dropped (`dput`) when its last pin goes.
+    /// Makes `p` the cwd; the old one is dropped (`dput`) with its last pin.
     pub(crate) fn set(&self, p: Path) {
-        self.path.store(Arc::new(p));
+        let p = Arc::new(p);
+        let new = words(&p);
+        let mut held = self.held.lock();
+        // Only writers store `ptrs`, and we hold `held`.
+        let old_weak = weak_ptr(self.ptrs.load()[2]);
+        self.seq.write_begin();
+        // Release: pairs with the Acquire loads below, which follow the pointers before
+        // `read_retry` validates them.
+        self.ptrs.store_release(new);
+        self.seq.write_end();
+        let old = std::mem::replace(&mut *held, p);
+        drop(held);
+        // SAFETY: `ptrs` owned this `Weak` (from `words`) and no longer names it.
+        let old_weak = unsafe { Weak::from_raw(old_weak) };
+        // SAFETY: unreachable for new readers (replaced above); dropping a `Weak` frees
+        // memory at most, and takes no lock.
+        unsafe { scalevfs_vfs::retire::retire_fn(move || drop(old_weak)) };
+        drop(old);
+    }
+    /// Runs `f` on the cwd without taking a count; reruns it if a `chdir` raced (so `f`
+    /// must have no side effects).
+    pub(crate) fn with_borrowed<R>(&self, mut f: impl FnMut(MntRef, &Dentry) -> R) -> R {
+        let _pin = crossbeam_epoch::pin();
+        loop {
+            let start = self.seq.read_begin();
+            let [mnt, dentry, _] = self.ptrs.load_acquire();
+            // SAFETY: every value `ptrs` ever held came from `MntRef::addr` of a mount that
+            // a cwd path named; we pinned before the load, and a mount is freed only a
+            // grace period after its last path went (`scalevfs_vfs::mount`).
+            let mnt = unsafe { MntRef::from_addr(mnt as usize) };
+            // SAFETY: pinned before the load; see the module docs for why the dentry stays
+            // allocated until we unpin. A torn pair fails `read_retry` below, and both
+            // words are always values some writer stored (so valid pointers).
+            let d = unsafe { &*(dentry as usize as *const Dentry) };
+            let r = f(mnt, d);
+            if !self.seq.read_retry(start) {
+                return r;
+            }
+        }
     }
 
-    /// Runs `f` on the cwd without taking a count on its dentry.
-    pub(crate) fn with_borrowed<R>(&self, f: impl FnOnce(MntRef, &Dentry) -> R) -> R {
-        let pinned = self.pin();
-        f(pinned.mnt, &pinned.dentry)
-    }
-
-    /// The cwd, pinned: the start of a relative path walk.
+    /// The cwd, pinned: the start of a relative path walk (see the module docs).
     pub(crate) fn pin(&self) -> PinnedCwd {
-        self.path.load()
+        let _pin = crossbeam_epoch::pin();
+        loop {
+            let start = self.seq.read_begin();
+            let [_, _, weak] = self.ptrs.load_acquire();
+            // SAFETY: a `Weak` that `ptrs` held after we pinned (module docs), so its
+            // allocation lives until we unpin; `ManuallyDrop`: the cell keeps owning it.
+            let weak = ManuallyDrop::new(unsafe { Weak::from_raw(weak_ptr(weak)) });
+            let pinned = weak.upgrade();
+            if self.seq.read_retry(start) {
+                continue; // a chdir raced: drop the pin (if any) and read again
+            }
+            match pinned {
+                Some(p) => return p,
+                // Unreachable while `held` holds the `Arc`, but never spin on it.
+                None => return self.held.lock().clone(),
+            }
+        }
     }
 
     /// A counted reference to the cwd (a new process's cwd, `chroot(".")`).
     pub(crate) fn get(&self) -> Path {
         Path::clone(&self.pin())
+    }
+}
+
+impl Drop for Cwd {
+    fn drop(&mut self) {
+        // SAFETY: `ptrs` owns this `Weak` (from `words`); `&mut self`: no reader remains.
+        drop(unsafe { Weak::from_raw(weak_ptr(self.ptrs.load()[2])) });
     }
 }
 
