@@ -164,6 +164,9 @@ impl Drop for Cwd {
 }
 
 #[cfg(test)]
+mod shuttle_tests;
+
+#[cfg(test)]
 mod tests {
     use super::Cwd;
     use crate::{Credentials, Process, Vfs, VfsOptions};

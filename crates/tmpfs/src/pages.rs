@@ -553,4 +553,6 @@ impl Drop for FilePages {
 }
 
 #[cfg(test)]
+mod shuttle_tests;
+#[cfg(test)]
 mod tests;
