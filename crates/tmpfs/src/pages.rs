@@ -526,6 +526,39 @@ impl PagesWriter<'_> {
     }
 }
 
+impl FilePages {
+    /// Frees every page at once, without a grace period (an evicted inode); returns how
+    /// many pages (holes included) there were.
+    ///
+    /// # Safety
+    /// No reader may be inside `read_at`, `next_data` or `next_hole` of this file, nor
+    /// enter one: true of an inode being evicted, since every reader holds a reference
+    /// to it.
+    pub unsafe fn free_all(&self) -> u64 {
+        let w = self.write();
+        // Relaxed: our own tree (see `slot_mut`).
+        let root = self.root.load(Ordering::Relaxed);
+        if root.is_null() {
+            return 0;
+        }
+        let mut gone = 0;
+        // SAFETY: nodes are freed only with the file.
+        scan(unsafe { &*root }, 0, 0, u64::MAX, &mut |_, slot| {
+            let old = slot.swap(ptr::null_mut(), Ordering::Relaxed).cast::<Page>();
+            if old != hole() {
+                // SAFETY: unlinked, and no reader can hold it (the caller's contract);
+                // from `Box::into_raw` in `alloc_page`, freed once.
+                free_page(unsafe { Box::from_raw(old) });
+            }
+            gone += 1;
+            true
+        });
+        w.set_len(0);
+        drop(w);
+        gone
+    }
+}
+
 impl Drop for FilePages {
     fn drop(&mut self) {
         fn free(node: *mut Node) {

@@ -108,6 +108,24 @@ fn remove_range_and_zero_cut_pages() {
 }
 
 #[test]
+fn free_all_empties_the_file_at_once() {
+    let p = FilePages::default();
+    p.write().write_at(0, &[3u8; 3 * PAGE], || Ok(())).unwrap();
+    p.write().insert_hole(7);
+    let retired = scalevfs_vfs::retire::pending_local();
+    // SAFETY: no reader: this thread is the only user of `p`.
+    assert_eq!(unsafe { p.free_all() }, 4);
+    assert_eq!(
+        scalevfs_vfs::retire::pending_local(),
+        retired,
+        "nothing deferred"
+    );
+    assert_eq!(p.count(), 0);
+    assert_eq!(read(&p, 0, 8), [0; 8]);
+    assert_eq!(p.next_data(0), None);
+}
+
+#[test]
 fn freed_pages_are_reused_by_the_freeing_thread() {
     std::thread::spawn(|| {
         let p = FilePages::default();
