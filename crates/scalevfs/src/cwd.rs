@@ -173,8 +173,8 @@ mod tests {
     use scalevfs_vfs::namei::Ctx;
 
     /// Threads walk relative paths from pinned cwds while another thread keeps changing
-    /// the cwd between directories that are made and removed: every pinned path is
-    /// alive (its dentry is counted) for the whole walk, and nothing leaks.
+    /// the cwd among four directories: every pinned path stays alive (its dentry counted
+    /// and hashed) for the whole walk, and its walk finds the directory's child.
     #[test]
     fn pins_survive_concurrent_chdir() {
         let vfs = Vfs::new(VfsOptions::default());

@@ -7,7 +7,7 @@
 //! pages; the others hold child nodes. The root covers indices below `64 << root.shift`;
 //! the tree grows upward (a new root whose slot 0 is the old one) when a writer needs a
 //! larger index, and never shrinks before the file is freed (an emptied node costs 520
-//! bytes per 64 pages of the file's largest size). A leaf slot is null (no page), [`HOLE`]
+//! bytes per 64 pages of the file's largest size). A leaf slot is null (no page), `hole()`
 //! (allocated by `fallocate` but never written: reads as zeros, counts as a hole for
 //! `SEEK_DATA`/`SEEK_HOLE`), or a page. A page's bytes are atomic words (a reader racing a
 //! writer is never a data race) under the page's own sequence counter: a writer changes a
@@ -19,17 +19,18 @@
 //! ## Readers and writers
 //! * **Readers** (`read_at`, `next_data`, `next_hole`) pin the epoch, load the root and
 //!   each slot with `Acquire`, and copy words with `Relaxed` loads between the page's
-//!   sequence checks. They store nothing but their thread's epoch slot: two reads of one file share its lines in the Shared state
-//!   only. (A read/write lock's reader count is a store to one line per file, which every
-//!   reader of that file would take in turn.)
+//!   sequence checks. They store nothing but their thread's epoch slot: two reads of one
+//!   file share its lines in the Shared state only. (A read/write lock's reader count is
+//!   a store to one line per file, which every reader of that file would take in turn.)
 //! * **Writers** ([`FilePages::write`]) hold the file's `writer` mutex, so they are
 //!   serialized among themselves. They publish a node or page with a `Release` store after
 //!   initializing it (pairs with the readers' `Acquire` loads of the slot, or of `root`),
-//!   change bytes of published pages with atomic stores in a write section, and unlink a page by storing null
-//!   (or `HOLE`) into its slot and retiring it ([`scalevfs_vfs::retire`]): it is freed after
-//!   a grace period, when every reader that could have loaded the pointer has unpinned.
-//!   Nodes are never unlinked while the file lives; the tree is freed when the file is
-//!   (no reader remains then: a reader holds a reference on the inode).
+//!   change bytes of published pages with atomic stores in a write section, and unlink a
+//!   page by storing null into its slot and retiring it ([`scalevfs_vfs::retire`]): it is
+//!   freed after a grace period, when every reader that could have loaded the pointer has
+//!   unpinned. Nodes are never unlinked while the file lives. An evicted file's pages
+//!   ([`FilePages::free_all`]) and the tree itself (`Drop`) are freed at once: no reader
+//!   remains then, since a reader holds a reference on the inode.
 //! * `len`, the number of non-null leaf slots, is stored by writers under the mutex, so
 //!   `stat` (`st_blocks`) reads one word. It is exact whenever no writer is inside.
 //!
@@ -137,7 +138,7 @@ struct RetiredPage(*mut Page);
 // SAFETY: a page is atomics only; the pointer is dereferenced by nobody but the free.
 unsafe impl Send for RetiredPage {}
 
-/// Unlinked `page` (a real page, not `HOLE`): frees it after a grace period.
+/// Unlinked `page` (a real page, not `hole()`): frees it after a grace period.
 fn retire_page(page: *mut Page) {
     let retired = RetiredPage(page);
     let free = move || {
