@@ -98,12 +98,11 @@ const HAS_XATTRS: u16 = scalevfs_vfs::inode::I_FS_PRIVATE;
 /// `listxattr` on Linux's tmpfs reports them so (its `simple_xattrs` red-black tree).
 type Xattrs = Vec<(Box<[u8]>, Box<[u8]>)>;
 
-/// A page of a file: `None` is allocated by `fallocate` but never written; it reads as
-/// zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as shmem's unwritten pages do.
-type Page = Option<Box<[u8; PAGE]>>;
-
 enum Node {
-    File(FilePages<Page>),
+    /// A regular file's pages (`pages` module docs; a page that `fallocate` made but no
+    /// write filled reads as zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as
+    /// shmem's unwritten pages do).
+    File(FilePages),
     /// Boxed: a directory's maps are large, and every regular file pays for the largest
     /// variant.
     Dir(Box<RwLock<DirMap>>),
@@ -164,7 +163,7 @@ fn dir_map(inode: &Inode) -> SysResult<&RwLock<DirMap>> {
     }
 }
 
-fn pages(inode: &Inode) -> SysResult<&FilePages<Page>> {
+fn pages(inode: &Inode) -> SysResult<&FilePages> {
     match node(inode) {
         Node::File(p) => Ok(p),
         Node::Dir(_) => Err(Errno::EISDIR),
@@ -264,29 +263,19 @@ impl Tmpfs {
         let end = off.saturating_add(len);
         // Pages [first, last) are covered whole.
         let (first, last) = (off.div_ceil(pg), end / pg);
-        let mut zero = |from: u64, to: u64| {
-            if let Some(Some(page)) = p.get_mut(&(from / pg)) {
-                let at = (from % pg) as usize;
-                page[at..at + (to - from) as usize].fill(0);
-            }
-        };
         if first > last {
             // Within one page.
-            zero(off, end);
+            p.zero(off, end);
         } else {
             if !off.is_multiple_of(pg) {
-                zero(off, first * pg);
+                p.zero(off, first * pg);
             }
             if !end.is_multiple_of(pg) {
-                zero(last * pg, end);
+                p.zero(last * pg, end);
             }
         }
         if first < last {
-            let gone: Vec<u64> = p.range(first..last).map(|(&i, _)| i).collect();
-            for i in &gone {
-                p.remove(i);
-            }
-            self.unreserve_pages(gone.len() as u64);
+            self.unreserve_pages(p.remove_range(first, last));
         }
         Ok(())
     }
@@ -346,7 +335,8 @@ impl FileSystem for Tmpfs {
     fn evict_inode(&self, inode: &Inode) {
         match node(inode) {
             Node::File(p) => {
-                let n = std::mem::take(&mut *p.write()).len() as u64;
+                // SAFETY: an inode being evicted has no reader (each holds a reference).
+                let n = unsafe { p.free_all() };
                 self.unreserve_pages(n);
             }
             Node::Dir(m) => {
@@ -712,51 +702,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let p = pages(inode)?.read();
+        let p = pages(inode)?;
         let size = inode.size();
         if off >= size || buf.is_empty() {
             return Ok(0);
         }
         let n = buf.len().min((size - off) as usize);
-        let mut done = 0;
-        while done < n {
-            let at = off + done as u64;
-            let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
-            let chunk = (PAGE - in_page).min(n - done);
-            match p.get(&idx) {
-                Some(Some(pg)) => {
-                    buf[done..done + chunk].copy_from_slice(&pg[in_page..in_page + chunk])
-                }
-                _ => buf[done..done + chunk].fill(0),
-            }
-            done += chunk;
-        }
+        p.read_at(off, &mut buf[..n]);
         Ok(n)
     }
 
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize> {
         let mut p = pages(inode)?.write();
-        let mut done = 0;
-        while done < buf.len() {
-            let at = off + done as u64;
-            let (idx, in_page) = (at / PAGE as u64, (at % PAGE as u64) as usize);
-            let chunk = (PAGE - in_page).min(buf.len() - done);
-            let slot = match p.entry(idx) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    if let Err(err) = self.reserve_pages(1) {
-                        if done == 0 {
-                            return Err(err);
-                        }
-                        break;
-                    }
-                    e.insert(None)
-                }
-            };
-            let pg = slot.get_or_insert_with(|| Box::new([0u8; PAGE]));
-            pg[in_page..in_page + chunk].copy_from_slice(&buf[done..done + chunk]);
-            done += chunk;
-        }
+        let done = p.write_at(off, buf, || self.reserve_pages(1))?;
         let end = off + done as u64;
         if end > inode.size() {
             inode.set_size(end);
@@ -769,12 +727,9 @@ impl FileSystem for Tmpfs {
         let old = inode.size();
         if size < old {
             let first_gone = size.div_ceil(PAGE as u64);
-            let gone = p.split_off(&first_gone);
-            self.unreserve_pages(gone.len() as u64);
+            self.unreserve_pages(p.remove_range(first_gone, u64::MAX));
             if !size.is_multiple_of(PAGE as u64) {
-                if let Some(Some(pg)) = p.get_mut(&(size / PAGE as u64)) {
-                    pg[(size % PAGE as u64) as usize..].fill(0);
-                }
+                p.zero(size, first_gone * PAGE as u64);
             }
         }
         inode.set_size(size);
@@ -803,10 +758,10 @@ impl FileSystem for Tmpfs {
             None if span > phys_pages() => return Err(Errno::ENOMEM),
             _ => {}
         }
-        let missing = (first..=last).filter(|i| !p.contains_key(i)).count() as u64;
+        let missing = (first..=last).filter(|&i| !p.contains(i)).count() as u64;
         self.reserve_pages(missing)?;
         for i in first..=last {
-            p.entry(i).or_insert(None);
+            p.insert_hole(i);
         }
         if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > inode.size() {
             inode.set_size(end);
@@ -815,20 +770,16 @@ impl FileSystem for Tmpfs {
     }
 
     fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64> {
-        let p = pages(inode)?.read();
+        let p = pages(inode)?;
         let idx = off / PAGE as u64;
         let size = inode.size();
         if data {
-            match p.range(idx..).find(|(_, pg)| pg.is_some()) {
-                Some((&i, _)) if i * (PAGE as u64) < size => Ok(off.max(i * PAGE as u64)),
+            match p.next_data(idx) {
+                Some(i) if i * (PAGE as u64) < size => Ok(off.max(i * PAGE as u64)),
                 _ => Err(Errno::ENXIO),
             }
         } else {
-            let mut i = idx;
-            while matches!(p.get(&i), Some(Some(_))) {
-                i += 1;
-            }
-            Ok(off.max(i * PAGE as u64).min(size))
+            Ok(off.max(p.next_hole(idx) * PAGE as u64).min(size))
         }
     }
 

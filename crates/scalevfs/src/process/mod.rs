@@ -41,7 +41,7 @@ use crate::typed::PathArg;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-use crate::cwd::Cwd;
+use crate::cwd::{Cwd, PinnedCwd};
 use crate::fdtable::FdTable;
 use scalevfs_vfs::namei::Ctx;
 use scalevfs_vfs::{Cred, DirEntry, Errno, FileRef, Path, Stat, SysResult, VfsCore};
@@ -71,7 +71,8 @@ pub struct Process {
 /// Where a path resolution starts (see `Process::start`).
 enum Start<'a> {
     Borrowed(&'a Path),
-    Owned(Path),
+    /// The cwd, pinned (counted once per process, not per call: `cwd` module docs).
+    Cwd(PinnedCwd),
     File(FileRef),
 }
 
@@ -79,7 +80,7 @@ impl Start<'_> {
     fn path(&self) -> &Path {
         match self {
             Start::Borrowed(p) => p,
-            Start::Owned(p) => p,
+            Start::Cwd(p) => p,
             Start::File(f) => f.path(),
         }
     }
@@ -153,7 +154,7 @@ impl Process {
             return Ok(Start::Borrowed(&self.root));
         }
         if dirfd == libc::AT_FDCWD {
-            return Ok(Start::Owned(self.cwd.get()));
+            return Ok(Start::Cwd(self.cwd.pin()));
         }
         Ok(Start::File(self.fds.get(dirfd)?))
     }
