@@ -164,18 +164,31 @@ fn load_bytes(page: &Page, at: usize, out: &mut [u8]) {
     }
 }
 
-/// Copies `out.len()` bytes from `page` at byte `at` with word-sized atomic loads.
+/// Copies `out.len()` bytes from `page` at byte `at` with word-sized atomic loads: a
+/// partial first and last word, and whole words between them in one loop without bounds
+/// checks (compiled to plain 8-byte moves).
 fn load_words(page: &Page, at: usize, out: &mut [u8]) {
-    let mut done = 0;
-    while done < out.len() {
-        let pos = at + done;
-        let (w, o) = (pos / 8, pos % 8);
-        let n = (8 - o).min(out.len() - done);
-        // Relaxed: the page was published by a Release store this reader's Acquire load
-        // saw; later changes are ordered by the page's sequence counter (`load_bytes`).
-        let bytes = page.words[w].load(Ordering::Relaxed).to_ne_bytes();
-        out[done..done + n].copy_from_slice(&bytes[o..o + n]);
-        done += n;
+    // Relaxed everywhere: the page was published by a Release store this reader's Acquire
+    // load saw; later changes are ordered by the page's sequence counter (`load_bytes`).
+    let load = |w: usize| page.words[w].load(Ordering::Relaxed).to_ne_bytes();
+    let (first, skip) = (at / 8, at % 8);
+    let head = if skip == 0 {
+        0
+    } else {
+        (8 - skip).min(out.len())
+    };
+    if head > 0 {
+        out[..head].copy_from_slice(&load(first)[skip..skip + head]);
+    }
+    let w0 = (at + head) / 8;
+    let whole_len = (out.len() - head) / 8 * 8;
+    let (whole, tail) = out[head..].split_at_mut(whole_len);
+    for (chunk, word) in whole.chunks_exact_mut(8).zip(&page.words[w0..]) {
+        chunk.copy_from_slice(&word.load(Ordering::Relaxed).to_ne_bytes());
+    }
+    if !tail.is_empty() {
+        let n = tail.len();
+        tail.copy_from_slice(&load(w0 + whole.len() / 8)[..n]);
     }
 }
 
@@ -187,23 +200,33 @@ fn store_bytes(page: &Page, at: usize, src: &[u8]) {
     page.seq.write_end();
 }
 
-/// Stores `src` into `page` at byte `at` with word-sized atomic stores (the caller is the
-/// only writer, so a partial word's load and store cannot lose another writer's bytes).
+/// Stores `src` into `page` at byte `at` with word-sized atomic stores, as `load_words`
+/// loads: a partial first and last word merged into the word's current bytes (the caller
+/// is the only writer, so that load and store cannot lose another writer's bytes), whole
+/// words between them.
 fn store_words(page: &Page, at: usize, src: &[u8]) {
-    let mut done = 0;
-    while done < src.len() {
-        let pos = at + done;
-        let (w, o) = (pos / 8, pos % 8);
-        let n = (8 - o).min(src.len() - done);
-        let word = if n == 8 {
-            u64::from_ne_bytes(src[done..done + 8].try_into().expect("8 bytes"))
-        } else {
-            let mut b = page.words[w].load(Ordering::Relaxed).to_ne_bytes();
-            b[o..o + n].copy_from_slice(&src[done..done + n]);
-            u64::from_ne_bytes(b)
-        };
-        page.words[w].store(word, Ordering::Relaxed);
-        done += n;
+    let merge = |w: usize, o: usize, bytes: &[u8]| {
+        let mut b = page.words[w].load(Ordering::Relaxed).to_ne_bytes();
+        b[o..o + bytes.len()].copy_from_slice(bytes);
+        page.words[w].store(u64::from_ne_bytes(b), Ordering::Relaxed);
+    };
+    let (first, skip) = (at / 8, at % 8);
+    let head = if skip == 0 {
+        0
+    } else {
+        (8 - skip).min(src.len())
+    };
+    if head > 0 {
+        merge(first, skip, &src[..head]);
+    }
+    let w0 = (at + head) / 8;
+    let (whole, tail) = src[head..].split_at((src.len() - head) / 8 * 8);
+    for (chunk, word) in whole.chunks_exact(8).zip(&page.words[w0..]) {
+        let bytes: [u8; 8] = chunk.try_into().expect("chunks_exact(8)");
+        word.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
+    }
+    if !tail.is_empty() {
+        merge(w0 + whole.len() / 8, 0, tail);
     }
 }
 
