@@ -22,6 +22,15 @@
 //! * Sizes follow Linux's tmpfs, including the directory size of 20 bytes per entry
 //!   (`BOGO_DIRENT_SIZE`) plus 40.
 //!
+//! | module   | what                                                                      |
+//! |----------|---------------------------------------------------------------------------|
+//! | `dir`    | directory operations: create, link, unlink, rmdir, rename, readdir        |
+//! | `dirmap` | a directory's entries: names stored once, readdir cookies                 |
+//! | `file`   | regular files' data: read, write, truncate, fallocate, hole punching, seek |
+//! | `pages`  | the per-file page map and its lock                                        |
+//! | `xattr`  | extended attributes                                                       |
+//! | this     | the superblock, inodes, limits, statfs, eviction                          |
+//!
 //! Lock order: VFS inode `rwsem` -> directory lock -> (nothing); VFS inode `rwsem` ->
 //! extended-attribute map lock (a leaf). Cross-directory renames are
 //! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
@@ -29,8 +38,11 @@
 
 #![warn(missing_docs)]
 
+mod dir;
 mod dirmap;
+mod file;
 mod pages;
+mod xattr;
 
 use crossbeam_utils::CachePadded;
 use dirmap::DirMap;
@@ -48,6 +60,7 @@ use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBl
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use xattr::{Xattrs, HAS_XATTRS};
 
 /// Page size of file data chunks.
 pub const PAGE: usize = 4096;
@@ -88,15 +101,6 @@ pub struct Tmpfs {
     /// evicting one without looks at no lock and no shared counter.
     xattrs: HashedMutexes<HashMap<u64, Xattrs>>,
 }
-
-/// The inode has an entry in `Tmpfs::xattrs`. Set and cleared under the inode's `xattrs`
-/// lock; read Relaxed at eviction, which the last reference's Release/Acquire orders after
-/// every change that inode saw.
-const HAS_XATTRS: u16 = scalevfs_vfs::inode::I_FS_PRIVATE;
-
-/// One inode's extended attributes, kept sorted by name in *descending* byte order:
-/// `listxattr` on Linux's tmpfs reports them so (its `simple_xattrs` red-black tree).
-type Xattrs = Vec<(Box<[u8]>, Box<[u8]>)>;
 
 enum Node {
     /// A regular file's pages (`pages` module docs; a page that `fallocate` made but no
@@ -145,11 +149,6 @@ fn half_of_ram() -> u64 {
         return 1 << 30;
     }
     (si.totalram as u64).saturating_mul(si.mem_unit as u64) / 2
-}
-
-/// Where `name` is in `list` (sorted descending), or where it would go.
-fn find_xattr(list: &Xattrs, name: &[u8]) -> Result<usize, usize> {
-    list.binary_search_by(|(n, _)| name.cmp(n))
 }
 
 fn node(inode: &Inode) -> &Node {
@@ -253,48 +252,6 @@ impl Tmpfs {
         }
         Ok(i)
     }
-
-    /// `FALLOC_FL_PUNCH_HOLE`: frees the pages wholly inside `[off, off+len)` and zeroes
-    /// the covered part of a page it cuts into, as `shmem_truncate_range` does; the size
-    /// does not change. Walks only the pages that exist, so a huge range costs nothing.
-    fn punch_hole(&self, inode: &Inode, off: u64, len: u64) -> SysResult<()> {
-        let mut p = pages(inode)?.write();
-        let pg = PAGE as u64;
-        let end = off.saturating_add(len);
-        // Pages [first, last) are covered whole.
-        let (first, last) = (off.div_ceil(pg), end / pg);
-        if first > last {
-            // Within one page.
-            p.zero(off, end);
-        } else {
-            if !off.is_multiple_of(pg) {
-                p.zero(off, first * pg);
-            }
-            if !end.is_multiple_of(pg) {
-                p.zero(last * pg, end);
-            }
-        }
-        if first < last {
-            self.unreserve_pages(p.remove_range(first, last));
-        }
-        Ok(())
-    }
-
-    /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
-    fn add_entry(&self, dir: &Inode, name: &[u8], inode: InodeRef) -> SysResult<()> {
-        check_name(name)?;
-        let mut m = dir_map(dir)?.write();
-        if m.get(name).is_some() {
-            return Err(Errno::EEXIST);
-        }
-        if inode.is_dir() {
-            dir.inc_nlink();
-        }
-        m.insert(name, inode);
-        dir.set_size(dir.size() + BOGO_DIRENT_SIZE);
-        dir.touch_mc();
-        Ok(())
-    }
 }
 
 impl FileSystem for Tmpfs {
@@ -313,23 +270,7 @@ impl FileSystem for Tmpfs {
     }
 
     fn kill_sb(&self, root: &Inode) {
-        // Iterative, so a deep tree cannot overflow the stack: drain a directory before
-        // dropping the last reference to it.
-        let mut stack: Vec<InodeRef> = Vec::new();
-        let drain = |d: &Inode, stack: &mut Vec<InodeRef>| {
-            if let Ok(m) = dir_map(d) {
-                let entries = std::mem::take(&mut *m.write());
-                for (_, (_, i)) in entries.by_cookie {
-                    if i.is_dir() {
-                        stack.push(i);
-                    }
-                }
-            }
-        };
-        drain(root, &mut stack);
-        while let Some(d) = stack.pop() {
-            drain(&d, &mut stack);
-        }
+        self.dir_kill_sb(root)
     }
 
     fn evict_inode(&self, inode: &Inode) {
@@ -386,57 +327,23 @@ impl FileSystem for Tmpfs {
     }
 
     fn getxattr(&self, inode: &Inode, name: &[u8]) -> SysResult<Vec<u8>> {
-        let m = self.xattrs.lock_key(inode.ino);
-        let list = m.get(&inode.ino).ok_or(Errno::ENODATA)?;
-        let i = find_xattr(list, name).map_err(|_| Errno::ENODATA)?;
-        Ok(list[i].1.to_vec())
+        self.xattr_getxattr(inode, name)
     }
 
     fn setxattr(&self, inode: &Inode, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
-        let mut m = self.xattrs.lock_key(inode.ino);
-        let list = m.entry(inode.ino).or_default();
-        let fresh = list.is_empty();
-        let r = match find_xattr(list, name) {
-            Ok(_) if flags & libc::XATTR_CREATE != 0 => Err(Errno::EEXIST),
-            Ok(i) => {
-                list[i].1 = value.into();
-                Ok(())
-            }
-            Err(_) if flags & libc::XATTR_REPLACE != 0 => Err(Errno::ENODATA),
-            Err(i) => {
-                list.insert(i, (name.into(), value.into()));
-                Ok(())
-            }
-        };
-        if list.is_empty() {
-            m.remove(&inode.ino);
-        } else if fresh {
-            inode.set_flag(HAS_XATTRS, true);
-        }
-        r
+        self.xattr_setxattr(inode, name, value, flags)
     }
 
     fn listxattr(&self, inode: &Inode) -> SysResult<Vec<Vec<u8>>> {
-        let m = self.xattrs.lock_key(inode.ino);
-        Ok(m.get(&inode.ino)
-            .map(|l| l.iter().map(|(n, _)| n.to_vec()).collect())
-            .unwrap_or_default())
+        self.xattr_listxattr(inode)
     }
 
     fn removexattr(&self, inode: &Inode, name: &[u8]) -> SysResult<()> {
-        let mut m = self.xattrs.lock_key(inode.ino);
-        let list = m.get_mut(&inode.ino).ok_or(Errno::ENODATA)?;
-        let i = find_xattr(list, name).map_err(|_| Errno::ENODATA)?;
-        list.remove(i);
-        if list.is_empty() {
-            m.remove(&inode.ino);
-            inode.set_flag(HAS_XATTRS, false);
-        }
-        Ok(())
+        self.xattr_removexattr(inode, name)
     }
 
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
-        Ok(dir_map(dir)?.read().get(name).cloned())
+        self.dir_lookup(dir, name)
     }
 
     fn create(
@@ -447,15 +354,7 @@ impl FileSystem for Tmpfs {
         uid: u32,
         gid: u32,
     ) -> SysResult<InodeRef> {
-        let node = match mode & libc::S_IFMT {
-            libc::S_IFREG => Node::File(FilePages::default()),
-            libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
-            libc::S_IFIFO => Node::Fifo(FifoSlot::default()),
-            _ => Node::Special,
-        };
-        let i = self.new_inode(dir.sb(), (mode, 0), uid, gid, node)?;
-        self.add_entry(dir, name, i.clone())?;
-        Ok(i)
+        self.dir_create(dir, name, mode, uid, gid)
     }
 
     fn mknod_device(
@@ -467,9 +366,7 @@ impl FileSystem for Tmpfs {
         uid: u32,
         gid: u32,
     ) -> SysResult<InodeRef> {
-        let i = self.new_inode(dir.sb(), (mode, rdev), uid, gid, Node::Special)?;
-        self.add_entry(dir, name, i.clone())?;
-        Ok(i)
+        self.dir_mknod_device(dir, name, mode, rdev, uid, gid)
     }
 
     fn symlink(
@@ -480,16 +377,7 @@ impl FileSystem for Tmpfs {
         uid: u32,
         gid: u32,
     ) -> SysResult<InodeRef> {
-        let i = self.new_inode(
-            dir.sb(),
-            (libc::S_IFLNK | 0o777, 0),
-            uid,
-            gid,
-            Node::Symlink(target.into()),
-        )?;
-        i.set_size(target.len() as u64);
-        self.add_entry(dir, name, i.clone())?;
-        Ok(i)
+        self.dir_symlink(dir, name, target, uid, gid)
     }
 
     fn tmpfile(&self, dir: &Inode, mode: u32, uid: u32, gid: u32) -> SysResult<InodeRef> {
@@ -501,35 +389,15 @@ impl FileSystem for Tmpfs {
     }
 
     fn link(&self, dir: &Inode, name: &[u8], inode: &InodeRef) -> SysResult<()> {
-        self.add_entry(dir, name, inode.clone())?;
-        inode.inc_nlink();
-        inode.touch_c();
-        Ok(())
+        self.dir_link(dir, name, inode)
     }
 
     fn unlink(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
-        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
-        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        dir.touch_mc();
-        inode.dec_nlink();
-        inode.touch_c();
-        // The entry's reference goes last: the inode may be evicted here.
-        drop(removed);
-        Ok(())
+        self.dir_unlink(dir, name, inode)
     }
 
     fn rmdir(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
-        if !dir_map(inode)?.read().is_empty() {
-            return Err(Errno::ENOTEMPTY);
-        }
-        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
-        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        dir.dec_nlink();
-        dir.touch_mc();
-        inode.set_nlink(0);
-        inode.touch_c();
-        drop(removed);
-        Ok(())
+        self.dir_rmdir(dir, name, inode)
     }
 
     fn rename_whiteout(
@@ -540,17 +408,7 @@ impl FileSystem for Tmpfs {
         new_name: &[u8],
         (uid, gid): (u32, u32),
     ) -> SysResult<()> {
-        // shmem_rename2: a non-empty target directory first, then the whiteout (it may
-        // fail: ENOSPC), then the rename; the whiteout takes the old name.
-        check_name(new_name)?;
-        if let Some(t) = dir_map(new_dir)?.read().get(new_name) {
-            if t.is_dir() && !dir_map(t)?.read().is_empty() {
-                return Err(Errno::ENOTEMPTY);
-            }
-        }
-        let w = self.new_inode(old_dir.sb(), (libc::S_IFCHR, 0), uid, gid, Node::Special)?;
-        self.rename(old_dir, old_name, new_dir, new_name, 0)?;
-        self.add_entry(old_dir, old_name, w)
+        self.dir_rename_whiteout(old_dir, old_name, new_dir, new_name, (uid, gid))
     }
 
     fn rename(
@@ -561,78 +419,7 @@ impl FileSystem for Tmpfs {
         new_name: &[u8],
         flags: u32,
     ) -> SysResult<()> {
-        check_name(new_name)?;
-        let same = std::ptr::eq(old_dir, new_dir);
-        let src = dir_map(old_dir)?
-            .read()
-            .get(old_name)
-            .cloned()
-            .ok_or(Errno::ENOENT)?;
-        let tgt = dir_map(new_dir)?.read().get(new_name).cloned();
-        if flags & libc::RENAME_EXCHANGE != 0 {
-            let tgt = tgt.ok_or(Errno::ENOENT)?;
-            {
-                let mut om = dir_map(old_dir)?.write();
-                om.remove(old_name);
-                om.insert(old_name, tgt.clone());
-            }
-            {
-                let mut nm = dir_map(new_dir)?.write();
-                nm.remove(new_name);
-                nm.insert(new_name, src.clone());
-            }
-            if !same && src.is_dir() != tgt.is_dir() {
-                if src.is_dir() {
-                    new_dir.inc_nlink();
-                    old_dir.dec_nlink();
-                } else {
-                    old_dir.inc_nlink();
-                    new_dir.dec_nlink();
-                }
-            }
-            old_dir.touch_mc();
-            new_dir.touch_mc();
-            src.touch_c();
-            tgt.touch_c();
-            return Ok(());
-        }
-        if let Some(t) = &tgt {
-            if t.is_dir() {
-                if !dir_map(t)?.read().is_empty() {
-                    return Err(Errno::ENOTEMPTY);
-                }
-                t.set_nlink(0);
-                new_dir.dec_nlink();
-            } else {
-                t.dec_nlink();
-            }
-            t.touch_c();
-        }
-        let removed_target = {
-            let mut nm = dir_map(new_dir)?.write();
-            let r = nm.remove(new_name);
-            if same {
-                nm.remove(old_name);
-            }
-            nm.insert(new_name, src.clone());
-            r
-        };
-        if !same {
-            dir_map(old_dir)?.write().remove(old_name);
-            if src.is_dir() {
-                old_dir.dec_nlink();
-                new_dir.inc_nlink();
-            }
-        }
-        old_dir.set_size(old_dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        if removed_target.is_none() {
-            new_dir.set_size(new_dir.size() + BOGO_DIRENT_SIZE);
-        }
-        old_dir.touch_mc();
-        new_dir.touch_mc();
-        src.touch_c();
-        drop(removed_target);
-        Ok(())
+        self.dir_rename(old_dir, old_name, new_dir, new_name, flags)
     }
 
     fn readdir(
@@ -642,145 +429,27 @@ impl FileSystem for Tmpfs {
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
     ) -> SysResult<bool> {
-        let mut pos = pos.max(0) as u64;
-        if pos == 0 {
-            if !emit(DirEmit {
-                ino: dir.ino,
-                next_pos: 1,
-                d_type: libc::DT_DIR,
-                name: b".",
-            }) {
-                return Ok(false);
-            }
-            pos = 1;
-        }
-        let m = dir_map(dir)?.read();
-        // Entries are listed newest first, in falling cookie order, as Linux 6.14+ lists
-        // tmpfs directories; each entry's `d_off` is the next (older) entry's cookie, so a
-        // scan that resumes from it never returns an entry twice nor skips one that stayed.
-        let newest = || {
-            m.by_cookie
-                .keys()
-                .next_back()
-                .map_or(DIR_OFFSET_EOD, |&c| c.into())
-        };
-        if pos == 1 {
-            if !emit(DirEmit {
-                ino: parent_ino,
-                next_pos: newest() as i64,
-                d_type: libc::DT_DIR,
-                name: b"..",
-            }) {
-                return Ok(false);
-            }
-            pos = DIR_OFFSET_FIRST;
-        }
-        if pos >= DIR_OFFSET_EOD {
-            return Ok(true);
-        }
-        let from = if pos <= DIR_OFFSET_FIRST {
-            u64::MAX
-        } else {
-            pos
-        };
-        // `from` is below DIR_OFFSET_EOD, or u64::MAX for "from the newest".
-        let from = u32::try_from(from).unwrap_or(u32::MAX);
-        let mut entries = m.by_cookie.range(..=from).rev().peekable();
-        while let Some((_, (name, inode))) = entries.next() {
-            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c.into());
-            if !emit(DirEmit {
-                ino: inode.ino,
-                next_pos: next_pos as i64,
-                d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
-                // SAFETY: `m` (the directory lock) keeps the entry, and so its name.
-                name: unsafe { name.bytes() },
-            }) {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+        self.dir_readdir(dir, parent_ino, pos, emit)
     }
 
     fn read(&self, inode: &Inode, off: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let p = pages(inode)?;
-        let size = inode.size();
-        if off >= size || buf.is_empty() {
-            return Ok(0);
-        }
-        let n = buf.len().min((size - off) as usize);
-        p.read_at(off, &mut buf[..n]);
-        Ok(n)
+        self.file_read(inode, off, buf)
     }
 
     fn write(&self, inode: &Inode, off: u64, buf: &[u8]) -> SysResult<usize> {
-        let mut p = pages(inode)?.write();
-        let done = p.write_at(off, buf, || self.reserve_pages(1))?;
-        let end = off + done as u64;
-        if end > inode.size() {
-            inode.set_size(end);
-        }
-        Ok(done)
+        self.file_write(inode, off, buf)
     }
 
     fn setsize(&self, inode: &Inode, size: u64) -> SysResult<()> {
-        let mut p = pages(inode)?.write();
-        let old = inode.size();
-        if size < old {
-            let first_gone = size.div_ceil(PAGE as u64);
-            self.unreserve_pages(p.remove_range(first_gone, u64::MAX));
-            if !size.is_multiple_of(PAGE as u64) {
-                p.zero(size, first_gone * PAGE as u64);
-            }
-        }
-        inode.set_size(size);
-        Ok(())
+        self.file_setsize(inode, size)
     }
 
     fn fallocate(&self, inode: &Inode, mode: i32, off: u64, len: u64) -> SysResult<()> {
-        // shmem_fallocate: allocation (with or without KEEP_SIZE) and hole punching; the
-        // VFS already refused PUNCH_HOLE without KEEP_SIZE.
-        if mode & !(libc::FALLOC_FL_KEEP_SIZE | libc::FALLOC_FL_PUNCH_HOLE) != 0 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
-            return self.punch_hole(inode, off, len);
-        }
-        let mut p = pages(inode)?.write();
-        let end = off + len;
-        let (first, last) = (off / PAGE as u64, (end - 1) / PAGE as u64);
-        // Refuse a range that cannot fit before walking it page by page (a range of 2^50
-        // pages would take forever and exhaust memory): shmem_fallocate's `end - start >
-        // max_blocks` check is ENOSPC; without a size limit Linux allocates until memory
-        // runs out (ENOMEM), so a range larger than physical memory is ENOMEM here.
-        let span = last - first + 1;
-        match self.max_pages {
-            Some(max) if span > max => return Err(Errno::ENOSPC),
-            None if span > phys_pages() => return Err(Errno::ENOMEM),
-            _ => {}
-        }
-        let missing = (first..=last).filter(|&i| !p.contains(i)).count() as u64;
-        self.reserve_pages(missing)?;
-        for i in first..=last {
-            p.insert_hole(i);
-        }
-        if mode & libc::FALLOC_FL_KEEP_SIZE == 0 && end > inode.size() {
-            inode.set_size(end);
-        }
-        Ok(())
+        self.file_fallocate(inode, mode, off, len)
     }
 
     fn seek_data(&self, inode: &Inode, off: u64, data: bool) -> SysResult<u64> {
-        let p = pages(inode)?;
-        let idx = off / PAGE as u64;
-        let size = inode.size();
-        if data {
-            match p.next_data(idx) {
-                Some(i) if i * (PAGE as u64) < size => Ok(off.max(i * PAGE as u64)),
-                _ => Err(Errno::ENXIO),
-            }
-        } else {
-            Ok(off.max(p.next_hole(idx) * PAGE as u64).min(size))
-        }
+        self.file_seek_data(inode, off, data)
     }
 
     fn fileattr_flags(&self, inode: &Inode) -> Option<u32> {
