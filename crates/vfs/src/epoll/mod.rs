@@ -131,6 +131,7 @@
 //!   close) returned while the wait ran, as if the wait had collected it just before. It
 //!   never returns one for a descriptor removed before the wait began.
 
+mod file;
 mod items;
 mod nesting;
 #[cfg(test)]
@@ -154,6 +155,7 @@ use crate::poll::{
     deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue,
 };
 use crate::Errno;
+pub use file::{epoll_create1, Epoll};
 use items::{ItemMap, Shard};
 
 /// `epoll_ctl`: add a file.
@@ -663,168 +665,5 @@ pub fn release_file_from_epoll(file: &dyn Pollable) {
         // Dropping the item drops its instance reference; if it was the last one, the
         // instance is freed here.
         drop(item);
-    }
-}
-
-/// An epoll file (what the open file description embeds). See the module docs.
-pub struct Epoll {
-    ep: Arc<EventPoll>,
-}
-
-/// `epoll_create1(flags)`: `EINVAL` unless `flags` is 0 or `EPOLL_CLOEXEC` (the fd
-/// table's business).
-pub fn epoll_create1(ctx: &Arc<EpollContext>, flags: i32) -> Result<Epoll, Errno> {
-    if flags & !EPOLL_CLOEXEC != 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(Epoll::new(ctx))
-}
-
-impl Epoll {
-    /// A new, empty epoll instance in `ctx`.
-    pub fn new(ctx: &Arc<EpollContext>) -> Epoll {
-        Epoll {
-            ep: EventPoll::new(ctx),
-        }
-    }
-
-    /// The object to pass as a target to another epoll's `ctl`, or to `poll`.
-    pub fn pollable(&self) -> Arc<dyn Pollable> {
-        self.ep.clone()
-    }
-
-    /// The instance.
-    pub fn instance(&self) -> &Arc<EventPoll> {
-        &self.ep
-    }
-
-    /// `epoll_ctl(op, key, event)` on `target` (the caller resolved the fd, keeps the
-    /// target file open during the call and answers `EBADF` itself). `event` is ignored
-    /// for `EPOLL_CTL_DEL`.
-    pub fn ctl(
-        &self,
-        op: i32,
-        key: FdKey,
-        target: &Arc<dyn Pollable>,
-        event: EpollEvent,
-    ) -> Result<(), Errno> {
-        if !target.supports_epoll() {
-            return Err(Errno::EPERM);
-        }
-        let mut ev = event;
-        let has_event = op != EPOLL_CTL_DEL;
-        if has_event {
-            ev.events &= !EPOLLWAKEUP;
-        }
-        let tep = target.as_epoll();
-        if tep.is_some_and(|t| std::ptr::eq(t, &*self.ep)) {
-            return Err(Errno::EINVAL);
-        }
-        if has_event && ev.events & EPOLLEXCLUSIVE != 0 {
-            if op == EPOLL_CTL_MOD {
-                return Err(Errno::EINVAL);
-            }
-            if op == EPOLL_CTL_ADD && (tep.is_some() || ev.events & !EPOLLEXCLUSIVE_OK_BITS != 0) {
-                return Err(Errno::EINVAL);
-            }
-        }
-        let ctx = &self.ep.ctx;
-        let _nested = match tep {
-            Some(t) if op == EPOLL_CTL_ADD => {
-                let g = ctx.nested.lock();
-                nesting::loop_check(&self.ep, t)?;
-                Some(g)
-            }
-            _ => None,
-        };
-        let mut map = self.ep.items.lock(&key);
-        let existing = map.get(&key).cloned();
-        match (op, existing) {
-            (EPOLL_CTL_ADD, None) => {
-                ev.events |= EPOLLERR | EPOLLHUP;
-                self.ep.insert(&mut map, key, target, ev);
-                Ok(())
-            }
-            (EPOLL_CTL_ADD, Some(_)) => Err(Errno::EEXIST),
-            (EPOLL_CTL_DEL, Some(item)) => {
-                self.ep.remove_item(&mut map, &item, false);
-                Ok(())
-            }
-            (EPOLL_CTL_MOD, Some(item)) => {
-                if item.events.load(Ordering::Relaxed) & EPOLLEXCLUSIVE != 0 {
-                    return Err(Errno::EINVAL);
-                }
-                ev.events |= EPOLLERR | EPOLLHUP;
-                self.ep.modify(&item, ev);
-                Ok(())
-            }
-            (EPOLL_CTL_DEL | EPOLL_CTL_MOD, None) => Err(Errno::ENOENT),
-            _ => Err(Errno::EINVAL),
-        }
-    }
-
-    /// `epoll_wait`/`epoll_pwait`: waits up to `timeout_ms` (negative: forever, 0: do
-    /// not block) for events, fills `events` and returns how many. An empty `events`
-    /// (`maxevents <= 0`) is `EINVAL`; a cancel is `EINTR` when no event is available.
-    pub fn wait(
-        &self,
-        events: &mut [EpollEvent],
-        timeout_ms: i32,
-        cancel: Option<&CancelToken>,
-    ) -> Result<usize, Errno> {
-        if events.is_empty() {
-            return Err(Errno::EINVAL);
-        }
-        let ep = &*self.ep;
-        let deadline = deadline_from_ms(timeout_ms);
-        let mut timed_out = timeout_ms == 0;
-        let mut eavail = ep.events_available();
-        loop {
-            if eavail {
-                let n = ep.send_events(events);
-                if n > 0 {
-                    return Ok(n);
-                }
-            }
-            if timed_out {
-                return Ok(0);
-            }
-            if cancel.is_some_and(|c| c.is_cancelled()) {
-                return Err(Errno::EINTR);
-            }
-            let waiter = ThreadWaiter::current(0, true);
-            let entry: Arc<dyn WaitEntry> = waiter.clone();
-            {
-                let r = ep.ready.lock();
-                eavail = !r.rdllist.is_empty() || r.scanning;
-                if !eavail {
-                    ep.wq.add(entry.clone(), true);
-                }
-            }
-            if !eavail {
-                let _reg = cancel.map(|c| c.register(Waker::from(waiter.clone())));
-                while !waiter.woken() {
-                    match park_once(deadline, cancel) {
-                        Ok(()) => {}
-                        Err(WaitError::TimedOut) => {
-                            timed_out = true;
-                            break;
-                        }
-                        Err(WaitError::Interrupted) => break,
-                    }
-                }
-                ep.wq.remove(&entry);
-            }
-            eavail = true;
-        }
-    }
-}
-
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        // __fput: eventpoll_release (outer instances watching this one), then
-        // ep_eventpoll_release.
-        release_file_from_epoll(&*self.ep);
-        self.ep.clear();
     }
 }
