@@ -12,6 +12,14 @@
 # Writes OUT_DIR/sweep.tar.gz with new/report.md, new/results.json (and old/...) and
 # machine.txt (CPU model, core count, kernel). Takes about 20 s per workload and binary
 # with the defaults (3 designs x 7 thread counts x 3 repeats x 0.25 s, plus setup).
+#
+# Then the FUSE phase (skipped with FUSE_WORKLOADS=""): the fuse-* workloads (client
+# processes by default) at FUSE_THREADS client threads, /dev/fuse ("legacy") and io_uring
+# ("scalable") side by side against host tmpfs, into OUT_DIR/fuse/. The server runs
+# FUSE_SERVER_THREADS workers (default: one per CPU). FUSE over io_uring needs the fuse
+# module's `enable_uring` switch: the script turns it on for this phase only if it may
+# (ENABLE_URING=1, meant for a lent machine) and puts the old value back afterwards;
+# otherwise the io_uring rows say why they were skipped.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-target/release/scalevfs}
@@ -28,7 +36,7 @@ done
 out=$1
 [ -x "$bin" ] || { echo "many-core-sweep: $bin is not an executable (set BIN)" >&2; exit 2; }
 mkdir -p "$out"
-workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache-distinct-anyfd,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn}
+workloads=${WORKLOADS:-locks-same,locks-blocking,locks-distinct,epoll-churn-shared,epoll-churn,dcache-distinct,dcache-distinct-anyfd,dcache,dcache-distinct-procs,kernfs-showgids-vfs,inode-churn,dir-create-same,dir-rename-same}
 threads=${THREADS:-1,2,4,8,16,32,64}
 {
     echo "date: $(date -u +%FT%TZ)"
@@ -50,5 +58,21 @@ run() { # NAME BINARY
 }
 run new "$bin"
 [ -n "$baseline" ] && run old "$baseline"
-tar czf "$out/sweep.tar.gz" -C "$out" --exclude sweep.tar.gz .
+
+fuse_workloads=${FUSE_WORKLOADS-fuse-proc-open-close,fuse-proc-locks,fuse-proc-stat}
+if [ -n "$fuse_workloads" ]; then
+    t0=$SECONDS switch=/sys/module/fuse/parameters/enable_uring old_switch=""
+    if [ "${ENABLE_URING:-0}" = 1 ] && [ -w "$switch" ]; then
+        old_switch=$(cat "$switch")
+        echo Y >"$switch"
+    fi
+    echo "fuse: enable_uring $( [ -r "$switch" ] && cat "$switch" || echo absent), /dev/fuse $( [ -c /dev/fuse ] && echo present || echo absent)" >>"$out/machine.txt"
+    SCALEVFS_BENCH_FUSE_TRANSPORT=both \
+        SCALEVFS_BENCH_FUSE_THREADS=${FUSE_SERVER_THREADS:-$(nproc)} \
+        "$bin" bench -w "$fuse_workloads" --threads "${FUSE_THREADS:-1,2,4,8,16,32}" \
+        --duration "$duration" --repeats "$repeats" --out "$out/fuse" >"$out/fuse.log" 2>&1
+    echo "fuse: exit $?, $((SECONDS - t0)) s" >>"$out/machine.txt"
+    [ -n "$old_switch" ] && echo "$old_switch" >"$switch"
+fi
+tar czf "$out.tar.gz" -C "$out" --exclude sweep.tar.gz . && mv "$out.tar.gz" "$out/sweep.tar.gz"
 cat "$out/machine.txt"
