@@ -115,21 +115,7 @@ fn nonroot_without_fusectl() -> std::io::Result<()> {
     private_ns()?;
     // SAFETY: a NUL-terminated constant path; EINVAL (not mounted) is fine.
     unsafe { libc::umount2(c"/sys/fs/fuse/connections".as_ptr(), libc::MNT_DETACH) };
-    mount_c(c"none", c"/dev", c"tmpfs", 0)?;
-    for (path, major, minor) in [(c"/dev/fuse", 10, 229), (c"/dev/null", 1, 3)] {
-        // SAFETY: NUL-terminated constant paths, integer arguments.
-        let ok = unsafe {
-            libc::mknod(
-                path.as_ptr(),
-                libc::S_IFCHR | 0o666,
-                libc::makedev(major, minor),
-            ) == 0
-                && libc::chmod(path.as_ptr(), 0o666) == 0
-        };
-        if !ok {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
+    open_dev_fuse()?;
     // SAFETY: raw syscalls with integer arguments.
     let ok = unsafe {
         libc::setgroups(0, std::ptr::null()) == 0
@@ -174,6 +160,35 @@ fn mount_c(
     }
 }
 
+/// [`hide_bin`], with a `/dev/fuse` everyone may open, as user nobody: root would mount
+/// with mount(2) itself, a non-root user needs fusermount3.
+fn hide_bin_as_nobody() -> std::io::Result<()> {
+    hide_bin()?;
+    open_dev_fuse()?;
+    as_nobody()
+}
+
+/// Mounts a tmpfs on `/dev` holding a `/dev/fuse` (and `/dev/null`) that everyone may
+/// open (in a private mount namespace).
+fn open_dev_fuse() -> std::io::Result<()> {
+    mount_c(c"none", c"/dev", c"tmpfs", 0)?;
+    for (path, major, minor) in [(c"/dev/fuse", 10, 229), (c"/dev/null", 1, 3)] {
+        // SAFETY: NUL-terminated constant paths, integer arguments.
+        let ok = unsafe {
+            libc::mknod(
+                path.as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(major, minor),
+            ) == 0
+                && libc::chmod(path.as_ptr(), 0o666) == 0
+        };
+        if !ok {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// A pre-exec setup, the last stderr line (or its start), whether it is the only line.
 type Case = (fn() -> std::io::Result<()>, &'static str, bool);
 
@@ -186,21 +201,21 @@ fn missing_device_privilege_fusermount3_and_mount_failure() {
     let _g = serial();
     let mp = MountPoint::new();
     let d = mp.arg();
-    let mut cases: Vec<Case> = vec![
-        (
-            hide_dev,
-            "scalevfs mount: /dev/fuse is missing: load the fuse module (modprobe fuse) or run \
+    let mut cases: Vec<Case> = vec![(
+        hide_dev,
+        "scalevfs mount: /dev/fuse is missing: load the fuse module (modprobe fuse) or run \
              the container with --device /dev/fuse",
-            true,
-        ),
-        (
-            hide_bin,
-            "scalevfs mount: fusermount3 not found: install the fuse3 package (apt-get install \
-             fuse3)",
-            true,
-        ),
-    ];
+        true,
+    )];
     let dev_mode = std::fs::metadata("/dev/fuse").map(|m| m.permissions().mode());
+    // Root without fusermount3 mounts with mount(2) (the foreground tests mount that
+    // way); a non-root user who may open /dev/fuse needs it.
+    cases.push((
+        hide_bin_as_nobody,
+        "scalevfs mount: fusermount3 not found: install the fuse3 package (apt-get install \
+         fuse3)",
+        true,
+    ));
     // User nobody cannot open /dev/fuse unless it is open to everyone.
     if dev_mode.is_ok_and(|m| m & 0o006 != 0o006) {
         cases.push((

@@ -144,6 +144,7 @@ mod transport;
 
 use abort::{abort_connection, Abort};
 use proto::abi::init;
+pub use proto::Mounter;
 use proto::{Channel, MountConfig, Session};
 pub use server::Stats;
 use server::{Dispatcher, Fs};
@@ -160,7 +161,7 @@ pub enum MountError {
     NoDevFuse,
     /// `/dev/fuse` exists but we may not open it.
     NoPrivilege,
-    /// `fusermount3` is not on the `PATH`.
+    /// `fusermount3` is not on the `PATH`, and we may not mount ourselves (not root).
     NoFusermount,
     /// Any other failure setting up the mount (`fusermount3`, INIT, the mount table).
     Mount(io::Error),
@@ -205,8 +206,10 @@ pub fn fusermount_path() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The checks `scalevfs mount` makes before mounting, in the order the user can fix them.
-pub fn preflight(mountpoint: &Path) -> Result<PathBuf, MountError> {
+/// The checks `scalevfs mount` makes before mounting, in the order the user can fix them,
+/// and how the mount will be made: through `fusermount3` when it is installed, else with
+/// `mount(2)` when we are root (see [`proto::mount`]).
+pub fn preflight(mountpoint: &Path) -> Result<Mounter, MountError> {
     match std::fs::metadata(mountpoint) {
         Err(_) => return Err(MountError::NoMountPoint(mountpoint.to_owned())),
         Ok(m) if !m.is_dir() => return Err(MountError::NotADirectory(mountpoint.to_owned())),
@@ -224,7 +227,12 @@ pub fn preflight(mountpoint: &Path) -> Result<PathBuf, MountError> {
         }
         Err(e) => return Err(MountError::Mount(e)),
     }
-    fusermount_path().ok_or(MountError::NoFusermount)
+    match fusermount_path() {
+        Some(path) => Ok(Mounter::Fusermount(path)),
+        // SAFETY: geteuid cannot fail and touches no memory.
+        None if unsafe { libc::geteuid() } == 0 => Ok(Mounter::Direct),
+        None => Err(MountError::NoFusermount),
+    }
 }
 
 /// The largest WRITE request the kernel sends us (see `Server::mount_with`).
@@ -245,7 +253,9 @@ pub struct MountOptions {
     /// Let users other than the mounter use the mount (fusermount3 needs
     /// `user_allow_other` in /etc/fuse.conf for non-root mounters).
     pub allow_other: bool,
-    /// Keep a fusermount3 child that unmounts if the daemon dies.
+    /// Keep a fusermount3 child that unmounts if the daemon dies. Without it, root mounts
+    /// with `mount(2)` directly ([`Mounter::Direct`]); with it but no `fusermount3`
+    /// installed, root mounts directly too, without the watchdog.
     pub auto_unmount: bool,
     /// Serve extended attributes. Off, the server answers their requests `ENOSYS`, so the
     /// kernel stops sending them: every attribute call then fails with `EOPNOTSUPP`, but
@@ -368,7 +378,15 @@ impl Server {
         mountpoint: &Path,
         options: &MountOptions,
     ) -> Result<Server, MountError> {
-        let fusermount = preflight(mountpoint)?;
+        // As libfuse: without the watchdog, a root caller mounts with mount(2) itself
+        // (no helper process to start); `fusermount3` is needed only for its watchdog.
+        let mounter = match preflight(mountpoint)? {
+            // SAFETY: geteuid cannot fail and touches no memory.
+            Mounter::Fusermount(_) if !options.auto_unmount && unsafe { libc::geteuid() } == 0 => {
+                Mounter::Direct
+            }
+            m => m,
+        };
         let mut mount_options: Vec<String> =
             ["default_permissions", "fsname=scalevfs", "subtype=scalevfs"]
                 .into_iter()
@@ -411,7 +429,7 @@ impl Server {
         };
         let canonical = std::fs::canonicalize(mountpoint).map_err(MountError::Mount)?;
         let decoy = mounts::UnmountDecoy::new(&canonical).map_err(MountError::Mount)?;
-        let session = match Session::mount(&fusermount, decoy.path(), &config) {
+        let session = match Session::mount(&mounter, decoy.path(), &config) {
             Ok(s) => s,
             Err(e) => {
                 decoy.disarm();

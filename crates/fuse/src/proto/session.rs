@@ -1,5 +1,5 @@
-//! The connection: mounting through `fusermount3` (which hands us the `/dev/fuse` fd over
-//! a socket), the INIT handshake, one [`Channel`] per worker (the mount's fd, or a clone
+//! The connection: the mount (see [`super::mount`] for the two ways to get its `/dev/fuse`
+//! descriptor), the INIT handshake, one [`Channel`] per worker (the mount's fd, or a clone
 //! of it made with `FUSE_DEV_IOC_CLONE`, so that each worker has its own processing
 //! queue in the kernel), reading requests into a worker's buffer, and writing replies
 //! and notifications.
@@ -8,18 +8,17 @@
 //! `unique` up in that device's processing queue), so a [`Replier`] carries its channel.
 //! Notifications (unique 0) may go to any channel of the connection.
 
-use std::ffi::OsString;
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::Arc;
 
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::abi::{self, init, opcode};
+use super::mount::{direct_mount, fusermount_mount, Mounter};
 use super::op::{Cursor, DecodeError, Operation};
 use super::uring;
 
@@ -300,9 +299,11 @@ impl Notifier {
 /// How to mount and what to negotiate.
 #[derive(Clone, Debug)]
 pub struct MountConfig {
-    /// Options for `fusermount3 -o` (`default_permissions`, `fsname=...`).
+    /// Mount options (`default_permissions`, `fsname=...`, `subtype=...`), as
+    /// `fusermount3 -o` takes them.
     pub options: Vec<String>,
-    /// Keep `fusermount3` running so that it unmounts if we die.
+    /// Keep `fusermount3` running so that it unmounts if we die (ignored by a direct
+    /// mount, which has no such watchdog).
     pub auto_unmount: bool,
     /// The `init::*` flags we want; the kernel's offer is intersected with them.
     pub want: u64,
@@ -333,13 +334,16 @@ pub struct Session {
 }
 
 impl Session {
-    /// Mounts on `mountpoint` through `fusermount` and answers INIT.
+    /// Mounts on `mountpoint` the way `mounter` says and answers INIT.
     pub fn mount(
-        fusermount: &Path,
+        mounter: &Mounter,
         mountpoint: &Path,
         config: &MountConfig,
     ) -> io::Result<Session> {
-        let (fd, child) = fusermount_mount(fusermount, mountpoint, config)?;
+        let (fd, child) = match mounter {
+            Mounter::Fusermount(path) => fusermount_mount(path, mountpoint, config)?,
+            Mounter::Direct => (direct_mount(mountpoint, config)?, None),
+        };
         let chan = Arc::new(Channel { fd });
         let negotiated = handshake(&chan, config)?;
         Ok(Session {
@@ -349,7 +353,7 @@ impl Session {
         })
     }
 
-    /// The mount's own channel (the `/dev/fuse` fd `fusermount3` passed back).
+    /// The mount's own channel (the `/dev/fuse` fd the mount was made with).
     pub fn channel(&self) -> &Arc<Channel> {
         &self.chan
     }
@@ -374,87 +378,6 @@ impl Drop for Session {
             let _ = child.wait();
         }
     }
-}
-
-/// Runs `fusermount3 -o OPTIONS -- MOUNTPOINT` with one end of a socket pair in
-/// `_FUSE_COMMFD` and receives the `/dev/fuse` fd it sends (`SCM_RIGHTS`).
-fn fusermount_mount(
-    fusermount: &Path,
-    mountpoint: &Path,
-    config: &MountConfig,
-) -> io::Result<(OwnedFd, Option<(Child, UnixStream)>)> {
-    let (ours, theirs) = UnixStream::pair()?;
-    let mut opts = config.options.clone();
-    if config.auto_unmount {
-        opts.push("auto_unmount".into());
-    }
-    let mut cmd = Command::new(fusermount);
-    if !opts.is_empty() {
-        cmd.arg("-o").arg(opts.join(","));
-    }
-    cmd.arg("--").arg(mountpoint);
-    let their_fd = theirs.as_raw_fd();
-    cmd.env("_FUSE_COMMFD", OsString::from(their_fd.to_string()));
-    // SAFETY: the closure runs in the forked child before exec and calls only fcntl,
-    // which is async-signal-safe; it touches no memory of the parent.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(their_fd, libc::F_SETFD, 0) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn()?;
-    drop(theirs);
-    let fd = match receive_fd(&ours) {
-        Ok(fd) => fd,
-        Err(e) => {
-            let _ = child.wait();
-            return Err(e);
-        }
-    };
-    if config.auto_unmount {
-        Ok((fd, Some((child, ours))))
-    } else {
-        // Without auto_unmount fusermount3 exits right after sending the fd.
-        let _ = child.wait();
-        Ok((fd, None))
-    }
-}
-
-fn receive_fd(sock: &UnixStream) -> io::Result<OwnedFd> {
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // Room for one cmsghdr carrying one int, 8-aligned.
-    let mut control = [0u64; 4];
-    // SAFETY: msghdr is plain data; all-zero is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: `msg` points at `iov` and `control`, both live and writable for the call.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR checks msg_controllen.
-    let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-    // SAFETY: a non-null cmsg points inside `control`.
-    if cmsg.is_null() || unsafe { (*cmsg).cmsg_type } != libc::SCM_RIGHTS {
-        return Err(io::Error::other(
-            "fusermount3 did not send a /dev/fuse descriptor (see its message above)",
-        ));
-    }
-    // SAFETY: an SCM_RIGHTS message carries at least one int after its header, inside
-    // `control`; read unaligned to be safe.
-    let fd: RawFd = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast()) };
-    // SAFETY: the kernel just installed `fd` in our table for us; nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Answers the kernel's INIT on `chan` (requests before it are answered `EIO`).
@@ -541,6 +464,7 @@ pub(crate) fn negotiate(init_in: &abi::InitIn, config: &MountConfig) -> (abi::In
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
 
     fn pipe() -> (OwnedFd, OwnedFd) {
         let mut fds = [0; 2];
