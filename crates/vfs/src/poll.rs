@@ -33,7 +33,7 @@
 //! the state before our check (the queue lock orders the two). The [`CancelToken`]'s own
 //! registration gives the same guarantee for cancellation (see `cancel.rs`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -140,6 +140,9 @@ struct Entries {
 /// A wait queue head. See the module docs.
 pub struct WaitQueue {
     entries: Mutex<Entries>,
+    /// How many entries are queued: written under the lock when it changes, read without
+    /// it by [`has_waiters`](WaitQueue::has_waiters) (Linux's `waitqueue_active`).
+    queued: AtomicUsize,
 }
 
 impl Default for WaitQueue {
@@ -158,6 +161,17 @@ fn same(a: &Arc<dyn WaitEntry>, b: &Arc<dyn WaitEntry>) -> bool {
 /// state is protected by this lock (eventfd's counter) changes state and wakes atomically.
 pub struct WaitQueueGuard<'a> {
     g: MutexGuard<'a, Entries>,
+    queued: &'a AtomicUsize,
+}
+
+impl Drop for WaitQueueGuard<'_> {
+    fn drop(&mut self) {
+        let n = self.g.shared.len() + self.g.exclusive.len();
+        // Relaxed: written under the lock; see `WaitQueue::has_waiters` for the readers.
+        if self.queued.load(Ordering::Relaxed) != n {
+            self.queued.store(n, Ordering::Relaxed);
+        }
+    }
 }
 
 impl WaitQueueGuard<'_> {
@@ -217,6 +231,27 @@ impl WaitQueue {
     pub fn new() -> Self {
         WaitQueue {
             entries: Mutex::new(Entries::default()),
+            queued: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether an entry may be queued, without taking the lock (Linux's
+    /// `waitqueue_active`). Exact for a caller whose last check of the condition a
+    /// sleeper waits for is ordered after the sleeper's `add` by a lock both take: the
+    /// sleeper adds, then checks the condition under lock L; the waker changes the
+    /// condition under L, then calls this. Either the sleeper's check saw the change, or
+    /// its `add` (before its unlock of L) happened before the waker's lock of L, and so
+    /// before this load.
+    pub fn has_waiters(&self) -> bool {
+        // Relaxed: ordered by the lock L of the contract above.
+        self.queued.load(Ordering::Relaxed) != 0
+    }
+
+    /// [`wake`](WaitQueue::wake) if [`has_waiters`](WaitQueue::has_waiters): no lock
+    /// taken (no shared line written) when nobody waits. Same contract as `has_waiters`.
+    pub fn wake_if_waiters(&self, key: u32) {
+        if self.has_waiters() {
+            self.wake(key);
         }
     }
 
@@ -224,6 +259,7 @@ impl WaitQueue {
     pub fn lock(&self) -> WaitQueueGuard<'_> {
         WaitQueueGuard {
             g: self.entries.lock(),
+            queued: &self.queued,
         }
     }
 

@@ -6,7 +6,7 @@ use super::*;
 
 /// An epoll file (what the open file description embeds). See the module docs.
 pub struct Epoll {
-    ep: Arc<EventPoll>,
+    pub(super) ep: Arc<EventPoll>,
 }
 
 /// `epoll_create1(flags)`: `EINVAL` unless `flags` is 0 or `EPOLL_CLOEXEC` (the fd
@@ -132,14 +132,14 @@ impl Epoll {
             }
             let waiter = ThreadWaiter::current(0, true);
             let entry: Arc<dyn WaitEntry> = waiter.clone();
-            {
-                let r = ep.ready.lock();
-                eavail = !r.rdllist.is_empty() || r.scanning;
-                if !eavail {
-                    ep.wq.add(entry.clone(), true);
-                }
-            }
-            if !eavail {
+            // Queue first, then check every ready list under its lock: a callback
+            // readies an item under that lock and then checks `wq.has_waiters()`, so
+            // either we see the item or it sees us (`WaitQueue::has_waiters`).
+            ep.wq.add(entry.clone(), true);
+            eavail = ep.ready.any_ready_locked();
+            if eavail {
+                ep.wq.remove(&entry);
+            } else {
                 let _reg = cancel.map(|c| c.register(Waker::from(waiter.clone())));
                 while !waiter.woken() {
                     match park_once(deadline, cancel) {

@@ -30,13 +30,19 @@ pub(super) struct ItemMap {
     bits: u32,
 }
 
+/// Shards of a scalable instance's item map and of its ready lists once sharded: the
+/// CPU count rounded up to a power of two, at most [`MAX_SHARDS`].
+pub(super) fn shard_count() -> usize {
+    scalevfs_primitives::cpu::num_cpus()
+        .next_power_of_two()
+        .min(MAX_SHARDS)
+}
+
 impl ItemMap {
     pub(super) fn new(locking: Locking) -> Self {
         let n = match locking {
             Locking::Legacy => 1,
-            Locking::Scalable => scalevfs_primitives::cpu::num_cpus()
-                .next_power_of_two()
-                .min(MAX_SHARDS),
+            Locking::Scalable => shard_count(),
         };
         ItemMap {
             shards: (0..n)

@@ -78,20 +78,22 @@
 //! | `EpollContext::nested` | insertions of an epoll into an epoll (loop/depth check) |
 //! | `EpollContext::legacy` | legacy ablation only: both release paths |
 //! | `EventPoll` item-map shard locks (`items.rs`; one at a time) | that shard's part of the item map |
-//! | `EventPoll::scan` (outer before inner) | one scan at a time; item `events`/`data` changes (`EPOLL_CTL_MOD`) |
+//! | a ready shard's `scan` (`ready.rs`; outer instance before inner; one shard at a time) | one scan of that shard at a time; its items' `events`/`data` changes (`EPOLL_CTL_MOD`) |
 //! | target `EpLinks` lock | the target's item list and each item's `dying` flag |
 //! | target `WaitQueue` lock | the target's hooked items; callbacks run under it |
-//! | `EventPoll::ready` | ready list, overflow list, `linked`/`on_ovf`/`removed` flags |
+//! | a ready shard's `ready` (`ready.rs`) | that shard's ready and overflow lists, its items' `linked`/`on_ovf`/`removed` flags |
 //! | `EventPoll::wq` lock | sleeping `epoll_wait` callers (exclusive, wake one) |
 //!
-//! A callback (target queue lock held) takes the instance's ready lock and its `wq`
-//! lock, releases them, then wakes the instance's `poll_wait` (outer instances watching
+//! A callback (target queue lock held) takes its item's ready-shard lock and, only if a
+//! waiter is queued (`WaitQueue::has_waiters`), the `wq` lock; it releases them, then wakes the instance's `poll_wait` (outer instances watching
 //! this one), whose callbacks take the outer instances' locks: lock chains follow the
 //! nesting, which the loop check keeps acyclic and at most [`EP_MAX_NESTS`] deep.
 //!
 //! ## Scans and the overflow list
 //!
-//! `epoll_wait` (`ep_send_events`) takes `scan`, moves the ready list out (`scanning`),
+//! The ready list is split into per-CPU shards once two threads meet on it (`ready.rs`:
+//! an instance used by one thread at a time keeps one shard and Linux's exact order).
+//! Per shard, `epoll_wait` (`ep_send_events`) takes `scan`, moves the ready list out (`scanning`),
 //! and polls each item without the ready lock, as Linux does with `ovflist`: callbacks
 //! arriving during the scan go to the overflow list; at the end the undelivered items,
 //! then the overflow items not already linked, then the level-triggered re-queues form
@@ -126,6 +128,10 @@
 //!   epoll (Linux also takes `epnested_mutex` when the instance itself is watched, for the
 //!   path check we do not do).
 //! - A cancelled `epoll_wait` returns `EINTR` (signals are the embedder's).
+//! - Once an instance is sharded (two threads met on its ready list), `epoll_wait` returns
+//!   the events of its own CPU's shard and of one more, and may leave events of other
+//!   shards for a later wait where Linux returns every ready event up to `maxevents`; the
+//!   order across shards is not the ready order (`ready.rs`).
 //! - Linux's `EPOLL_CTL_ADD`/`DEL` wait for a running scan (`ep->mtx`); ours do not, so
 //!   an `epoll_wait` may return an event of a descriptor whose `EPOLL_CTL_DEL` (or last
 //!   close) returned while the wait ran, as if the wait had collected it just before. It
@@ -134,6 +140,7 @@
 mod file;
 mod items;
 mod nesting;
+mod ready;
 #[cfg(test)]
 mod shuttle_tests;
 #[cfg(test)]
@@ -141,7 +148,6 @@ mod stress;
 #[cfg(test)]
 mod tests;
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::Waker;
@@ -157,6 +163,7 @@ use crate::poll::{
 use crate::Errno;
 pub use file::{epoll_create1, Epoll};
 use items::{ItemMap, Shard};
+use ready::ReadyShards;
 
 /// `epoll_ctl`: add a file.
 pub const EPOLL_CTL_ADD: i32 = 1;
@@ -306,10 +313,10 @@ pub struct EpItem {
     me: Weak<EpItem>,
     key: FdKey,
     target: Arc<dyn Pollable>,
-    /// Requested events plus private bits; written under `ep.scan` (and at insertion),
+    /// Requested events plus private bits; written under its shard's scan lock (and at insertion),
     /// read by callbacks.
     events: AtomicU32,
-    /// Written under `ep.scan` (and at insertion).
+    /// Written under its shard's scan lock (and at insertion).
     data: AtomicU64,
     /// Set under the target's link lock by the file-release path.
     dying: AtomicBool,
@@ -320,6 +327,8 @@ pub struct EpItem {
     /// Removed from its instance (set under the ready lock): a scan that has it in its
     /// private list drops it instead of delivering or re-queueing it.
     removed: AtomicBool,
+    /// Its ready-list shard (`ready.rs`), fixed at registration.
+    shard: u16,
 }
 
 impl Drop for EpItem {
@@ -362,7 +371,7 @@ impl WaitEntry for EpItem {
         }
         let mut ewake = false;
         {
-            let mut r = ep.ready.lock();
+            let mut r = ep.ready.lock_ready_of(self);
             let me = self.me.upgrade().expect("a queued item is alive");
             if r.scanning {
                 if !self.on_ovf.swap(true, Ordering::Relaxed) {
@@ -371,8 +380,10 @@ impl WaitEntry for EpItem {
             } else if !self.linked.swap(true, Ordering::Relaxed) {
                 r.rdllist.push_back(me);
             }
-            let mut wq = ep.wq.lock();
-            if wq.is_active() {
+            // Under the shard's ready lock, which a sleeper takes after queueing itself
+            // (`WaitQueue::has_waiters`'s contract): no `wq` lock when nobody sleeps.
+            if ep.wq.has_waiters() {
+                let mut wq = ep.wq.lock();
                 if exclusive {
                     ewake = match key & (EPOLLIN | EPOLLOUT) {
                         EPOLLIN => events & EPOLLIN != 0,
@@ -384,17 +395,11 @@ impl WaitEntry for EpItem {
                 wq.wake(0);
             }
         }
-        ep.poll_wait.wake(EPOLLIN);
+        // A poller of this epoll file queues itself, then polls it (`poll_any`), which
+        // takes this shard's ready lock: `has_waiters`'s contract holds.
+        ep.poll_wait.wake_if_waiters(EPOLLIN);
         ewake || !exclusive
     }
-}
-
-#[derive(Default)]
-struct Ready {
-    rdllist: VecDeque<Arc<EpItem>>,
-    /// A scan is running (`ovflist != EP_UNACTIVE_PTR`).
-    scanning: bool,
-    ovf: Vec<Arc<EpItem>>,
 }
 
 /// An epoll instance (`struct eventpoll`). See the module docs.
@@ -402,10 +407,9 @@ pub struct EventPoll {
     ctx: Arc<EpollContext>,
     /// The items, sharded by key (`items.rs`).
     items: ItemMap,
-    /// Serializes scans, and `EPOLL_CTL_MOD` against them (Linux's `ep->mtx` as the
-    /// scans use it).
-    scan: Mutex<()>,
-    ready: Mutex<Ready>,
+    /// The ready lists, each with its scan lock (`ready.rs`; Linux's `ep->rdllist`,
+    /// `ep->ovflist`, and `ep->mtx` as the scans use it).
+    ready: ReadyShards,
     /// `epoll_wait` sleepers.
     wq: WaitQueue,
     /// Pollers of this epoll file.
@@ -426,19 +430,11 @@ impl Pollable for EventPoll {
     /// `ep_eventpoll_poll`: readable when an item on the ready list really is ready;
     /// items found not ready are dropped from the list, as in Linux.
     fn poll(&self) -> u32 {
-        let _m = self.scan.lock();
-        let mut tx = self.start_scan();
-        let mut res = 0;
-        while let Some(item) = tx.front() {
-            if item.target.poll() & item.events.load(Ordering::SeqCst) != 0 {
-                res = EPOLLIN | EPOLLRDNORM;
-                break;
-            }
-            item.linked.store(false, Ordering::Relaxed);
-            tx.pop_front();
+        if self.ready.poll_any(self) {
+            EPOLLIN | EPOLLRDNORM
+        } else {
+            0
         }
-        self.done_scan(tx);
-        res
     }
     fn wait_queue(&self) -> Option<&WaitQueue> {
         Some(&self.poll_wait)
@@ -459,93 +455,38 @@ impl EventPoll {
         Arc::new(EventPoll {
             ctx: ctx.clone(),
             items: ItemMap::new(ctx.locking),
-            scan: Mutex::new(()),
-            ready: Mutex::new(Ready::default()),
+            ready: ReadyShards::new(ctx.locking),
             wq: WaitQueue::new(),
             poll_wait: WaitQueue::new(),
             links: EpLinks::new(),
         })
     }
 
+    /// Whether a ready list may hold events (hints: see `ready.rs`).
     fn events_available(&self) -> bool {
-        let r = self.ready.lock();
-        !r.rdllist.is_empty() || r.scanning
-    }
-
-    /// `ep_start_scan`; caller holds `scan`.
-    fn start_scan(&self) -> VecDeque<Arc<EpItem>> {
-        let mut r = self.ready.lock();
-        r.scanning = true;
-        std::mem::take(&mut r.rdllist)
-    }
-
-    /// `ep_done_scan`; caller holds `scan`. Items removed during the scan are dropped.
-    fn done_scan(&self, tx: VecDeque<Arc<EpItem>>) {
-        let mut r = self.ready.lock();
-        let mut list = tx;
-        list.retain(|it| !it.removed.load(Ordering::Relaxed));
-        for it in std::mem::take(&mut r.ovf) {
-            it.on_ovf.store(false, Ordering::Relaxed);
-            if !it.linked.swap(true, Ordering::Relaxed) {
-                list.push_back(it);
-            }
-        }
-        list.extend(r.rdllist.drain(..));
-        r.rdllist = list;
-        r.scanning = false;
-        if !r.rdllist.is_empty() {
-            self.wq.wake(0);
-        }
+        self.ready.any_busy()
     }
 
     /// Links `item` on the ready list if it is not, and wakes (`ep_insert`/`ep_modify`).
     fn make_ready(&self, item: &Arc<EpItem>) {
         let mut woke = false;
         {
-            let mut r = self.ready.lock();
+            let mut r = self.ready.lock_ready_of(item);
             if !item.linked.swap(true, Ordering::Relaxed) {
                 r.rdllist.push_back(item.clone());
-                self.wq.wake(0);
+                // Under the shard's ready lock: `has_waiters`'s contract (see `wake`).
+                self.wq.wake_if_waiters(0);
                 woke = true;
             }
         }
         if woke {
-            self.poll_wait.wake(EPOLLIN);
+            self.poll_wait.wake_if_waiters(EPOLLIN);
         }
     }
 
-    /// `ep_send_events`: fills `out` from the ready list.
+    /// `ep_send_events`: fills `out` from the ready lists (`ready.rs`).
     fn send_events(&self, out: &mut [EpollEvent]) -> usize {
-        let _m = self.scan.lock();
-        let mut tx = self.start_scan();
-        let mut res = 0;
-        while res < out.len() {
-            let Some(item) = tx.pop_front() else { break };
-            item.linked.store(false, Ordering::Relaxed);
-            // Relaxed: a removal racing this scan may or may not be seen here (see
-            // "Differences from Linux"); the re-queue below checks it under the lock.
-            if item.removed.load(Ordering::Relaxed) {
-                continue;
-            }
-            let ev = item.events.load(Ordering::SeqCst);
-            let revents = item.target.poll() & ev;
-            if revents == 0 {
-                continue;
-            }
-            out[res] = EpollEvent::new(revents, item.data.load(Ordering::Relaxed));
-            res += 1;
-            if ev & EPOLLONESHOT != 0 {
-                item.events.store(ev & EP_PRIVATE_BITS, Ordering::SeqCst);
-            } else if ev & EPOLLET == 0 {
-                let mut r = self.ready.lock();
-                if !item.removed.load(Ordering::Relaxed) {
-                    item.linked.store(true, Ordering::Relaxed);
-                    r.rdllist.push_back(item);
-                }
-            }
-        }
-        self.done_scan(tx);
-        res
+        self.ready.send_events(self, out)
     }
 
     /// `__ep_remove`; caller holds the item's shard lock (passed as `map`). Returns
@@ -564,7 +505,7 @@ impl EventPoll {
         // After this no callback of the item runs (they run under the queue lock).
         item.queue().remove(&item.entry());
         {
-            let mut r = self.ready.lock();
+            let mut r = self.ready.lock_ready_of(item);
             item.removed.store(true, Ordering::Relaxed);
             if item.linked.swap(false, Ordering::Relaxed) {
                 r.rdllist.retain(|x| !same_item(x, item));
@@ -599,6 +540,7 @@ impl EventPoll {
             linked: AtomicBool::new(false),
             on_ovf: AtomicBool::new(false),
             removed: AtomicBool::new(false),
+            shard: self.ready.shard_for_new_item(),
         });
         item.links().items.lock().push(item.clone());
         map.insert(key, item.clone());
@@ -613,7 +555,7 @@ impl EventPoll {
     /// never delivers the old `data` with the new events nor disarms (`EPOLLONESHOT`)
     /// what this call re-arms.
     fn modify(&self, item: &Arc<EpItem>, ev: EpollEvent) {
-        let _scan = self.scan.lock();
+        let _scan = self.ready.lock_scan_of(item);
         item.data.store(ev.data, Ordering::Relaxed);
         // SeqCst: pairs with the SeqCst load in the callback (module docs).
         item.events.store(ev.events, Ordering::SeqCst);

@@ -205,6 +205,54 @@ fn shuttle_two_waiters_two_events() {
     );
 }
 
+/// A sharded instance (ready lists per CPU; a model thread stands for a CPU): two
+/// threads register eventfds of their own (so each item lands on its thread's shard) and
+/// signal them, while a third waits with no timeout until it has both events. No wakeup
+/// is lost between a callback on one shard and a sleeper checking them all, and a wait
+/// collects events from shards other than its own.
+#[test]
+fn shuttle_sharded_ready_lists_lose_no_wakeup() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::new(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            ep.ep.ready.met();
+            let waiter = {
+                let ep = ep.clone();
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    let mut seen = Vec::new();
+                    while seen.len() < 2 {
+                        let mut ev = [EpollEvent::default(); 4];
+                        let n = ep.wait(&mut ev, -1, None).unwrap();
+                        seen.extend(ev[..n].iter().map(|e| e.data));
+                    }
+                    seen.sort();
+                    assert_eq!(seen, [1, 2]);
+                })
+            };
+            let producers: Vec<_> = (1..=2)
+                .map(|fd| {
+                    let ep = ep.clone();
+                    thread::spawn(move || {
+                        sync::enter_shuttle();
+                        let e = EventFd::new(0, 0).unwrap();
+                        add(&ep, fd, &e.pollable(), EPOLLIN | EPOLLET);
+                        e.write(&1u64.to_ne_bytes(), None).unwrap();
+                        e
+                    })
+                })
+                .collect();
+            waiter.join().unwrap();
+            for p in producers {
+                drop(p.join().unwrap());
+            }
+        },
+        ITERS,
+    );
+}
+
 const EFD_SEMAPHORE_FLAG: i32 = crate::eventfd::EFD_SEMAPHORE | crate::eventfd::EFD_NONBLOCK;
 
 /// The 2026 use-after-free shape: an insertion's loop/depth walk (down through the

@@ -12,6 +12,12 @@ pub(crate) use imp::*;
 mod imp {
     pub(crate) use parking_lot::{Mutex, MutexGuard};
     pub(crate) use std::thread::{current, park, park_timeout, Thread};
+
+    /// The model thread's stand-in for a CPU number: none outside shuttle models.
+    #[inline]
+    pub(crate) fn model_cpu() -> Option<usize> {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -35,6 +41,13 @@ mod imp {
         IN_SHUTTLE.with(|f| f.get())
     }
 
+    /// Inside a shuttle model, the model thread's id as a stand-in for its CPU number
+    /// (all model threads run on one OS thread, so the real CPU would be the same for
+    /// all of them); `None` outside.
+    pub(crate) fn model_cpu() -> Option<usize> {
+        in_shuttle().then(|| usize::from(shuttle::thread::current().id()))
+    }
+
     pub(crate) enum Mutex<T> {
         Std(parking_lot::Mutex<T>),
         Shuttle(shuttle::sync::Mutex<T>),
@@ -51,6 +64,12 @@ mod imp {
                 Mutex::Shuttle(shuttle::sync::Mutex::new(v))
             } else {
                 Mutex::Std(parking_lot::Mutex::new(v))
+            }
+        }
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            match self {
+                Mutex::Std(m) => m.try_lock().map(MutexGuard::Std),
+                Mutex::Shuttle(m) => m.try_lock().ok().map(MutexGuard::Shuttle),
             }
         }
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
