@@ -76,11 +76,13 @@ use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs_primitives::percpu::PerCpuCounter;
+use scalevfs_primitives::percpu_ref::SlotArena;
 use scalevfs_primitives::Locking;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 const HASHED: u32 = 1;
 const ON_LRU: u32 = 2;
@@ -220,9 +222,14 @@ impl Dentry {
         // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)
     }
-    /// The reference count (racy snapshot).
+    /// The reference count (racy snapshot; per-CPU counts included).
     pub fn count(&self) -> u32 {
-        self.count.count()
+        self.count.count(self.arena())
+    }
+    /// The dcache's per-CPU counters (`None`: atomic counts only).
+    #[inline]
+    fn arena(&self) -> Option<&SlotArena> {
+        self.dcache().pcpu.as_deref()
     }
 }
 
@@ -230,6 +237,8 @@ mod count;
 mod dcache;
 mod lru;
 mod name;
+#[cfg(test)]
+mod percpu_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 
