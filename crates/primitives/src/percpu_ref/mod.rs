@@ -42,17 +42,21 @@
 //!
 //! ## When to promote
 //!
-//! [`PcpuRef::get`] and [`PcpuRef::get_not_dead`] in atomic mode note the calling CPU in
-//! `last_cpu` (a word written only when it changes) and answer `true` ("promote me") when
-//! it changed from another CPU: the object is being counted from two CPUs, so it is
-//! shared. The owner decides whether to promote (it has to do its own bookkeeping: the
+//! [`PcpuRef::get`] and [`PcpuRef::get_not_dead`] in atomic mode note the calling thread
+//! in `last_thread` (a word written only when it changes) and answer `true` ("promote me")
+//! when it changed from another thread: the object is being counted by two threads, so it
+//! is shared, and on any machine with more than one CPU two threads that count it run on
+//! different CPUs. The thread and not the CPU: a thread's number is a thread-local load,
+//! where asking for the CPU (`sched_getcpu`) on every atomic get cost 4% of a
+//! single-threaded open/read/close (callgrind); and a thread that migrates does not make
+//! its private objects look shared. The owner decides whether to promote (it has to do its own bookkeeping: the
 //! dcache puts the dentry on its LRU, so that the shrinker, which demotes, sees it).
 //!
 //! ## What each call writes
 //!
 //! * Per-CPU get/put: the calling CPU's counter (its own line); reads `slot` and the
 //!   arena's chunk table, which nobody writes.
-//! * Atomic get/put: the `LockRef` word, and `last_cpu` when the CPU changed.
+//! * Atomic get/put: the `LockRef` word, and `last_thread` when the thread changed.
 //! * Promote/demote: the `LockRef` word, `slot`, every CPU's counter of the slot.
 //!
 //! ## Orderings
@@ -60,7 +64,7 @@
 //! `promote`'s `Release` store of `slot` pairs with the `Acquire` load in the gets and
 //! puts: a reader that sees `MODE` sees the opened counters. Counter changes and closes
 //! are `AcqRel` read-modify-writes (see [`arena`]); the `LockRef`'s orderings are its own.
-//! `last_cpu` is `Relaxed`: a heuristic. The demote's `Relaxed` clear of `MODE` needs
+//! `last_thread` is `Relaxed`: a heuristic. The demote's `Relaxed` clear of `MODE` needs
 //! nothing: correctness rests on the counters' `CLOSED`.
 //!
 //! ## Lock order
@@ -76,7 +80,6 @@ mod tests;
 
 pub use arena::{SlotArena, SlotId};
 
-use crate::cpu;
 use crate::lockref::{LockRef, LockRefGuard};
 use crate::sync::{AtomicU32, Ordering};
 
@@ -84,8 +87,30 @@ use crate::sync::{AtomicU32, Ordering};
 pub const BIAS: i32 = 1 << 30;
 /// Set in `slot` while in per-CPU mode.
 pub const MODE: u32 = 1 << 31;
-/// `last_cpu` before the first atomic get.
-const NO_CPU: u32 = u32::MAX;
+/// `last_thread` before the first atomic get, and "not numbered yet" in [`thread_number`].
+const NO_THREAD: u32 = 0;
+
+/// The calling thread's number (1, 2, ...; wraps past `u32::MAX`, skipping 0).
+#[inline]
+fn thread_number() -> u32 {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    thread_local! {
+        static NUMBER: Cell<u32> = const { Cell::new(NO_THREAD) };
+    }
+    NUMBER.with(|n| {
+        if n.get() == NO_THREAD {
+            // Relaxed: the numbers only have to differ.
+            let mut v = NEXT.fetch_add(1, Relaxed);
+            if v == NO_THREAD {
+                v = NEXT.fetch_add(1, Relaxed);
+            }
+            n.set(v);
+        }
+        n.get()
+    })
+}
 
 /// See the module docs.
 pub struct PcpuRef {
@@ -93,8 +118,8 @@ pub struct PcpuRef {
     /// 0 (no slot yet) or the slot's number, with [`MODE`] in per-CPU mode. Changed
     /// under the lock.
     slot: AtomicU32,
-    /// The CPU of the last atomic-mode get, or `NO_CPU`; written only when it changes.
-    last_cpu: AtomicU32,
+    /// The thread of the last atomic-mode get, or `NO_THREAD`; written only when it changes.
+    last_thread: AtomicU32,
 }
 
 impl std::fmt::Debug for PcpuRef {
@@ -112,7 +137,7 @@ impl PcpuRef {
         PcpuRef {
             lockref: LockRef::new(count),
             slot: AtomicU32::new(0),
-            last_cpu: AtomicU32::new(NO_CPU),
+            last_thread: AtomicU32::new(NO_THREAD),
         }
     }
 
@@ -137,32 +162,32 @@ impl PcpuRef {
         }
     }
 
-    /// Notes the calling CPU after an atomic-mode get: true if the previous one was on
-    /// another CPU (the object is shared: the owner may promote it).
+    /// Notes the calling thread after an atomic-mode get: true if the previous one was
+    /// another thread's (the object is shared: the owner may promote it).
     #[inline]
-    fn note_cpu(&self, arena: Option<&SlotArena>) -> bool {
+    fn note_thread(&self, arena: Option<&SlotArena>) -> bool {
         if arena.is_none() {
             return false;
         }
-        let now = cpu::current_cpu() as u32;
+        let now = thread_number();
         // Relaxed: a heuristic (module docs).
-        let last = self.last_cpu.load(Ordering::Relaxed);
+        let last = self.last_thread.load(Ordering::Relaxed);
         if last == now {
             return false;
         }
-        self.last_cpu.store(now, Ordering::Relaxed);
-        last != NO_CPU
+        self.last_thread.store(now, Ordering::Relaxed);
+        last != NO_THREAD
     }
 
     /// Takes a reference (the caller holds one). Without an arena, the plain `LockRef`.
-    /// True: the object was counted from another CPU before; the owner may promote it.
+    /// True: the object was counted by another thread before; the owner may promote it.
     #[inline]
     pub fn get(&self, arena: Option<&SlotArena>) -> bool {
         if self.percpu_add(arena, 1) {
             return false;
         }
         self.lockref.get();
-        self.note_cpu(arena)
+        self.note_thread(arena)
     }
 
     /// Takes a reference unless the object is dead: `None` if dead, else `Some(promote?)`
@@ -173,7 +198,7 @@ impl PcpuRef {
             return Some(false);
         }
         if self.lockref.get_not_dead() {
-            Some(self.note_cpu(arena))
+            Some(self.note_thread(arena))
         } else {
             None
         }

@@ -171,10 +171,11 @@ pub(super) fn demote_locked(d: &Dentry, g: &mut DRefGuard<'_>) -> bool {
 /// a thread that read the slot number before the dentry was switched back to atomic mode
 /// may still be about to add to it, and must not add to the next owner's counts.
 fn release_slot(d: &Dentry) {
-    let (Some(id), Some(arena)) = (
-        d.count.percpu().and_then(|p| p.slot()),
-        d.dcache().pcpu.clone(),
-    ) else {
+    // The slot first: cloning the arena's `Arc` writes a line every CPU shares.
+    let Some(id) = d.count.percpu().and_then(|p| p.slot()) else {
+        return;
+    };
+    let Some(arena) = d.dcache().pcpu.clone() else {
         return;
     };
     let give_back = move || {

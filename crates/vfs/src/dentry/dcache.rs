@@ -353,9 +353,6 @@ impl Dcache {
             if g2.is_dead() {
                 continue;
             }
-            // The exact count; a dentry in use goes back to per-CPU counts when it is next
-            // counted from two CPUs.
-            demote_locked(d, &mut g2);
             if only.is_some_and(|sb| !d.inode().is_some_and(|i| std::ptr::eq(i.sb(), sb))) {
                 continue;
             }
@@ -363,6 +360,9 @@ impl Dcache {
             if flags & ON_LRU == 0 {
                 continue;
             }
+            // The exact count; a dentry in use goes back to per-CPU counts when it is next
+            // counted from two CPUs.
+            demote_locked(d, &mut g2);
             if g2.count() > 0 {
                 self.lru.remove(d.lru.load(Ordering::Relaxed), p);
                 d.flags.fetch_and(!(ON_LRU | REFERENCED), Ordering::Relaxed);

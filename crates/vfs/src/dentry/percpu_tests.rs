@@ -33,18 +33,27 @@ fn inodes(c: &VfsCore) -> usize {
     c.root().dentry.inode().unwrap().sb().inode_count()
 }
 
-/// Two references to a dentry counted from CPU 0, CPU 1 (the checker's override) and CPU
-/// 0 again: in per-CPU mode. (A dentry the lookup itself allocates starts with its
-/// count, so its first count from a CPU is the second look.)
+/// Counts `path` on a thread of its own that `set_cpu_override`s `cpu` (as the checker's
+/// threads do) and hands the reference back.
+fn look_on(c: &VfsCore, path: &str, cpu: usize) -> Path {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            set_cpu_override(Some(cpu));
+            look(c, path).unwrap()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+/// Two references to a dentry counted by a thread on CPU 0, one on CPU 1 and one more on
+/// CPU 0: in per-CPU mode. (A dentry the lookup itself allocates starts with its count, so
+/// the first thread to count it is the second look's.)
 fn shared(c: &VfsCore, path: &str) -> (Path, Path) {
-    set_cpu_override(Some(0));
-    let a = look(c, path).unwrap();
-    set_cpu_override(Some(1));
-    let b = look(c, path).unwrap();
-    set_cpu_override(Some(0));
-    drop(look(c, path).unwrap());
-    set_cpu_override(None);
-    assert!(is_percpu(&b), "counted from two CPUs: promoted");
+    let a = look_on(c, path, 0);
+    let b = look_on(c, path, 1);
+    drop(look_on(c, path, 0));
+    assert!(is_percpu(&b), "counted by two threads: promoted");
     (a, b)
 }
 
@@ -54,9 +63,7 @@ fn a_dentry_counted_from_two_cpus_counts_per_cpu() {
     create(&c, b"/f");
     let (a, b) = shared(&c, "/f");
     assert_eq!(a.dentry.count(), 2);
-    set_cpu_override(Some(1));
-    let more: Vec<Path> = (0..5).map(|_| look(&c, "/f").unwrap()).collect();
-    set_cpu_override(None);
+    let more: Vec<Path> = (0..5).map(|i| look_on(&c, "/f", i % 2)).collect();
     assert_eq!(a.dentry.count(), 7, "per-CPU counts are in the snapshot");
     drop(more);
     drop((a, b));
@@ -75,11 +82,9 @@ fn without_percpu_counts_or_in_legacy_nothing_is_promoted() {
     .unwrap();
     for c in [off, core(Locking::Legacy)] {
         create(&c, b"/f");
-        set_cpu_override(Some(0));
-        let a = look(&c, "/f").unwrap();
-        set_cpu_override(Some(1));
-        let b = look(&c, "/f").unwrap();
-        set_cpu_override(None);
+        let a = look_on(&c, "/f", 0);
+        let b = look_on(&c, "/f", 1);
+        drop(look_on(&c, "/f", 0));
         assert!(!is_percpu(&a) && !is_percpu(&b));
         assert_eq!(a.dentry.count(), 2);
     }
