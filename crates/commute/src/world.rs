@@ -285,7 +285,7 @@ impl Base {
         if self.scenario == Scenario::SameFile {
             // A shared file is a hot one: counted from both threads' CPUs before the calls,
             // as a file every thread opens is (the dcache switches a dentry to per-CPU
-            // counts when a second CPU counts it: `dentry` module docs, "Per-CPU counts").
+            // counts when a second thread counts it: `dentry` module docs, "Per-CPU counts").
             for path in [&e.file, &e.link] {
                 let fd = p
                     .open(path, libc::O_PATH | libc::O_NOFOLLOW, 0)

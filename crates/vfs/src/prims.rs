@@ -2,8 +2,8 @@
 //! legacy/scalable switch lives in one place.
 //!
 //! * [`DRef`]: a dentry's reference count and its `d_lock`. Scalable: `PcpuRef` (a `LockRef`,
-//!   cmpxchg while the count is above 1, Linux's lockref, which a dentry counted from several
-//!   CPUs can switch to per-CPU counters in the dcache's `SlotArena`; without an arena it is
+//!   cmpxchg while the count is above 1, Linux's lockref, which a dentry counted by several
+//!   threads can switch to per-CPU counters in the dcache's `SlotArena`; without an arena it is
 //!   the plain `LockRef`); legacy: `LegacyRef` (every change under the lock).
 //!   It is an enum and not a type parameter: the variant is fixed at construction, so the
 //!   branch is perfectly predicted, and a type parameter would have to infect `Dentry`,
@@ -52,7 +52,7 @@ impl DRef {
         .max(0) as u32
     }
     /// Takes a reference unless the object is dead: `None` if dead, else whether the
-    /// owner should promote it (counted from another CPU than last time).
+    /// owner should promote it (counted by another thread than last time).
     #[inline]
     pub fn get_not_dead(&self, arena: Option<&SlotArena>) -> Option<bool> {
         match self {

@@ -73,7 +73,7 @@ pub struct CoreOptions {
     pub dcache_hash_bits: u32,
     /// Unused dentries kept before the LRU shrinks itself.
     pub max_unused_dentries: usize,
-    /// Scalable design: a dentry counted from several CPUs switches to per-CPU counts
+    /// Scalable design: a dentry counted by several threads switches to per-CPU counts
     /// (`dentry` module docs). `false`: every count is the atomic `LockRef` (seed 004).
     pub percpu_dentry_counts: bool,
 }

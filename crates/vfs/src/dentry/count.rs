@@ -109,8 +109,8 @@ impl DentryRef {
 }
 
 impl Dentry {
-    /// `dget`: takes a reference (the caller holds one); promotes a dentry counted from
-    /// another CPU than last time to per-CPU counts.
+    /// `dget`: takes a reference (the caller holds one); promotes a dentry counted by
+    /// another thread than last time to per-CPU counts.
     #[inline]
     pub(super) fn dget(&self) {
         if self.count.get(self.arena()) {

@@ -41,7 +41,7 @@ pub(super) fn next_dentry_id() -> u64 {
 
 impl Dcache {
     /// A dcache of `2^hash_bits` buckets that keeps at most `max_unused` unused dentries;
-    /// with `percpu_counts` (scalable design only), dentries counted from several CPUs
+    /// with `percpu_counts` (scalable design only), dentries counted by several threads
     /// switch to per-CPU counts.
     pub fn new(locking: Locking, hash_bits: u32, max_unused: usize, percpu_counts: bool) -> Dcache {
         let shards = match locking {
@@ -361,7 +361,7 @@ impl Dcache {
                 continue;
             }
             // The exact count; a dentry in use goes back to per-CPU counts when it is next
-            // counted from two CPUs.
+            // counted by two threads.
             demote_locked(d, &mut g2);
             if g2.count() > 0 {
                 self.lru.remove(d.lru.load(Ordering::Relaxed), p);
