@@ -282,6 +282,17 @@ impl Base {
                 .map_err(|x| ("symlink", x))?;
         }
         p.mkdir(&e.sub, 0o755).map_err(|x| ("mkdir", x))?;
+        if self.scenario == Scenario::SameFile {
+            // A shared file is a hot one: counted from both threads' CPUs before the calls,
+            // as a file every thread opens is (the dcache switches a dentry to per-CPU
+            // counts when a second thread counts it: `dentry` module docs, "Per-CPU counts").
+            for path in [&e.file, &e.link] {
+                let fd = p
+                    .open(path, libc::O_PATH | libc::O_NOFOLLOW, 0)
+                    .map_err(|x| ("open O_PATH", x))?;
+                p.close(fd).map_err(|x| ("close", x))?;
+            }
+        }
         let n = self.needs;
         if n & needs::FD != 0 {
             e.fd = p.open(&e.file, libc::O_RDWR, 0).map_err(|x| ("open", x))?;

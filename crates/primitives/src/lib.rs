@@ -15,6 +15,7 @@
 //! | [`dlist`]   | dlock-list                   | `DList`: per-CPU lists             | `LockedList`: one list        |
 //! | [`lockstat`]| `CONFIG_LOCK_STAT`           | per-lock-class statistics          |                               |
 //! | [`percpu`]  | dlock-list (counters)        | `PerCpuCounter`: a counter per CPU | one shard                     |
+//! | [`percpu_ref`] | `percpu_ref`, sv6 Refcache | `PcpuRef`: per-CPU gets and puts   | (`LockRef` alone)             |
 //!
 //! Under `--cfg loom` the atomics and locks come from [`loom`](https://docs.rs/loom) so the
 //! models in each module's tests can explore every interleaving; see [`sync`].
@@ -27,6 +28,7 @@ pub mod hashed;
 pub mod lockref;
 pub mod lockstat;
 pub mod percpu;
+pub mod percpu_ref;
 pub mod seqlock;
 pub mod spinlock;
 pub mod sync;

@@ -1,8 +1,10 @@
 //! Thin adapters over the primitives crate, so that the VFS names one type per role and the
 //! legacy/scalable switch lives in one place.
 //!
-//! * [`DRef`]: a dentry's reference count and its `d_lock`. Scalable: `LockRef` (cmpxchg while
-//!   the count is above 1, Linux's lockref); legacy: `LegacyRef` (every change under the lock).
+//! * [`DRef`]: a dentry's reference count and its `d_lock`. Scalable: `PcpuRef` (a `LockRef`,
+//!   cmpxchg while the count is above 1, Linux's lockref, which a dentry counted by several
+//!   threads can switch to per-CPU counters in the dcache's `SlotArena`; without an arena it is
+//!   the plain `LockRef`); legacy: `LegacyRef` (every change under the lock).
 //!   It is an enum and not a type parameter: the variant is fixed at construction, so the
 //!   branch is perfectly predicted, and a type parameter would have to infect `Dentry`,
 //!   `Dcache`, `Path`, `OpenFile` and the whole system-call API. The cost on the scalable
@@ -13,7 +15,8 @@
 //!   or one shard (the legacy single locked list).
 
 use scalevfs_primitives::dlist::DList;
-use scalevfs_primitives::lockref::{LegacyRef, LockRef};
+use scalevfs_primitives::lockref::LegacyRef;
+use scalevfs_primitives::percpu_ref::{PcpuRef, SlotArena};
 use scalevfs_primitives::seqlock::{ReadMode, SeqCount, SeqRwLock, SeqWriteGuard};
 use scalevfs_primitives::Locking;
 
@@ -21,66 +24,85 @@ use scalevfs_primitives::Locking;
 /// documents as "under d_lock" may be changed. Both designs share it.
 pub use scalevfs_primitives::lockref::LockRefGuard as DRefGuard;
 
-/// A dentry reference count with its lock (see the module docs).
+/// A dentry reference count with its lock (see the module docs). The `arena` arguments
+/// are the dcache's per-CPU counters (`None`: the scalable design with `LockRef` alone);
+/// the legacy design ignores them.
 pub enum DRef {
-    /// Linux's lockref: lock-free count changes while the lock is free.
-    Scalable(LockRef),
+    /// Linux's lockref, with the per-CPU mode of `percpu_ref`.
+    Scalable(PcpuRef),
     /// Every change under the lock.
     Legacy(LegacyRef),
-}
-
-macro_rules! dispatch {
-    ($self:ident, $r:ident => $e:expr) => {
-        match $self {
-            DRef::Scalable($r) => $e,
-            DRef::Legacy($r) => $e,
-        }
-    };
 }
 
 impl DRef {
     /// A count of `count` of design `locking`.
     pub fn new(locking: Locking, count: u32) -> DRef {
         match locking {
-            Locking::Scalable => DRef::Scalable(LockRef::new(count)),
+            Locking::Scalable => DRef::Scalable(PcpuRef::new(count)),
             Locking::Legacy => DRef::Legacy(LegacyRef::new(count)),
         }
     }
-    /// Current count (racy snapshot; a dead count reports 0).
+    /// Current count (racy snapshot, per-CPU part included; a dead count reports 0).
     #[inline]
-    pub fn count(&self) -> u32 {
-        dispatch!(self, r => r.count()).max(0) as u32
+    pub fn count(&self, arena: Option<&SlotArena>) -> u32 {
+        match self {
+            DRef::Scalable(r) => r.count(arena),
+            DRef::Legacy(r) => r.count(),
+        }
+        .max(0) as u32
     }
-    /// Whether the count is dead (the dentry is being killed).
+    /// Takes a reference unless the object is dead: `None` if dead, else whether the
+    /// owner should promote it (counted by another thread than last time).
     #[inline]
-    pub fn is_dead(&self) -> bool {
-        dispatch!(self, r => r.is_dead())
+    pub fn get_not_dead(&self, arena: Option<&SlotArena>) -> Option<bool> {
+        match self {
+            DRef::Scalable(r) => r.get_not_dead(arena),
+            DRef::Legacy(r) => r.get_not_dead().then_some(false),
+        }
     }
-    /// Takes a reference unless the object is dead.
+    /// Takes a reference (the caller already holds one); true if the owner should promote.
     #[inline]
-    pub fn get_not_dead(&self) -> bool {
-        dispatch!(self, r => r.get_not_dead())
-    }
-    /// Takes a reference; the caller already holds one.
-    #[inline]
-    pub fn get(&self) {
-        dispatch!(self, r => r.get())
+    pub fn get(&self, arena: Option<&SlotArena>) -> bool {
+        match self {
+            DRef::Scalable(r) => r.get(arena),
+            DRef::Legacy(r) => {
+                r.get();
+                false
+            }
+        }
     }
     /// Drops a reference without the lock if the count stays above zero (`None`); otherwise
     /// returns the lock held and the count not yet decremented (`Some`).
     #[inline]
-    pub fn put_or_lock(&self) -> Option<DRefGuard<'_>> {
-        dispatch!(self, r => r.put_or_lock())
+    pub fn put_or_lock(&self, arena: Option<&SlotArena>) -> Option<DRefGuard<'_>> {
+        match self {
+            DRef::Scalable(r) => r.put_or_lock(arena),
+            DRef::Legacy(r) => r.put_or_lock(),
+        }
     }
     /// Takes the lock (`d_lock`).
     #[inline]
     pub fn lock(&self) -> DRefGuard<'_> {
-        dispatch!(self, r => r.lock())
+        match self {
+            DRef::Scalable(r) => r.lock(),
+            DRef::Legacy(r) => r.lock(),
+        }
     }
     /// Takes the lock if it is free.
     #[inline]
     pub fn try_lock(&self) -> Option<DRefGuard<'_>> {
-        dispatch!(self, r => r.try_lock())
+        match self {
+            DRef::Scalable(r) => r.try_lock(),
+            DRef::Legacy(r) => r.try_lock(),
+        }
+    }
+    /// The per-CPU count, if this is one (the scalable design).
+    #[inline]
+    pub fn percpu(&self) -> Option<&PcpuRef> {
+        match self {
+            DRef::Scalable(r) => Some(r),
+            DRef::Legacy(_) => None,
+        }
     }
 }
 

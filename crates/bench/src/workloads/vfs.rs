@@ -4,6 +4,8 @@
 //!
 //! * `dcache`: the lockref series' AIM7 "short" shape: every thread opens, reads and closes the same
 //!   few files (hot dentries: lockref vs a locked count, path walk of a shared prefix).
+//! * `dcache-lockref`: `dcache` (scalable only) with every dentry count in its `LockRef`:
+//!   the ablation of per-CPU dentry counts (`CoreOptions::percpu_dentry_counts`).
 //! * `dcache-distinct`: the same on a file per thread. The threads still share their
 //!   process's descriptor table: lowest-free-fd allocation makes every open read the
 //!   slots of the lower descriptors, which the other threads' opens and closes write
@@ -30,7 +32,7 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use scalevfs::{Credentials, Process, Vfs, VfsOptions};
+use scalevfs::{CoreOptions, Credentials, Process, Vfs, VfsOptions};
 
 use crate::workloads::host_dir::{sys, HostDir};
 use crate::{Design, Instance, Workload};
@@ -45,14 +47,22 @@ pub fn workloads() -> Vec<Box<dyn Workload>> {
         Box::new(Dcache {
             distinct: false,
             procs: false,
+            lockref_only: false,
+        }),
+        Box::new(Dcache {
+            distinct: false,
+            procs: false,
+            lockref_only: true,
         }),
         Box::new(Dcache {
             distinct: true,
             procs: false,
+            lockref_only: false,
         }),
         Box::new(Dcache {
             distinct: true,
             procs: true,
+            lockref_only: false,
         }),
         Box::new(DPath),
         Box::new(InodeChurn {
@@ -76,12 +86,20 @@ enum Env {
 
 impl Env {
     fn new(design: Design) -> Result<Env, String> {
+        Env::with_core(design, CoreOptions::default())
+    }
+
+    /// [`Env::new`] with dcache tuning (ignored on the host).
+    fn with_core(design: Design, core: CoreOptions) -> Result<Env, String> {
         match design.locking() {
             Some(locking) => {
-                let vfs = Vfs::new(VfsOptions {
-                    locking,
-                    ..VfsOptions::default()
-                });
+                let vfs = Vfs::with_core_options(
+                    VfsOptions {
+                        locking,
+                        ..VfsOptions::default()
+                    },
+                    core,
+                );
                 let p = Process::new(&vfs, Credentials::root());
                 p.set_fd_limit(1 << 16).map_err(|e| e.to_string())?;
                 p.mkdir("/bench", 0o755).map_err(|e| e.to_string())?;
@@ -233,6 +251,8 @@ struct Dcache {
     distinct: bool,
     /// A process (descriptor table) per worker.
     procs: bool,
+    /// Dentry counts stay in their `LockRef` (no per-CPU mode).
+    lockref_only: bool,
 }
 
 /// Files in the shared set (AIM7 "short" reads a handful of files).
@@ -257,13 +277,16 @@ struct DcacheInst {
 impl Workload for Dcache {
     fn name(&self) -> &'static str {
         match (self.distinct, self.procs) {
+            (false, _) if self.lockref_only => "dcache-lockref",
             (false, _) => "dcache",
             (true, false) => "dcache-distinct",
             (true, true) => "dcache-distinct-procs",
         }
     }
     fn description(&self) -> &'static str {
-        if self.procs {
+        if self.lockref_only {
+            "dcache with dentry counts in their LockRef only (no per-CPU counts)"
+        } else if self.procs {
             "open, read 64 bytes, close a file of one's own below a 3-level path, a process per worker (disjoint)"
         } else if self.distinct {
             "open, read 64 bytes, close a file of one's own below a 3-level path (threads share the fd table)"
@@ -272,10 +295,18 @@ impl Workload for Dcache {
         }
     }
     fn designs(&self) -> &'static [Design] {
-        ALL
+        if self.lockref_only {
+            &[Design::Scalable]
+        } else {
+            ALL
+        }
     }
     fn setup(&self, design: Design, threads: usize) -> Result<Box<dyn Instance>, String> {
-        let env = Env::new(design)?;
+        let core = CoreOptions {
+            percpu_dentry_counts: !self.lockref_only,
+            ..CoreOptions::default()
+        };
+        let env = Env::with_core(design, core)?;
         for d in ["a", "a/b", "a/b/c"] {
             env.mkdir(d)?;
         }

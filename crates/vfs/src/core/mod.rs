@@ -73,6 +73,9 @@ pub struct CoreOptions {
     pub dcache_hash_bits: u32,
     /// Unused dentries kept before the LRU shrinks itself.
     pub max_unused_dentries: usize,
+    /// Scalable design: a dentry counted by several threads switches to per-CPU counts
+    /// (`dentry` module docs). `false`: every count is the atomic `LockRef` (seed 004).
+    pub percpu_dentry_counts: bool,
 }
 
 impl Default for CoreOptions {
@@ -83,6 +86,7 @@ impl Default for CoreOptions {
             // changes no code path: 16 there.
             dcache_hash_bits: if cfg!(miri) { 4 } else { 16 },
             max_unused_dentries: 1 << 18,
+            percpu_dentry_counts: true,
         }
     }
 }
@@ -108,6 +112,7 @@ impl VfsCore {
                 opts.locking,
                 opts.dcache_hash_bits,
                 opts.max_unused_dentries,
+                opts.percpu_dentry_counts,
             )),
             mounts: MountTable::default(),
             root: OnceLock::new(),

@@ -23,7 +23,7 @@ impl std::ops::Deref for DentryRef {
 
 impl Clone for DentryRef {
     fn clone(&self) -> Self {
-        self.count.get();
+        self.dget();
         DentryRef { ptr: self.ptr }
     }
 }
@@ -68,7 +68,7 @@ impl DentryRef {
     /// A count of `p` must be held for the duration of the call.
     pub(crate) unsafe fn from_borrowed(p: *const Dentry) -> DentryRef {
         // SAFETY: a held count keeps it allocated and alive (not dead).
-        unsafe { (*p).count.get() };
+        unsafe { (*p).dget() };
         // SAFETY: the count we just took.
         unsafe { DentryRef::from_raw(p) }
     }
@@ -79,7 +79,7 @@ impl DentryRef {
     /// that is still pinned.
     pub unsafe fn try_get(d: *const Dentry) -> Option<DentryRef> {
         // SAFETY: allocated per the contract.
-        if unsafe { (*d).count.get_not_dead() } {
+        if unsafe { (*d).dget_not_dead() } {
             Some(DentryRef {
                 // SAFETY: non-null (it was dereferenced).
                 ptr: unsafe { ptr::NonNull::new_unchecked(d as *mut Dentry) },
@@ -108,12 +108,93 @@ impl DentryRef {
     }
 }
 
+impl Dentry {
+    /// `dget`: takes a reference (the caller holds one); promotes a dentry counted by
+    /// another thread than last time to per-CPU counts.
+    #[inline]
+    pub(super) fn dget(&self) {
+        if self.count.get(self.arena()) {
+            self.promote();
+        }
+    }
+
+    /// Takes a reference unless the dentry is dead (and promotes as [`dget`](Self::dget)).
+    #[inline]
+    pub(super) fn dget_not_dead(&self) -> bool {
+        match self.count.get_not_dead(self.arena()) {
+            None => false,
+            Some(promote) => {
+                if promote {
+                    self.promote();
+                }
+                true
+            }
+        }
+    }
+
+    /// Switches a hashed dentry the caller holds a count of to per-CPU counts (module docs,
+    /// "Per-CPU counts"), and puts it on the LRU so that the shrinker, which switches it
+    /// back, visits it. An unhashed dentry stays atomic: its last put must kill it.
+    #[cold]
+    #[inline(never)]
+    fn promote(&self) {
+        let (Some(pc), Some(arena)) = (self.count.percpu(), self.arena()) else {
+            return;
+        };
+        let dc = self.dcache();
+        let g = &mut self.count.lock();
+        let flags = self.flags.load(Ordering::Relaxed);
+        if flags & HASHED == 0 || !pc.promote(g, arena) {
+            return;
+        }
+        if flags & ON_LRU == 0 {
+            // A shard over its limit is shrunk by the next `put_last` that adds to it: not
+            // here, where the caller of `dget` may hold locks the shrinker's kills take.
+            let (node, _over) = dc.lru.add(self as *const _ as usize);
+            self.lru.store(node, Ordering::Relaxed);
+            self.flags.fetch_or(ON_LRU, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Switches `d` back to atomic counts if it is in per-CPU mode (`g`: its `d_lock`), so
+/// that `g.count()` is exact and the last put takes `d_lock` again. Returns whether it
+/// was in per-CPU mode.
+pub(super) fn demote_locked(d: &Dentry, g: &mut DRefGuard<'_>) -> bool {
+    match (d.count.percpu(), d.arena()) {
+        (Some(pc), Some(arena)) => pc.demote(g, arena),
+        _ => false,
+    }
+}
+
+/// Gives a dead dentry's per-CPU slot back to the arena once a grace period has passed:
+/// a thread that read the slot number before the dentry was switched back to atomic mode
+/// may still be about to add to it, and must not add to the next owner's counts.
+fn release_slot(d: &Dentry) {
+    // The slot first: cloning the arena's `Arc` writes a line every CPU shares.
+    let Some(id) = d.count.percpu().and_then(|p| p.slot()) else {
+        return;
+    };
+    let Some(arena) = d.dcache().pcpu.clone() else {
+        return;
+    };
+    let give_back = move || {
+        // SAFETY: the dentry was demoted (every counter closed) and is dead; the readers
+        // that saw its slot were pinned (try_get) or held a count (gone: it is dead), and
+        // the grace period this runs after waits for the pinned ones.
+        unsafe { arena.free(id) }
+    };
+    // SAFETY: the closure frees nothing a reader can reach; it takes the arena's
+    // allocation mutex, a leaf that no thread holds while retiring.
+    unsafe { crate::retire::retire_fn(give_back) };
+}
+
 /// dput: drops one reference; caches the dentry (LRU) or kills it at zero.
 pub(super) fn dput(mut d: *mut Dentry) {
     loop {
         // SAFETY: the caller owns a reference to `d`, so it is allocated.
         let dd = unsafe { &*d };
-        let Some(g) = dd.count.put_or_lock() else {
+        let Some(g) = dd.count.put_or_lock(dd.arena()) else {
             return;
         };
         match put_last(d, g) {
@@ -132,7 +213,10 @@ pub(super) fn dput(mut d: *mut Dentry) {
 /// The caller owns a count of `d`.
 pub(crate) unsafe fn put_if_last(d: *const Dentry) -> bool {
     // SAFETY: the caller's count keeps it allocated.
-    let g = unsafe { &*d }.count.lock();
+    let dd = unsafe { &*d };
+    let mut g = dd.count.lock();
+    // The exact count: per-CPU counts are folded in (and stay in the lockref after).
+    demote_locked(dd, &mut g);
     if g.count() != 1 {
         return false;
     }
@@ -193,9 +277,11 @@ pub(super) fn kill(dp: *mut Dentry, mut g: DRefGuard<'_>) -> Option<*mut Dentry>
     }
     d.flags
         .fetch_and(!(HASHED | ON_LRU | REFERENCED), Ordering::Relaxed);
+    debug_assert!(!d.count.percpu().is_some_and(|p| p.is_percpu()));
     g.mark_dead();
     drop(g);
     dc.count_dentry(-1);
+    release_slot(d);
     // The dentry is dead: nobody else can reach its inode count or parent count now.
     // Acquire: pair with the Release stores in `instantiate`/`set_location` (the killer may
     // not be the thread that published them).

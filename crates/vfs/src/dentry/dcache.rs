@@ -19,6 +19,10 @@ pub struct Dcache {
     /// Live dentries (diagnostics), one counter per CPU so that allocation and kill do not
     /// share a cache line (Linux's per-cpu `nr_dentry`).
     pub(super) nr_dentry: PerCpuCounter,
+    /// The per-CPU counters of dentries in per-CPU count mode (`None`: the scalable design
+    /// with atomic `LockRef` counts only, and the legacy design). An `Arc`: a dead dentry's
+    /// slot is given back after a grace period, which may end after the dcache is gone.
+    pub(super) pcpu: Option<Arc<SlotArena>>,
 }
 
 // SAFETY: the hash and LRU hold dentry addresses as integers; access follows the module rules.
@@ -36,8 +40,10 @@ pub(super) fn next_dentry_id() -> u64 {
 }
 
 impl Dcache {
-    /// A dcache of `2^hash_bits` buckets that keeps at most `max_unused` unused dentries.
-    pub fn new(locking: Locking, hash_bits: u32, max_unused: usize) -> Dcache {
+    /// A dcache of `2^hash_bits` buckets that keeps at most `max_unused` unused dentries;
+    /// with `percpu_counts` (scalable design only), dentries counted by several threads
+    /// switch to per-CPU counts.
+    pub fn new(locking: Locking, hash_bits: u32, max_unused: usize, percpu_counts: bool) -> Dcache {
         let shards = match locking {
             Locking::Legacy => 1,
             Locking::Scalable => scalevfs_primitives::cpu::num_cpus().max(1),
@@ -48,6 +54,8 @@ impl Dcache {
             rename_lock: RenameLock::new(locking),
             locking,
             nr_dentry: PerCpuCounter::new(locking == Locking::Scalable),
+            pcpu: (percpu_counts && locking == Locking::Scalable)
+                .then(|| Arc::new(SlotArena::new())),
         }
     }
 
@@ -131,7 +139,7 @@ impl Dcache {
         let positive = inode.is_some();
         let b = self.alloc(pid, name, inode);
         if positive {
-            parent.count.get();
+            parent.dget();
             b.parent.store(parent.as_ptr() as *mut _, Ordering::Relaxed);
         }
         b.flags.store(HASHED, Ordering::Relaxed);
@@ -192,7 +200,7 @@ impl Dcache {
     pub fn instantiate(&self, d: &DentryRef, parent: &DentryRef, inode: InodeRef) {
         debug_assert!(d.is_negative());
         inode.sb().dentries.add(1);
-        parent.count.get();
+        parent.dget();
         // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent, kill).
         d.parent.store(parent.as_ptr() as *mut _, Ordering::Release);
         let p = Erc::into_raw(inode) as *mut _;
@@ -221,7 +229,9 @@ impl Dcache {
     /// Removes `d` from the cache (`d_drop`): lookups no longer find it; it is killed when
     /// its last reference goes.
     pub fn drop_dentry(&self, d: &Dentry) {
-        let _g = d.count.lock();
+        let mut g = d.count.lock();
+        // Unhashed, its last put must kill it: puts must reach `d_lock` again.
+        demote_locked(d, &mut g);
         if d.flags.load(Ordering::Relaxed) & HASHED != 0 {
             self.unhash_locked(d);
         }
@@ -256,12 +266,14 @@ impl Dcache {
     /// Rehashes `d` at `(parent, name)`, moving its parent reference.
     pub(super) fn set_location(&self, d: &DentryRef, parent: &DentryRef, name: &[u8]) {
         let old_parent;
+        // Counted before `d`'s lock: counting may promote `parent`, which takes its
+        // `d_lock`, and a parent's is never taken under a child's.
+        parent.dget();
         {
             let _l = d.count.lock();
             if d.flags.load(Ordering::Relaxed) & HASHED != 0 {
                 self.remove_from_hash_locked(d);
             }
-            parent.count.get();
             // Release: pairs with the Acquire loads of `parent` (d_path, dget_parent);
             // Acquire: we take over the old parent's count, published with its store.
             old_parent = d.parent.swap(parent.as_ptr() as *mut _, Ordering::AcqRel);
@@ -290,7 +302,8 @@ impl Dcache {
                         // taken after ours, by address order it cannot be our parent's
                         // (ancestor) lock: it is a sibling at the target name.
                         let o = unsafe { &*(other as *const Dentry) };
-                        let _ol = o.count.lock();
+                        let mut ol = o.count.lock();
+                        demote_locked(o, &mut ol);
                         if o.flags.load(Ordering::Relaxed) & HASHED != 0 {
                             self.unhash_locked(o);
                         }
@@ -336,7 +349,7 @@ impl Dcache {
             // SAFETY: we saw `p` on the LRU while pinned; a dentry leaves the LRU before its
             // memory is retired, so it is still allocated.
             let d = unsafe { &*(p as *const Dentry) };
-            let g2 = d.count.lock();
+            let mut g2 = d.count.lock();
             if g2.is_dead() {
                 continue;
             }
@@ -347,6 +360,9 @@ impl Dcache {
             if flags & ON_LRU == 0 {
                 continue;
             }
+            // The exact count; a dentry in use goes back to per-CPU counts when it is next
+            // counted by two threads.
+            demote_locked(d, &mut g2);
             if g2.count() > 0 {
                 self.lru.remove(d.lru.load(Ordering::Relaxed), p);
                 d.flags.fetch_and(!(ON_LRU | REFERENCED), Ordering::Relaxed);

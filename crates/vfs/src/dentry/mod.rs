@@ -8,8 +8,9 @@
 //! keys name an id that is never reused, so they are just garbage for the LRU).
 //!
 //! ## Reference count and `d_lock` (seed 004)
-//! `count` is a [`DRef`]: a `LockRef` (scalable: get/put by cmpxchg while the count is above
-//! one) or a `LegacyRef` (every change under the lock). Its lock is the dentry's `d_lock`; it
+//! `count` is a [`DRef`]: a `PcpuRef` (scalable: a `LockRef`, get/put by cmpxchg while the
+//! count is above one, with the per-CPU mode below) or a `LegacyRef` (every change under
+//! the lock). Its lock is the dentry's `d_lock`; it
 //! protects the transitions of `flags` (HASHED, ON_LRU, REFERENCED), `lru`, and the
 //! `parent`/`name` of a dentry being moved. A dentry is *dead* once its count is marked dead
 //! under `d_lock`; `get_not_dead` never revives it.
@@ -20,6 +21,69 @@
 //! zero while it is unhashed (unlinked, renamed over), or when the shrinker picks it.
 //! Its memory is freed after an epoch grace period, because rcu-walk reads dentries without a
 //! reference.
+//!
+//! ## Per-CPU counts (`percpu_ref`, sv6's Refcache)
+//! A `LockRef` word is written by every CPU that counts the dentry, so two processes that
+//! open one file, or chdir into one directory, or create in one directory (the parent's
+//! count), write one line. In the scalable design (unless
+//! `CoreOptions::percpu_dentry_counts` is off: the plain `LockRef`, kept to compare) a
+//! dentry has two count modes (`scalevfs_primitives::percpu_ref` has the protocol):
+//!
+//! * **Atomic**: the `LockRef` holds the exact count, as before. Each get notes its
+//!   thread in the count's `last_thread` (written only when it changes).
+//! * **Per-CPU**: the `LockRef` count holds a bias of 2^30 on top of its own part; gets
+//!   and puts add ±1 to the calling CPU's counter of the dentry's slot in the dcache's
+//!   `SlotArena` (CPU `c`'s counters of many dentries packed in CPU `c`'s blocks; 8 bytes
+//!   per CPU per slot). A get or put then writes only its CPU's line and takes no lock.
+//!
+//! Transitions, both under `d_lock`:
+//! * **Promote** (`Dentry::promote`, from `dget`/`try_get`) when a get in atomic mode comes
+//!   from another thread than the previous one: the dentry is shared (`percpu_ref` says
+//!   why the thread and not the CPU). Only a hashed dentry is
+//!   promoted, and it is put on the LRU (if it is not there), because no put ever reaches
+//!   zero in per-CPU mode, so no `put_last` would put it there; the shrinker, which
+//!   demotes, must be able to find it.
+//! * **Demote** (`demote_locked`: close every CPU's counter, fold them into the `LockRef`,
+//!   remove the bias) wherever the exact count or the last put matters: the shrinker
+//!   (before judging a dentry: a promoted one in use is then dropped from the LRU and
+//!   cached again at its last put), every unhash (`drop_dentry`: unlink, rmdir, rename
+//!   over it, invalidation; and a sibling unhashed by `set_location`), `put_if_last`
+//!   (unmount). An unhashed dentry is never promoted, so an unlinked file's last put takes
+//!   `d_lock` and kills it at once: the inode is freed when the last reference goes, as
+//!   before (statfs and the tests that count inodes see no delay).
+//!
+//! The switch needs no grace period: a per-CPU change is a compare-exchange that refuses a
+//! closed counter, so each get or put either lands before its counter closes (and is in
+//! the fold) or retries on the `LockRef`, which waits for the `d_lock` the demoter holds.
+//! No count is lost, and the folded count is exact.
+//!
+//! What `d_lock` protects in each mode: in atomic mode, the count (as before); in per-CPU
+//! mode, the mode and the `LockRef` part of the count (the bias), not the per-CPU
+//! counters, which change without it. In both, the flags, the LRU node and a move.
+//!
+//! Why a counted dentry is never killed: killing needs the count at zero under `d_lock`,
+//! and in per-CPU mode the bias keeps the `LockRef` count above zero; a dentry is killed
+//! only in atomic mode, after a demote whose fold saw every per-CPU count. Why no
+//! use-after-free: a per-CPU get is made by a holder of a count or by a reader pinned in
+//! the epoch that found the dentry in the hash, exactly as before; memory is freed after
+//! the epoch grace period that follows the kill. A dead dentry's slot goes back to the
+//! arena after a grace period too (`release_slot`, through `retire`), because a pinned
+//! reader may have read the slot number before the demote and not yet added: its add
+//! then meets the closed counter, not the next owner's.
+//!
+//! Costs. A promoted dentry costs a slot (8 bytes per CPU); a get in atomic mode costs a
+//! thread-local load and a compare of `last_thread`; a per-CPU get or put a
+//! `sched_getcpu`, a few dependent loads (the arena, the slot word, the chunk) and a
+//! compare-exchange of a line of the calling CPU. A dentry is promoted at its first count
+//! by a second thread and stays so until one of the events above.
+//!
+//! In the scalability checker the measured objects of a case are not its warm-up objects,
+//! so nothing there promotes them; a one-file case counts the file and the link from both
+//! threads in its setup (an `O_PATH` open and close on each thread: `commute` crate,
+//! `world.rs`). That is the model of a file many threads use, which is what per-CPU counts
+//! are for (AIM7's and the `dcache` workload's shared files). A file that only one thread
+//! has counted stays in atomic mode, and the first count from a second thread writes the
+//! count word and promotes: a pair of first counts still conflicts, once.
 //!
 //! ## LRU (seed 001's remaining bottleneck)
 //! Unused dentries go on per-CPU LRU shards ([`Lru`]). `dput` adds a dentry to the LRU only
@@ -59,8 +123,12 @@
 //!
 //! ## Lock order
 //! rename lock (write) -> `d_lock` (moved dentry, then target: by address) -> hash bucket /
-//! LRU shard (leaves). A parent's `d_lock` is never taken while a child's is held: killing a
-//! child drops its lock before putting the parent.
+//! LRU shard / the `SlotArena`'s allocation mutex (leaves). A parent's `d_lock` is never
+//! taken while a child's is held: killing a child drops its lock before putting the
+//! parent, and `set_location` counts the new parent (a get may promote it, which takes
+//! its `d_lock`) before it takes the moved dentry's lock. A get that promotes takes the
+//! dentry's own `d_lock` and an LRU shard; it never shrinks (a shard over its limit is
+//! shrunk by the next `put_last`), so it takes no lock of another dentry or inode.
 //!
 //! ## Orderings
 //! `inode` is published once (negative -> positive) with a Release store after `parent`, and
@@ -76,11 +144,13 @@ use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs_primitives::percpu::PerCpuCounter;
+use scalevfs_primitives::percpu_ref::SlotArena;
 use scalevfs_primitives::Locking;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 const HASHED: u32 = 1;
 const ON_LRU: u32 = 2;
@@ -220,9 +290,14 @@ impl Dentry {
         // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
         self.parent.load(Ordering::Acquire)
     }
-    /// The reference count (racy snapshot).
+    /// The reference count (racy snapshot; per-CPU counts included).
     pub fn count(&self) -> u32 {
-        self.count.count()
+        self.count.count(self.arena())
+    }
+    /// The dcache's per-CPU counters (`None`: atomic counts only).
+    #[inline]
+    fn arena(&self) -> Option<&SlotArena> {
+        self.dcache().pcpu.as_deref()
     }
 }
 
@@ -230,6 +305,8 @@ mod count;
 mod dcache;
 mod lru;
 mod name;
+#[cfg(test)]
+mod percpu_tests;
 #[cfg(test)]
 pub(crate) mod tests;
 

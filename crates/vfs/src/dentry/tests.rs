@@ -14,8 +14,10 @@ use std::sync::Arc;
 #[test]
 fn per_file_objects_stay_small() {
     use std::mem::size_of;
+    // 88: the per-CPU count's slot number and last CPU (8 bytes) made it grow from 80; a
+    // shared dentry's gets and puts then write no common line.
     assert!(
-        size_of::<super::Dentry>() <= 80,
+        size_of::<super::Dentry>() <= 88,
         "{}",
         size_of::<super::Dentry>()
     );
