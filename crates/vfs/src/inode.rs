@@ -315,7 +315,7 @@ impl Inode {
     /// The attributes, as `stat` reports them.
     pub fn stat(&self) -> Stat {
         let sb = self.sb();
-        Stat {
+        let mut st = Stat {
             dev: sb.dev,
             ino: self.ino,
             mode: self.mode(),
@@ -329,7 +329,23 @@ impl Inode {
             atime: self.atime.get(),
             mtime: self.mtime.get(),
             ctime: self.ctime.get(),
+        };
+        if self.is_dir() {
+            if let Some(a) = sb.fs.dir_attrs(self) {
+                st.size = a.size as i64;
+                st.nlink = a.nlink.into();
+                st.mtime = a.mtime;
+                st.ctime = a.ctime;
+            }
         }
+        st
+    }
+    /// Sets the modification time explicitly (`utimensat`; call with `rwsem` held
+    /// exclusively): the file system forgets a directory's own record of later changes
+    /// ([`FileSystem::mtime_set`]).
+    pub fn set_mtime(&self, t: Timespec) {
+        self.mtime.set(t);
+        self.fs().mtime_set(self);
     }
     /// Creation time.
     pub fn btime(&self) -> crate::abi::Timespec {

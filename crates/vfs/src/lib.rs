@@ -127,7 +127,7 @@ pub use abi::{DirEntry, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, Timespec}
 pub use core::{CoreOptions, VfsCore};
 pub use errno::{Errno, SysResult};
 pub use file::{FileRef, OpenFile};
-pub use fs::{DirEmit, FileSystem};
+pub use fs::{DirAttrs, DirEmit, FileSystem};
 pub use inode::{Inode, InodeRef, NewInode, SuperBlock};
 pub use mount::{MntRef, Path};
 pub use perm::Cred;
