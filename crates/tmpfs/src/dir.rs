@@ -314,8 +314,13 @@ impl Tmpfs {
         let moved_dirs = |d: &InodeRef| i32::from(d.is_dir());
         if flags & libc::RENAME_EXCHANGE != 0 {
             let tgt = tgt.ok_or(Errno::ENOENT)?;
-            od.swap_inode(old_name, tgt.clone());
-            nd.swap_inode(new_name, src.clone());
+            match od {
+                Directory::Hashed(h) if same => h.exchange_within(old_name, new_name)?,
+                _ => {
+                    od.swap_inode(old_name, tgt.clone());
+                    nd.swap_inode(new_name, src.clone());
+                }
+            }
             let (into_new, into_old) = if same {
                 (0, 0)
             } else {

@@ -9,7 +9,9 @@
 //! Lookup compares a stored 32-bit hash before the name. The bucket array is allocated
 //! on the first insertion, so an empty directory costs one pointer; one with entries
 //! costs [`BUCKETS`] cache lines (1 KiB) plus its entries. A name's bucket comes from a
-//! hasher keyed once per process at random, so names cannot be chosen to pile into one.
+//! fixed hash, the same in every run: two given names share a bucket in every run or in
+//! none (one pair in 16 does). The keys are not secret, so names can be chosen to pile
+//! into one bucket, which makes that bucket's scans linear in the directory's size.
 //!
 //! ## Positions (`getdents64` cookies)
 //! Position 0 is `.`, 1 is `..`; an entry's position is `3 + (bucket << SEQ_BITS) + seq`,
@@ -69,10 +71,11 @@ fn split_position(pos: u64) -> Option<(usize, u32)> {
     (b < BUCKETS).then_some((b, (rel & u64::from(SEQ_LIMIT - 1)) as u32))
 }
 
-/// A name's hash: the high bits pick the bucket, the low 32 are kept beside the entry.
+/// A name's hash (SipHash-1-3 with fixed keys): the high bits pick the bucket, the low 32
+/// are kept beside the entry. Fixed, so that which names share a bucket (and so a lock
+/// and a cache line) is the same in every run.
 fn hash_name(name: &[u8]) -> u64 {
-    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    KEYS.get_or_init(Default::default).hash_one(name)
+    std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(name)
 }
 
 struct Entry {
@@ -319,6 +322,39 @@ impl HashedDir {
         let d = subdir(&inode) - subdir(&e.list[i].inode);
         buckets[b].changed(0, d, now_ns());
         Some(std::mem::replace(&mut e.list[i].inode, inode))
+    }
+
+    /// `RENAME_EXCHANGE` within this directory: `a` and `b` (both present) swap inodes,
+    /// keeping their positions, with both buckets locked together (index order) so no one
+    /// sees one name changed and not the other.
+    pub(crate) fn exchange_within(&self, a: &[u8], b: &[u8]) -> SysResult<()> {
+        let buckets = self.buckets.get().ok_or(Errno::ENOENT)?;
+        let ((ab, ah), (bb, bh)) = (Self::slot(a), Self::slot(b));
+        let mut lo = buckets[ab.min(bb)].entries.lock();
+        let mut hi = (ab != bb).then(|| buckets[ab.max(bb)].entries.lock());
+        let (ae, be) = match hi.as_deref_mut() {
+            None => (&mut *lo, None),
+            Some(h) if ab < bb => (&mut *lo, Some(h)),
+            Some(h) => (h, Some(&mut *lo)),
+        };
+        let ai = ae.find(ah, a).ok_or(Errno::ENOENT)?;
+        match be {
+            None => {
+                let bi = ae.find(bh, b).ok_or(Errno::ENOENT)?;
+                let (x, y) = (ai.min(bi), ai.max(bi));
+                let (l, r) = ae.list.split_at_mut(y);
+                std::mem::swap(&mut l[x].inode, &mut r[0].inode);
+                buckets[ab].changed(0, 0, now_ns());
+            }
+            Some(be) => {
+                let bi = be.find(bh, b).ok_or(Errno::ENOENT)?;
+                std::mem::swap(&mut ae.list[ai].inode, &mut be.list[bi].inode);
+                let d = subdir(&ae.list[ai].inode) - subdir(&be.list[bi].inode);
+                buckets[ab].changed(0, d, now_ns());
+                buckets[bb].changed(0, -d, now_ns());
+            }
+        }
+        Ok(())
     }
 
     /// Whether it has no entries (exact while the caller keeps names from being added,

@@ -268,6 +268,10 @@ impl FileSystem for Tmpfs {
         directory(dir).ok()?.attrs(dir)
     }
 
+    fn shared_name_changes(&self, dir: &Inode) -> bool {
+        matches!(directory(dir), Ok(Directory::Hashed(_)))
+    }
+
     fn mtime_set(&self, inode: &Inode) {
         if let Ok(d) = directory(inode) {
             d.mtime_set();

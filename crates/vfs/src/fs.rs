@@ -254,6 +254,16 @@ pub trait FileSystem: Send + Sync + 'static {
     fn dir_attrs(&self, _dir: &Inode) -> Option<DirAttrs> {
         None
     }
+    /// Whether the directory `dir` takes concurrent changes of *different* names of
+    /// non-directories (create, link, unlink, rename within it): its own locks keep its
+    /// entries consistent, and it keeps the directory's size, link count and times itself
+    /// without a lost update ([`FileSystem::dir_attrs`]). The VFS then runs such changes
+    /// under the directory's namespace lock shared and a lock per name, instead of the
+    /// directory's `rwsem` (`core::dirlock`); lookups that miss the dcache still hold the
+    /// `rwsem` shared. Default: `false` (every change holds the directory exclusively).
+    fn shared_name_changes(&self, _dir: &Inode) -> bool {
+        false
+    }
     /// The VFS set the inode's mtime explicitly (`utimensat`), holding its `rwsem`
     /// exclusively: a file system that folds a directory's times from elsewhere
     /// ([`FileSystem::dir_attrs`]) forgets the changes before this one. Default: nothing.

@@ -38,6 +38,7 @@ use crate::rcuhash::RcuHash;
 use crate::Errno;
 use parking_lot::RwLock;
 use scalevfs_primitives::percpu::PerCpuCounter;
+use scalevfs_primitives::seqlock::SeqRwLock;
 use scalevfs_primitives::Locking;
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -130,6 +131,12 @@ pub struct Inode {
     /// Linux's `i_rwsem`: directories: exclusive for namespace changes, shared for lookup
     /// and readdir; regular files: exclusive for write/truncate/fallocate.
     pub rwsem: RwLock<()>,
+    /// Directories in the scalable design: the namespace lock, a per-CPU reader/writer
+    /// lock whose shared side is taken by changes of non-directory names that the file
+    /// system lets run concurrently, and whose exclusive side (after `rwsem`) by every
+    /// other namespace change (`core::dirlock`). `None` for other inodes and in the
+    /// legacy design.
+    ns_lock: Option<Box<SeqRwLock>>,
     /// The file system's data (tmpfs: pages, directory entries, link target).
     pub private: Box<dyn Any + Send + Sync>,
     /// The inode's file-lock context (`crate::locks`), created on its first lock
@@ -148,6 +155,15 @@ pub struct Inode {
 unsafe impl Send for Inode {}
 // SAFETY: as above.
 unsafe impl Sync for Inode {}
+
+/// Reader shards of a directory's namespace lock at most: each costs a cache line (two on
+/// x86-64) per directory; CPUs beyond share them, which costs cache traffic, not
+/// correctness.
+const NS_LOCK_SHARDS: usize = 16;
+
+fn num_cpus() -> usize {
+    scalevfs_primitives::cpu::num_cpus()
+}
 
 /// Inode flag: an `O_TMPFILE` file opened without `O_EXCL`, which `linkat` may give a
 /// name although its link count is 0 (Linux's `I_LINKABLE`); the first link clears it.
@@ -354,6 +370,10 @@ impl Inode {
             nsec: self.btime_ns.rem_euclid(1_000_000_000),
         }
     }
+    /// The directory's namespace lock (scalable design; see `core::dirlock`).
+    pub fn ns_lock(&self) -> Option<&SeqRwLock> {
+        self.ns_lock.as_deref()
+    }
     /// Downcasts the file system's private data.
     pub fn private<T: 'static>(&self) -> Option<&T> {
         self.private.downcast_ref::<T>()
@@ -430,6 +450,8 @@ impl SuperBlock {
             ctime: AtomicTime::new(t),
             btime_ns: t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec),
             rwsem: RwLock::new(()),
+            ns_lock: (n.mode & libc::S_IFMT == libc::S_IFDIR && self.locking == Locking::Scalable)
+                .then(|| Box::new(SeqRwLock::with_shards(NS_LOCK_SHARDS.min(num_cpus())))),
             private: n.private,
             lock_ctx: OnceLock::new(),
             sb_node: [AtomicU64::new(u64::MAX), AtomicU64::new(0)],
