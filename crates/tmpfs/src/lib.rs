@@ -34,10 +34,13 @@
 //! | `xattr`  | extended attributes                                                       |
 //! | this     | the superblock, inodes, limits, statfs, eviction                          |
 //!
-//! Lock order: VFS inode `rwsem` -> directory lock -> (nothing); VFS inode `rwsem` ->
-//! extended-attribute map lock (a leaf). Cross-directory renames are
-//! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
-//! the two directory locks one after the other, never nested.
+//! Lock order: VFS directory lock (the inode's `rwsem`, or for a hashed directory's name
+//! changes its namespace lock shared plus the names' locks: see the VFS's `core::dirlock`)
+//! -> directory lock or bucket lock -> (nothing; a rename within a hashed directory holds
+//! two buckets, lower index first); VFS inode `rwsem` -> extended-attribute map lock (a
+//! leaf). Cross-directory renames are serialized by the VFS (both directories held
+//! exclusively), so tmpfs takes the two directories' locks one after the other, never
+//! nested.
 
 #![warn(missing_docs)]
 
