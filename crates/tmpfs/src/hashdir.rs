@@ -6,7 +6,9 @@
 //! ## Buckets
 //! A bucket holds its entries in a `Vec`, sorted by a per-bucket sequence number that
 //! each insertion takes from the bucket's counter (an entry keeps its number for life).
-//! Lookup compares a stored 32-bit hash before the name. The bucket array is allocated
+//! Lookup scans a dense array of 32-bit hashes (one per entry, beside the entries) and
+//! compares names only where one matches: linear in the bucket's size, so a directory of
+//! n names costs about n/16 comparisons of 4-byte words per lookup that misses the dcache. The bucket array is allocated
 //! on the first insertion, so an empty directory costs one pointer; one with entries
 //! costs [`BUCKETS`] cache lines (1 KiB) plus its entries. A name's bucket comes from a
 //! fixed hash, the same in every run: two given names share a bucket in every run or in
@@ -80,7 +82,6 @@ fn hash_name(name: &[u8]) -> u64 {
 
 struct Entry {
     seq: u32,
-    hash: u32,
     name: Box<[u8]>,
     inode: InodeRef,
 }
@@ -89,14 +90,20 @@ struct Entry {
 struct Entries {
     /// Sorted by `seq`.
     list: Vec<Entry>,
+    /// `hashes[i]` is the low 32 bits of `list[i]`'s name hash: a lookup scans this dense
+    /// array (4 bytes an entry) and compares names only where it matches.
+    hashes: Vec<u32>,
     next_seq: u32,
 }
 
 impl Entries {
     fn find(&self, hash: u32, name: &[u8]) -> Option<usize> {
-        self.list
+        self.hashes
             .iter()
-            .position(|e| e.hash == hash && *e.name == *name)
+            .enumerate()
+            .filter(|&(_, &h)| h == hash)
+            .map(|(i, _)| i)
+            .find(|&i| *self.list[i].name == *name)
     }
     /// A sequence number for a new entry (see the module docs), or `None` if every one is
     /// taken.
@@ -217,16 +224,17 @@ impl HashedDir {
             at,
             Entry {
                 seq,
-                hash,
                 name: name.into(),
                 inode,
             },
         );
+        e.hashes.insert(at, hash);
     }
 
     fn remove_locked(bucket: &Bucket, e: &mut Entries, hash: u32, name: &[u8]) -> Option<InodeRef> {
         let i = e.find(hash, name)?;
         let gone = e.list.remove(i);
+        e.hashes.remove(i);
         bucket.changed(-1, -subdir(&gone.inode), now_ns());
         Some(gone.inode)
     }
@@ -373,8 +381,8 @@ impl HashedDir {
         };
         let mut all = Vec::new();
         for b in buckets.iter() {
-            let list = std::mem::take(&mut b.entries.lock().list);
-            all.extend(list.into_iter().map(|e| e.inode));
+            let taken = std::mem::take(&mut *b.entries.lock());
+            all.extend(taken.list.into_iter().map(|e| e.inode));
         }
         all
     }
@@ -463,6 +471,7 @@ mod tests {
     fn a_full_counter_reuses_the_lowest_free_number() {
         let mut e = Entries {
             list: Vec::new(),
+            hashes: Vec::new(),
             next_seq: SEQ_LIMIT,
         };
         assert_eq!(e.take_seq(), Some(0));
