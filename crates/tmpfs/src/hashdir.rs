@@ -6,9 +6,10 @@
 //! ## Buckets
 //! A bucket holds its entries in a `Vec`, sorted by a per-bucket sequence number that
 //! each insertion takes from the bucket's counter (an entry keeps its number for life).
-//! Lookup scans a dense array of 32-bit hashes (one per entry, beside the entries) and
-//! compares names only where one matches: linear in the bucket's size, so a directory of
-//! n names costs about n/16 comparisons of 4-byte words per lookup that misses the dcache. The bucket array is allocated
+//! Lookup scans the bucket's entries (24 bytes each: sequence, 32-bit hash, thin name,
+//! inode) comparing the hash before the name: linear in the bucket's size, so a directory
+//! of n names costs about n/16 entry visits per lookup that misses the dcache, per create
+//! and per unlink. The bucket array is allocated
 //! on the first insertion, so an empty directory costs one pointer; one with entries
 //! costs [`BUCKETS`] cache lines (1 KiB) plus its entries. A name's bucket comes from a
 //! fixed hash, the same in every run: two given names share a bucket in every run or in
@@ -42,6 +43,7 @@
 //! across directories locks one bucket at a time (the VFS serializes it against other
 //! changes of the same names). No `unsafe` here.
 
+use crate::dirmap::ThinName;
 use crate::BOGO_DIRENT_SIZE;
 use crate::{DIR_OFFSET_EOD, DIR_OFFSET_MIN};
 use parking_lot::Mutex;
@@ -80,30 +82,33 @@ fn hash_name(name: &[u8]) -> u64 {
     std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(name)
 }
 
+/// 24 bytes: the name is a thin pointer to its length and bytes.
 struct Entry {
     seq: u32,
-    name: Box<[u8]>,
+    /// The low 32 bits of the name's hash, compared before the name.
+    hash: u32,
+    name: ThinName,
     inode: InodeRef,
+}
+
+impl Entry {
+    fn bytes(&self) -> &[u8] {
+        std::borrow::Borrow::borrow(&self.name)
+    }
 }
 
 #[derive(Default)]
 struct Entries {
     /// Sorted by `seq`.
     list: Vec<Entry>,
-    /// `hashes[i]` is the low 32 bits of `list[i]`'s name hash: a lookup scans this dense
-    /// array (4 bytes an entry) and compares names only where it matches.
-    hashes: Vec<u32>,
     next_seq: u32,
 }
 
 impl Entries {
     fn find(&self, hash: u32, name: &[u8]) -> Option<usize> {
-        self.hashes
+        self.list
             .iter()
-            .enumerate()
-            .filter(|&(_, &h)| h == hash)
-            .map(|(i, _)| i)
-            .find(|&i| *self.list[i].name == *name)
+            .position(|e| e.hash == hash && e.bytes() == name)
     }
     /// A sequence number for a new entry (see the module docs), or `None` if every one is
     /// taken.
@@ -224,17 +229,17 @@ impl HashedDir {
             at,
             Entry {
                 seq,
-                name: name.into(),
+                hash,
+                // Callers reject names longer than NAME_MAX (`check_name`) first.
+                name: ThinName::new(name).expect("name checked against NAME_MAX"),
                 inode,
             },
         );
-        e.hashes.insert(at, hash);
     }
 
     fn remove_locked(bucket: &Bucket, e: &mut Entries, hash: u32, name: &[u8]) -> Option<InodeRef> {
         let i = e.find(hash, name)?;
         let gone = e.list.remove(i);
-        e.hashes.remove(i);
         bucket.changed(-1, -subdir(&gone.inode), now_ns());
         Some(gone.inode)
     }
@@ -405,7 +410,7 @@ impl HashedDir {
                     ino: x.inode.ino,
                     next_pos: next_pos.min(DIR_OFFSET_EOD) as i64,
                     d_type: scalevfs_vfs::core::d_type_of_mode(x.inode.mode()),
-                    name: &x.name,
+                    name: x.bytes(),
                 }) {
                     return false;
                 }
@@ -468,10 +473,20 @@ mod tests {
     }
 
     #[test]
+    fn entries_stay_small() {
+        // Regression guard for memory per file: a thin name, an inode pointer, a sequence.
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
+        assert_eq!(
+            std::mem::size_of::<Bucket>(),
+            64,
+            "one cache line per bucket"
+        );
+    }
+
+    #[test]
     fn a_full_counter_reuses_the_lowest_free_number() {
         let mut e = Entries {
             list: Vec::new(),
-            hashes: Vec::new(),
             next_seq: SEQ_LIMIT,
         };
         assert_eq!(e.take_seq(), Some(0));
