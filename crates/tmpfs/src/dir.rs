@@ -8,16 +8,20 @@
 //! * **Legacy** (the ablation): one [`DirMap`] behind one `RwLock`, and the directory
 //!   inode's size, link count and times updated on every change.
 //!
-//! The VFS calls in with the directory's `rwsem` held (exclusively for name changes,
-//! both directories for a rename), so the directory locks only order these changes
-//! against lookups and readdir under the `rwsem` shared. Lock order: VFS inode `rwsem` ->
-//! directory lock or bucket lock (leaves; a rename within a hashed directory takes two
-//! buckets in index order, a rename across directories one directory at a time).
+//! The VFS calls in with the directory held for the change: exclusively (its `rwsem`),
+//! or, for a hashed directory ([`FileSystem::shared_name_changes`]), shared with a lock
+//! on each name changed (`scalevfs_vfs::core::dirlock`), so that two changes of one name
+//! never meet here but changes of different names may; the bucket locks keep each
+//! bucket consistent and order changes against lookups and readdir. Lock order: the
+//! VFS's directory locks -> directory lock or bucket lock (leaves; a rename within a
+//! hashed directory takes two buckets in index order, a rename across directories one
+//! directory at a time, a scan one bucket at a time).
 //!
 //! [`FileSystem::dir_attrs`]: scalevfs_vfs::FileSystem::dir_attrs
+//! [`FileSystem::shared_name_changes`]: scalevfs_vfs::FileSystem::shared_name_changes
 
 use crate::dirmap::DirMap;
-use crate::hashdir::HashedDir;
+use crate::hashdir::{HashedDir, Pending};
 use crate::pages::FilePages;
 use crate::DIR_OFFSET_EOD;
 use crate::{check_name, Node, Tmpfs, BOGO_DIRENT_SIZE};
@@ -389,18 +393,9 @@ impl Tmpfs {
         match d {
             Directory::Locked(m) => Ok(m.read().readdir(parent_ino, pos, emit)),
             Directory::Hashed(h) => {
-                if pos == 1 {
-                    if !emit(DirEmit {
-                        ino: parent_ino,
-                        next_pos: crate::DIR_OFFSET_MIN as i64,
-                        d_type: libc::DT_DIR,
-                        name: b"..",
-                    }) {
-                        return Ok(false);
-                    }
-                    pos = crate::DIR_OFFSET_MIN;
-                }
-                Ok(pos >= DIR_OFFSET_EOD || h.readdir(pos, emit))
+                // `..` reports the first entry's position: it goes out with the entries.
+                let dotdot = (pos == 1).then(|| Pending::dotdot(parent_ino));
+                Ok(pos >= DIR_OFFSET_EOD || h.readdir(pos, dotdot, emit))
             }
         }
     }

@@ -239,3 +239,145 @@ fn shuttle_scan_against_creates_unlinks_and_renames() {
         );
     }
 }
+
+/// A full listing from position 0 as (name, d_off) pairs.
+fn listing(fs: &Tmpfs, dir: &Inode) -> Vec<(Vec<u8>, i64)> {
+    names(fs, dir, 0)
+}
+
+#[test]
+fn each_d_off_resumes_at_the_next_entry_and_the_last_is_the_end() {
+    for locking in DESIGNS {
+        let (fs, _sb, root) = setup_with(TmpfsOptions::default(), locking);
+        // Empty: `.` then `..`, whose d_off is already the end (Linux's tmpfs).
+        let empty = listing(&fs, &root);
+        assert_eq!(
+            empty,
+            [(b".".to_vec(), 1), (b"..".to_vec(), DIR_OFFSET_EOD as i64)],
+            "{locking:?}"
+        );
+        for i in 0..100 {
+            fs.create(&root, format!("f{i}").as_bytes(), REG, 0, 0)
+                .unwrap();
+        }
+        let all = listing(&fs, &root);
+        assert_eq!(all.len(), 102, "{locking:?}");
+        assert_eq!(all.last().unwrap().1, DIR_OFFSET_EOD as i64, "{locking:?}");
+        // Seeking to an entry's d_off (telldir, then seekdir) lists exactly the entries
+        // after it; position 2 (Linux's first entry) lists all of them.
+        for (i, (_, off)) in all.iter().enumerate() {
+            let rest: Vec<Vec<u8>> = names(&fs, &root, *off).into_iter().map(|e| e.0).collect();
+            let want: Vec<Vec<u8>> = all[i + 1..].iter().map(|e| e.0.clone()).collect();
+            assert_eq!(rest, want, "{locking:?}, after {i}");
+        }
+        let from_first: Vec<_> = names(&fs, &root, 2).into_iter().map(|e| e.0).collect();
+        let want: Vec<_> = all[2..].iter().map(|e| e.0.clone()).collect();
+        assert_eq!(from_first, want, "{locking:?}");
+    }
+}
+
+/// The scalable directory of `dir`.
+fn hashed(dir: &Inode) -> &crate::hashdir::HashedDir {
+    match crate::dir::directory(dir).unwrap() {
+        crate::dir::Directory::Hashed(h) => h,
+        crate::dir::Directory::Locked(_) => panic!("a legacy directory"),
+    }
+}
+
+#[test]
+fn lookups_in_a_directory_of_100k_names_visit_about_one_entry() {
+    use crate::hashdir::VISITS;
+    let (fs, _sb, root) = setup_with(TmpfsOptions::default(), Locking::Scalable);
+    const N: usize = 100_000;
+    for i in 0..N {
+        fs.create(&root, format!("file-{i}").as_bytes(), REG, 0, 0)
+            .unwrap();
+    }
+    let visits = |f: &mut dyn FnMut()| {
+        VISITS.with(|v| v.set(0));
+        f();
+        VISITS.with(|v| v.get())
+    };
+    // 1000 hits and 1000 misses: the index compares the names of the entries whose 7-bit
+    // tag matches (the one sought, and about one other in eight lookups), where a scan of
+    // the bucket would compare ~N/32 on a hit and ~N/16 on a miss.
+    let hits = visits(&mut || {
+        for i in (0..N).step_by(N / 1000) {
+            assert!(fs
+                .lookup(&root, format!("file-{i}").as_bytes())
+                .unwrap()
+                .is_some());
+        }
+    });
+    let misses = visits(&mut || {
+        for i in 0..1000 {
+            assert!(fs
+                .lookup(&root, format!("absent-{i}").as_bytes())
+                .unwrap()
+                .is_none());
+        }
+    });
+    assert!(
+        hits <= 1250,
+        "{hits} entries visited by 1000 lookups that hit"
+    );
+    assert!(
+        misses <= 250,
+        "{misses} entries visited by 1000 lookups that miss"
+    );
+    // Unlink and create cost the same.
+    let churn = visits(&mut || {
+        for i in 0..1000 {
+            let name = format!("file-{i}");
+            let inode = fs.lookup(&root, name.as_bytes()).unwrap().unwrap();
+            fs.unlink(&root, name.as_bytes(), &inode).unwrap();
+            fs.create(&root, name.as_bytes(), REG, 0, 0).unwrap();
+        }
+    });
+    assert!(
+        churn <= 3 * 1250,
+        "{churn} entries visited by 1000 lookup+unlink+create"
+    );
+    assert_eq!(root.stat().size as usize, 40 + 20 * N);
+}
+
+#[test]
+fn freed_slots_are_reused_and_emptied_buckets_give_their_arrays_back() {
+    use crate::hashdir::BUCKETS;
+    let (fs, _sb, root) = setup_with(TmpfsOptions::default(), Locking::Scalable);
+    let sizes = || -> Vec<(usize, usize)> {
+        (0..BUCKETS)
+            .map(|b| hashed(&root).bucket_sizes(b))
+            .collect()
+    };
+    let unlink = |n: &str| {
+        let inode = fs.lookup(&root, n.as_bytes()).unwrap().unwrap();
+        fs.unlink(&root, n.as_bytes(), &inode).unwrap();
+    };
+    for i in 0..1000 {
+        fs.create(&root, format!("a{i}").as_bytes(), REG, 0, 0)
+            .unwrap();
+    }
+    for i in (0..1000).step_by(2) {
+        unlink(&format!("a{i}"));
+    }
+    let before = sizes();
+    for i in 0..500 {
+        fs.create(&root, format!("b{i}").as_bytes(), REG, 0, 0)
+            .unwrap();
+    }
+    // A bucket grows only by the new names its freed slots could not hold.
+    for (b, ((_, slots_before), (entries, slots))) in before.iter().zip(sizes()).enumerate() {
+        assert_eq!(slots, entries.max(*slots_before), "bucket {b}");
+    }
+    for i in 0..1000 {
+        if i % 2 == 1 {
+            unlink(&format!("a{i}"));
+        }
+        if i < 500 {
+            unlink(&format!("b{i}"));
+        }
+    }
+    // About 60 names a bucket: past KEEP_WHEN_EMPTY, so emptied buckets freed theirs.
+    assert!(sizes().iter().all(|&s| s == (0, 0)), "{:?}", sizes());
+}
