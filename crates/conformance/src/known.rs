@@ -14,11 +14,13 @@ pub struct KnownDifference {
 /// The list.
 pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[KnownDifference {
     case: "getdents/seek-to-positions",
-    reason: "scalable design only: a hashed tmpfs directory's positions are (bucket, \
-             per-bucket sequence), stable across creates and unlinks but not Linux's \
-             per-directory counter, so a seek to a number the directory never returned \
-             resumes elsewhere than on Linux (Linux's numbering needs one counter that \
-             every create in the directory writes); the legacy design agrees",
+    reason: "scalable design only: a hashed tmpfs directory lists its entries in hash \
+             order, numbered by (bucket, slot), where Linux lists them newest first, \
+             numbered from one per-directory counter that every create writes. Positions \
+             0 (.), 1 (..), 2 (the first entry), the end, and every position the \
+             directory returned (d_off, telldir) resume as on Linux; a seek to a number \
+             it never returned (3-6 and 100 here) resumes elsewhere. The legacy design \
+             agrees",
 }];
 
 /// The reason a case may differ, if it is listed.

@@ -20,9 +20,10 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
 
 /// Why seeking a directory to raw numbers differs (the conformance crate's known
 /// difference: the server runs the scalable design).
-const HASHED_POSITIONS: &str = "a hashed tmpfs directory's positions are (bucket, \
-    per-bucket sequence), stable under concurrent changes but not Linux's per-directory \
-    counter: a seek to a number the directory never returned resumes elsewhere";
+const HASHED_POSITIONS: &str = "a hashed tmpfs directory numbers positions by (bucket, \
+    slot), stable under concurrent changes but not Linux's per-directory counter: positions \
+    the directory returned resume as on tmpfs, a seek to a number it never returned \
+    resumes elsewhere";
 
 /// Why `access(W_OK)` on an immutable file differs (everything else the server checks).
 const KERNEL_IMMUTABLE: &str = "FUSE has no attribute that tells the kernel an inode is \

@@ -139,3 +139,6 @@ impl VfsCore {
             .then(|| self.name_locks.lock_key(hash_name(parent.id(), name)))
     }
 }
+
+#[cfg(test)]
+mod shuttle_tests;
