@@ -43,7 +43,8 @@
 //! One `parking_lot::Mutex` per bucket, a leaf below the VFS's directory locks. A rename
 //! within the directory that touches two buckets locks them in index order; a rename
 //! across directories locks one bucket at a time (the VFS serializes it against other
-//! changes of the same names); a scan holds one bucket at a time. No `unsafe` here.
+//! changes of the same names); a scan holds one bucket at a time and skips empty ones
+//! without locking them. No `unsafe` here.
 
 mod slots;
 
@@ -384,6 +385,13 @@ impl HashedDir {
             .zip(split_position(pos.max(DIR_OFFSET_MIN)));
         if let Some((buckets, (first_bucket, mut from))) = start {
             for (b, bucket) in buckets.iter().enumerate().skip(first_bucket) {
+                // An empty bucket is not locked (a scan writes no lock word it need not).
+                // Relaxed: an entry added before the scan began (happens-before it) made
+                // this count non-zero; one added concurrently may be missed, as allowed.
+                if bucket.count.load(Ordering::Relaxed) == 0 {
+                    from = 0;
+                    continue;
+                }
                 let g = bucket.slots.lock();
                 for (slot, e) in g.as_deref().into_iter().flat_map(|s| s.iter_from(from)) {
                     if let Some(p) = pending.take() {

@@ -343,11 +343,7 @@ impl VfsCore {
             flags,
             creator,
         };
-        if same
-            && self.shares_names(odir)
-            && !self.cached_dir(odp, &olast.name)
-            && !self.cached_dir(ndp, &nlast.name)
-        {
+        if same && self.shares_names(odir) && !self.cached_dir(odp, &[&olast.name, &nlast.name]) {
             // Non-directories within one directory: shared, with both names locked
             // (`dirlock`); a directory found after all goes to the exclusive path below.
             let _l = self.lock_names(&odp.dentry, odir, (&olast.name, Some(&nlast.name)));
@@ -355,7 +351,7 @@ impl VfsCore {
                 return Ok(());
             }
         }
-        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &olast.name) {
+        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &[&olast.name]) {
             // First without the rename mutex, which only a rename that moves a directory
             // needs (it keeps the ancestry stable): both parents by address, the second
             // only tried, so this cannot deadlock with a rename that holds the mutex and
@@ -402,14 +398,16 @@ impl VfsCore {
         self.rename_locked(&rename, true).map(|_| ())
     }
 
-    /// Is `name` in `dir` cached as a directory? A hint (no lock, no count) that sends a
-    /// directory rename straight to the locked path.
-    fn cached_dir(&self, dir: &Path, name: &[u8]) -> bool {
+    /// Is one of `names` in `dir` cached as a directory? A hint (no lock, no count) that
+    /// sends a directory rename straight to the locked path. One pin for all the names.
+    fn cached_dir(&self, dir: &Path, names: &[&[u8]]) -> bool {
         let g = crossbeam_epoch::pin();
-        self.dcache
-            .lookup_rcu(&dir.dentry, name, &g)
-            // SAFETY: found in the dcache while pinned.
-            .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
+        names.iter().any(|name| {
+            self.dcache
+                .lookup_rcu(&dir.dentry, name, &g)
+                // SAFETY: found in the dcache while pinned.
+                .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
+        })
     }
 
     /// The rename with both parents held (exclusively, and across directories with the
