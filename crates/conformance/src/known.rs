@@ -19,7 +19,7 @@ pub const KNOWN_DIFFERENCES: &[KnownDifference] = &[KnownDifference {
              numbered from one per-directory counter that every create writes. Positions \
              0 (.), 1 (..), 2 (the first entry), the end, and every position the \
              directory returned (d_off, telldir) resume as on Linux; a seek to a number \
-             it never returned (3-6 and 100 here) resumes elsewhere. The legacy design \
+             it never returned (3 and 4 here) resumes elsewhere. The legacy design \
              agrees",
 }];
 
