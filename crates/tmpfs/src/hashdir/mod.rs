@@ -251,41 +251,70 @@ impl HashedDir {
         Some(gone.inode)
     }
 
+    /// Runs `f` with the slots of buckets `a` and `b` (the second `None` when they are
+    /// one), both locked, the lower index first; `ENOENT` if the directory never had an
+    /// entry.
+    fn with_two<R>(
+        &self,
+        a: usize,
+        b: usize,
+        f: impl FnOnce(&[Bucket], &mut Slots, Option<&mut Slots>) -> R,
+    ) -> SysResult<R> {
+        let buckets = self.buckets.get().ok_or(Errno::ENOENT)?;
+        let mut lo = buckets[a.min(b)].slots.lock();
+        let mut hi = (a != b).then(|| buckets[a.max(b)].slots.lock());
+        Ok(match hi.as_mut() {
+            None => f(buckets, slots_of(&mut lo), None),
+            Some(h) if a < b => f(buckets, slots_of(&mut lo), Some(slots_of(h))),
+            Some(h) => f(buckets, slots_of(h), Some(slots_of(&mut lo))),
+        })
+    }
+
     /// Within this directory: `from` (which must exist) takes the name `to`, replacing what
     /// `to` named (returned). Both buckets are locked together (in index order), so no
     /// one sees neither name or both.
     pub(crate) fn rename_within(&self, from: &[u8], to: &[u8]) -> SysResult<Option<InodeRef>> {
-        let buckets = self.buckets.get().ok_or(Errno::ENOENT)?;
         let ((fb, fh), (tb, th)) = (Self::slot(from), Self::slot(to));
-        let mut lo = buckets[fb.min(tb)].slots.lock();
-        let mut hi = (fb != tb).then(|| buckets[fb.max(tb)].slots.lock());
-        let (src, dst) = match hi.as_mut() {
-            None => (slots_of(&mut lo), None),
-            Some(h) if fb < tb => (slots_of(&mut lo), Some(slots_of(h))),
-            Some(h) => (slots_of(h), Some(slots_of(&mut lo))),
-        };
+        self.with_two(fb, tb, |buckets, src, dst| {
+            Self::move_entry(buckets, (fb, fh, from), (tb, th, to), src, dst)
+        })?
+    }
+
+    /// `rename_within` with the buckets locked: `dst` is `None` when both names share the
+    /// source bucket.
+    fn move_entry(
+        buckets: &[Bucket],
+        (fb, fh, from): (usize, u32, &[u8]),
+        (tb, th, to): (usize, u32, &[u8]),
+        src: &mut Slots,
+        dst: Option<&mut Slots>,
+    ) -> SysResult<Option<InodeRef>> {
         src.find(fh, from).ok_or(Errno::ENOENT)?;
         if from == to {
             return Ok(None);
         }
-        let (sb, db) = (&buckets[fb], &buckets[tb]);
-        let old = match dst {
-            None => {
-                // One bucket: a slot first, so that a full bucket changes nothing.
-                let slot = src.reserve().ok_or(Errno::ENOSPC)?;
-                let old = Self::take(sb, src, th, to);
-                let inode = Self::take(sb, src, fh, from).expect("found above").inode;
-                Self::fill(sb, src, slot, new_entry(th, to, inode));
-                old
-            }
-            Some(dst) => {
-                let slot = dst.reserve().ok_or(Errno::ENOSPC)?;
-                let old = Self::take(db, dst, th, to);
-                let inode = Self::take(sb, src, fh, from).expect("found above").inode;
-                Self::fill(db, dst, slot, new_entry(th, to, inode));
-                old
-            }
+        // The target's bucket and slots, borrowed anew for each step (they may be the
+        // source's).
+        let mut dst = dst;
+        macro_rules! target {
+            () => {
+                match dst {
+                    Some(ref mut d) => (&buckets[tb], &mut **d),
+                    None => (&buckets[fb], &mut *src),
+                }
+            };
+        }
+        // A slot first, so that a full bucket changes nothing.
+        let slot = target!().1.reserve().ok_or(Errno::ENOSPC)?;
+        let old = {
+            let (b, d) = target!();
+            Self::take(b, d, th, to)
         };
+        let inode = Self::take(&buckets[fb], src, fh, from)
+            .expect("found above")
+            .inode;
+        let (b, d) = target!();
+        Self::fill(b, d, slot, new_entry(th, to, inode));
         Ok(old.map(|e| e.inode))
     }
 
@@ -319,15 +348,19 @@ impl HashedDir {
     /// keeping their positions, with both buckets locked together (index order) so no one
     /// sees one name changed and not the other.
     pub(crate) fn exchange_within(&self, a: &[u8], b: &[u8]) -> SysResult<()> {
-        let buckets = self.buckets.get().ok_or(Errno::ENOENT)?;
         let ((ab, ah), (bb, bh)) = (Self::slot(a), Self::slot(b));
-        let mut lo = buckets[ab.min(bb)].slots.lock();
-        let mut hi = (ab != bb).then(|| buckets[ab.max(bb)].slots.lock());
-        let (sa, sb) = match hi.as_mut() {
-            None => (slots_of(&mut lo), None),
-            Some(h) if ab < bb => (slots_of(&mut lo), Some(slots_of(h))),
-            Some(h) => (slots_of(h), Some(slots_of(&mut lo))),
-        };
+        self.with_two(ab, bb, |buckets, sa, sb| {
+            Self::swap_entries(buckets, [(ab, ah, a), (bb, bh, b)], (sa, sb))
+        })?
+    }
+
+    /// `exchange_within` with the buckets locked: `sb` is `None` when both names share
+    /// `a`'s bucket.
+    fn swap_entries(
+        buckets: &[Bucket],
+        [(ab, ah, a), (bb, bh, b)]: [(usize, u32, &[u8]); 2],
+        (sa, sb): (&mut Slots, Option<&mut Slots>),
+    ) -> SysResult<()> {
         let ai = sa.find(ah, a).ok_or(Errno::ENOENT)?;
         match sb {
             None => {
