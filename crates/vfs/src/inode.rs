@@ -36,6 +36,7 @@ use crate::locks::FileLockContext;
 use crate::prims::{InodeList, InodeListNode};
 use crate::rcuhash::RcuHash;
 use crate::Errno;
+use once_cell::race::OnceBox;
 use parking_lot::RwLock;
 use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::seqlock::SeqRwLock;
@@ -134,9 +135,10 @@ pub struct Inode {
     /// Directories in the scalable design: the namespace lock, a per-CPU reader/writer
     /// lock whose shared side is taken by changes of non-directory names that the file
     /// system lets run concurrently, and whose exclusive side (after `rwsem`) by every
-    /// other namespace change (`core::dirlock`). `None` for other inodes and in the
-    /// legacy design.
-    ns_lock: Option<Box<SeqRwLock>>,
+    /// other namespace change (`core::dirlock`). Allocated by the directory's first
+    /// namespace change (a directory that never changes does not pay for its reader
+    /// shards); never for other inodes or in the legacy design.
+    ns_lock: OnceBox<SeqRwLock>,
     /// The file system's data (tmpfs: pages, directory entries, link target).
     pub private: Box<dyn Any + Send + Sync>,
     /// The inode's file-lock context (`crate::locks`), created on its first lock
@@ -370,9 +372,24 @@ impl Inode {
             nsec: self.btime_ns.rem_euclid(1_000_000_000),
         }
     }
-    /// The directory's namespace lock (scalable design; see `core::dirlock`).
+    /// Whether it is a directory with a namespace lock (scalable design), without
+    /// allocating the lock.
+    pub fn has_ns_lock(&self) -> bool {
+        self.is_dir() && self.sb().locking == Locking::Scalable
+    }
+    /// Whether the namespace lock has been allocated (tests).
+    #[cfg(test)]
+    pub(crate) fn ns_lock_allocated(&self) -> bool {
+        self.ns_lock.get().is_some()
+    }
+    /// The directory's namespace lock (scalable design; see `core::dirlock`), allocated
+    /// at the first call. Every caller gets the same lock: a racing allocation that
+    /// loses is dropped.
     pub fn ns_lock(&self) -> Option<&SeqRwLock> {
-        self.ns_lock.as_deref()
+        self.has_ns_lock().then(|| {
+            self.ns_lock
+                .get_or_init(|| Box::new(SeqRwLock::with_shards(NS_LOCK_SHARDS.min(num_cpus()))))
+        })
     }
     /// Downcasts the file system's private data.
     pub fn private<T: 'static>(&self) -> Option<&T> {
@@ -450,8 +467,7 @@ impl SuperBlock {
             ctime: AtomicTime::new(t),
             btime_ns: t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec),
             rwsem: RwLock::new(()),
-            ns_lock: (n.mode & libc::S_IFMT == libc::S_IFDIR && self.locking == Locking::Scalable)
-                .then(|| Box::new(SeqRwLock::with_shards(NS_LOCK_SHARDS.min(num_cpus())))),
+            ns_lock: OnceBox::new(),
             private: n.private,
             lock_ctx: OnceLock::new(),
             sb_node: [AtomicU64::new(u64::MAX), AtomicU64::new(0)],

@@ -97,9 +97,7 @@ impl VfsCore {
 
     /// Whether changes of non-directory names in `dir` may run shared (module docs).
     pub(crate) fn shares_names(&self, dir: &Inode) -> bool {
-        self.locking == Locking::Scalable
-            && dir.ns_lock().is_some()
-            && dir.fs().shared_name_changes(dir)
+        self.locking == Locking::Scalable && dir.has_ns_lock() && dir.fs().shared_name_changes(dir)
     }
 
     /// The index of the name lock of `name` in the directory `parent`.
@@ -142,3 +140,31 @@ impl VfsCore {
 
 #[cfg(test)]
 mod shuttle_tests;
+
+#[cfg(test)]
+mod tests {
+    use crate::dentry::tests::{core, look};
+    use crate::namei::Ctx;
+    use crate::perm::Cred;
+    use scalevfs_primitives::Locking;
+
+    #[test]
+    fn a_directory_gets_its_namespace_lock_at_its_first_change() {
+        for locking in [Locking::Scalable, Locking::Legacy] {
+            let c = core(locking);
+            let (root, cred) = (c.root(), Cred::root());
+            let ctx = Ctx::new(&cred, &root);
+            c.mkdir(&ctx, &root, b"/d", 0o755, 0).unwrap();
+            let d = look(&c, "/d").unwrap();
+            let dir = d.dentry.inode().unwrap();
+            let scalable = locking == Locking::Scalable;
+            assert_eq!(dir.has_ns_lock(), scalable);
+            // Made and looked up, not changed: no lock yet.
+            assert!(!dir.ns_lock_allocated());
+            assert!(look(&c, "/d/missing").is_err());
+            assert!(!dir.ns_lock_allocated());
+            c.mkdir(&ctx, &root, b"/d/sub", 0o755, 0).unwrap();
+            assert_eq!(dir.ns_lock_allocated(), scalable, "{locking:?}");
+        }
+    }
+}
