@@ -7,8 +7,9 @@
 //! rename of non-directories within the directory) may instead take:
 //!
 //! 1. the directory's **namespace lock** ([`Inode::ns_lock`], a per-CPU reader/writer
-//!    lock, Linux's `percpu_rw_semaphore`) *shared*: its acquisition writes only the
-//!    calling CPU's reader indicator; and
+//!    lock, Linux's `percpu_rw_semaphore`, allocated by the directory's first namespace
+//!    change, shared or exclusive, through one cell) *shared*: its acquisition writes
+//!    only the calling CPU's reader indicator; and
 //! 2. the **name lock** of each name it changes: one of [`NameLocks`], a table of mutexes
 //!    hashed by (parent dentry, name), so that two changes of one name are serialized as
 //!    `i_rwsem` serialized them, and two changes of different names (almost always)
