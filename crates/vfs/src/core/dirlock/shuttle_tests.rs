@@ -213,6 +213,21 @@ impl Dir {
     }
 }
 
+/// Random schedules, then PCT schedules (bugs of depth 3).
+fn explore(model: fn()) {
+    shuttle::check_random(model, ITERS);
+    shuttle::check_pct(model, ITERS, 3);
+}
+
+/// Runs `f` on `d` in a new thread.
+fn on<R: Send + 'static>(
+    d: &Arc<Dir>,
+    f: impl FnOnce(&Dir) -> R + Send + 'static,
+) -> thread::JoinHandle<R> {
+    let d = d.clone();
+    thread::spawn(move || f(&d))
+}
+
 /// After every thread: the dcache agrees with the file system for every name cached,
 /// and a dead directory has no entries.
 fn check_end(d: &Dir) {
@@ -234,24 +249,14 @@ fn check_end(d: &Dir) {
 /// (`a` exists, or existed while it looked) or the create fails.
 #[test]
 fn shuttle_shared_changes_against_rmdir_and_lookup() {
-    shuttle::check_random(model_rmdir, ITERS);
-    shuttle::check_pct(model_rmdir, ITERS, 3);
+    explore(model_rmdir);
 }
 
 fn model_rmdir() {
     let d = Arc::new(Dir::new());
-    let creator = {
-        let d = d.clone();
-        thread::spawn(move || d.create(0, "a"))
-    };
-    let unlinker = {
-        let d = d.clone();
-        thread::spawn(move || d.unlink(1, "c"))
-    };
-    let looker = {
-        let d = d.clone();
-        thread::spawn(move || d.lookup("a"))
-    };
+    let creator = on(&d, |d| d.create(0, "a"));
+    let unlinker = on(&d, |d| d.unlink(1, "c"));
+    let looker = on(&d, |d| d.lookup("a"));
     let rmdir = d.rmdir_self();
     let created = creator.join().unwrap();
     unlinker.join().unwrap().ok();
@@ -269,32 +274,19 @@ fn model_rmdir() {
 /// deadlock, no overlapping changes of a name, no stale dentry.
 #[test]
 fn shuttle_renames_both_ways_against_an_exclusive_change() {
-    shuttle::check_random(model_renames, ITERS);
-    shuttle::check_pct(model_renames, ITERS, 3);
+    explore(model_renames);
 }
 
 fn model_renames() {
     let d = Arc::new(Dir::new());
     d.entries.lock().unwrap().insert("a", true);
-    let forth = {
-        let d = d.clone();
-        thread::spawn(move || d.rename(0, "a", "b").unwrap())
-    };
-    let back = {
-        let d = d.clone();
-        thread::spawn(move || d.rename(1, "b", "a").unwrap())
-    };
-    let creator = {
-        let d = d.clone();
-        thread::spawn(move || d.create(1, "c").unwrap())
-    };
-    let looker = {
-        let d = d.clone();
-        thread::spawn(move || {
-            d.lookup("b");
-            d.lookup("c");
-        })
-    };
+    let forth = on(&d, |d| d.rename(0, "a", "b").unwrap());
+    let back = on(&d, |d| d.rename(1, "b", "a").unwrap());
+    let creator = on(&d, |d| d.create(1, "c").unwrap());
+    let looker = on(&d, |d| {
+        d.lookup("b");
+        d.lookup("c");
+    });
     // The exclusive side sees no shared change half done: one of `a` or `b` exists.
     let seen = d.exclusive(|d| {
         let e = d.entries.lock().unwrap();
