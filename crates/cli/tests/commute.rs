@@ -1,5 +1,5 @@
-//! `scalevfs commute`: the fixture conflict is found and attributed, bad input is an error,
-//! non-commuting cases are reported as such.
+//! `scalevfs commute`: the fixture conflict is found and attributed, `--check` retraces and
+//! fails on it, bad input is an error, non-commuting cases are reported as such.
 
 use std::process::Command;
 
@@ -61,6 +61,42 @@ fn fixture_conflict_is_reported_with_file_and_line() {
         .as_str()
         .unwrap()
         .contains("fetch_add"));
+}
+
+/// A listed case that conflicts is traced once more, each in a child of its own, and the
+/// check fails when it conflicts again (the fixture's shared counter always does).
+#[test]
+fn check_retraces_each_listed_conflict_and_fails_when_it_repeats() {
+    if !have_valgrind() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("list.txt");
+    std::fs::write(
+        &list,
+        "fixture/shared-counter@per-process\nfixture/shared-counter@shared\n",
+    )
+    .unwrap();
+    let out = scalevfs()
+        .args(["commute", "--fixtures", "--case", "fixture/*", "--check"])
+        .arg(&list)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("tracing the 2 listed cases that conflicted once more"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("2 listed cases are no longer conflict-free"),
+        "{stdout}"
+    );
 }
 
 #[test]

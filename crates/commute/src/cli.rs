@@ -370,15 +370,30 @@ pub fn run(args: &CommuteArgs) -> Result<(), String> {
                 "scalevfs commute: tracing the {} listed cases that conflicted once more",
                 suspects.len()
             );
-            let (info, traced) = trace::trace(&suspects, args.fixtures)?;
-            for t in traced {
-                let Some(c) = report.cases.iter().find(|c| c.id == t.id) else {
-                    continue;
-                };
-                let mut again = c.clone();
-                apply(&mut again, &info, t, &mut sym);
-                if again.conflict_free == Some(true) {
-                    flaky.insert(c.id.clone(), c.top.clone().unwrap_or_default());
+            // Each alone, in a child of its own (`jobs` at a time), so that where a
+            // periodic event falls depends on the case's own calls only, not on the
+            // cases traced before it in the same child.
+            let fixtures = args.fixtures;
+            for batch in suspects.chunks(jobs) {
+                let handles: Vec<_> = batch
+                    .iter()
+                    .cloned()
+                    .map(|c| std::thread::spawn(move || trace::trace(&[c], fixtures)))
+                    .collect();
+                for h in handles {
+                    let (info, traced) = h
+                        .join()
+                        .map_err(|_| "a tracing thread panicked".to_string())??;
+                    for t in traced {
+                        let Some(c) = report.cases.iter().find(|c| c.id == t.id) else {
+                            continue;
+                        };
+                        let mut again = c.clone();
+                        apply(&mut again, &info, t, &mut sym);
+                        if again.conflict_free == Some(true) {
+                            flaky.insert(c.id.clone(), c.top.clone().unwrap_or_default());
+                        }
+                    }
                 }
             }
         }

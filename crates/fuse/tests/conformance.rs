@@ -15,7 +15,15 @@ const FUSE_DIFFERENCES: &[(&str, &str)] = &[
     ("chattr/immutable-file", KERNEL_IMMUTABLE),
     ("chattr/append-file", KERNEL_APPEND),
     ("chattr/noatime", KERNEL_ATIME),
+    ("getdents/seek-to-positions", HASHED_POSITIONS),
 ];
+
+/// Why seeking a directory to raw numbers differs (the conformance crate's known
+/// difference: the server runs the scalable design).
+const HASHED_POSITIONS: &str = "a hashed tmpfs directory numbers positions by (bucket, \
+    slot), stable under concurrent changes but not Linux's per-directory counter: positions \
+    the directory returned resume as on tmpfs, a seek to a number it never returned \
+    resumes elsewhere";
 
 /// Why `access(W_OK)` on an immutable file differs (everything else the server checks).
 const KERNEL_IMMUTABLE: &str = "FUSE has no attribute that tells the kernel an inode is \

@@ -1,19 +1,181 @@
-//! Directory operations: names in, out and across directories, and `readdir`.
+//! Directory operations: names in, out and across directories, and `readdir`, over a
+//! [`Directory`] of one of two designs, chosen by the superblock's `Locking`:
 //!
-//! A directory's entries live in a [`DirMap`] behind the directory's own `RwLock`
-//! (`Node::Dir`). The VFS calls in with the directory's `rwsem` held (exclusively for
-//! name changes), so the map lock only orders these changes against lookups and readdir
-//! that run under the `rwsem` shared. Lock order: VFS inode `rwsem` -> directory lock
-//! (a leaf); a rename takes the two directories' locks one after the other, never nested.
+//! * **Scalable** ([`HashedDir`], `hashdir`): entries in hashed buckets, each with its own
+//!   lock and cache line; the directory's size, link count and times are counted per
+//!   bucket and folded when `stat` asks ([`FileSystem::dir_attrs`]), so that changes of
+//!   names in different buckets write no common line.
+//! * **Legacy** (the ablation): one [`DirMap`] behind one `RwLock`, and the directory
+//!   inode's size, link count and times updated on every change.
+//!
+//! The VFS calls in with the directory held for the change: exclusively (its `rwsem`),
+//! or, for a hashed directory ([`FileSystem::shared_name_changes`]), shared with a lock
+//! on each name changed (`scalevfs_vfs::core::dirlock`), so that two changes of one name
+//! never meet here but changes of different names may; the bucket locks keep each
+//! bucket consistent and order changes against lookups and readdir. Lock order: the
+//! VFS's directory locks -> directory lock or bucket lock (leaves; a rename within a
+//! hashed directory takes two buckets in index order, a rename across directories one
+//! directory at a time, a scan one bucket at a time).
+//!
+//! [`FileSystem::dir_attrs`]: scalevfs_vfs::FileSystem::dir_attrs
+//! [`FileSystem::shared_name_changes`]: scalevfs_vfs::FileSystem::shared_name_changes
 
 use crate::dirmap::DirMap;
+use crate::hashdir::{HashedDir, Pending};
 use crate::pages::FilePages;
-use crate::{check_name, dir_map, Node, Tmpfs, BOGO_DIRENT_SIZE};
-use crate::{DIR_OFFSET_EOD, DIR_OFFSET_FIRST};
+use crate::DIR_OFFSET_EOD;
+use crate::{check_name, Node, Tmpfs, BOGO_DIRENT_SIZE};
 use parking_lot::RwLock;
-use scalevfs_vfs::fs::DirEmit;
+use scalevfs_primitives::Locking;
+use scalevfs_vfs::fs::{DirAttrs, DirEmit};
 use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, Inode, InodeRef, SysResult};
+
+/// A directory's entries, in one of two designs (module docs).
+pub(crate) enum Directory {
+    /// The legacy design: one map, one lock; the inode's fields are kept current.
+    Locked(RwLock<DirMap>),
+    /// The scalable design: hashed buckets; size, link count and times folded on read.
+    Hashed(HashedDir),
+}
+
+impl Directory {
+    pub(crate) fn new(locking: Locking) -> Directory {
+        match locking {
+            Locking::Legacy => Directory::Locked(RwLock::new(DirMap::default())),
+            Locking::Scalable => Directory::Hashed(HashedDir::default()),
+        }
+    }
+
+    pub(crate) fn get(&self, name: &[u8]) -> Option<InodeRef> {
+        match self {
+            Directory::Locked(m) => m.read().get(name).cloned(),
+            Directory::Hashed(h) => h.get(name),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Directory::Locked(m) => m.read().is_empty(),
+            Directory::Hashed(h) => h.is_empty(),
+        }
+    }
+
+    /// Every entry's inode, taken out (unmount, eviction).
+    pub(crate) fn drain(&self) -> Vec<InodeRef> {
+        match self {
+            Directory::Locked(m) => std::mem::take(&mut *m.write())
+                .by_cookie
+                .into_values()
+                .map(|(_, i)| i)
+                .collect(),
+            Directory::Hashed(h) => h.drain(),
+        }
+    }
+
+    /// Adds `name` -> `inode` (`EEXIST` if the name is taken).
+    fn insert(&self, name: &[u8], inode: InodeRef) -> SysResult<()> {
+        match self {
+            Directory::Locked(m) => {
+                let mut m = m.write();
+                if m.get(name).is_some() {
+                    return Err(Errno::EEXIST);
+                }
+                m.insert(name, inode);
+                Ok(())
+            }
+            Directory::Hashed(h) => h.insert(name, inode),
+        }
+    }
+
+    fn remove(&self, name: &[u8]) -> Option<InodeRef> {
+        match self {
+            Directory::Locked(m) => m.write().remove(name),
+            Directory::Hashed(h) => h.remove(name),
+        }
+    }
+
+    /// Within this directory: `from` takes the name `to`; returns what `to` named.
+    fn rename_within(&self, from: &[u8], to: &[u8]) -> SysResult<Option<InodeRef>> {
+        match self {
+            Directory::Locked(m) => {
+                let mut m = m.write();
+                let r = m.remove(to);
+                let src = m.remove(from).ok_or(Errno::ENOENT)?;
+                m.insert(to, src);
+                Ok(r)
+            }
+            Directory::Hashed(h) => h.rename_within(from, to),
+        }
+    }
+
+    /// `name` now names `inode`; returns what it named.
+    fn replace(&self, name: &[u8], inode: InodeRef) -> SysResult<Option<InodeRef>> {
+        match self {
+            Directory::Locked(m) => {
+                let mut m = m.write();
+                let r = m.remove(name);
+                m.insert(name, inode);
+                Ok(r)
+            }
+            Directory::Hashed(h) => h.replace(name, inode),
+        }
+    }
+
+    /// The existing entry `name` now names `inode` (`RENAME_EXCHANGE`).
+    fn swap_inode(&self, name: &[u8], inode: InodeRef) -> Option<InodeRef> {
+        match self {
+            Directory::Locked(m) => {
+                let mut m = m.write();
+                let r = m.remove(name);
+                m.insert(name, inode);
+                r
+            }
+            Directory::Hashed(h) => h.swap_inode(name, inode),
+        }
+    }
+
+    /// Legacy only: the directory inode's size, link count and times after a change of
+    /// `entries` names and `subdirs` subdirectories (the hashed design counts per bucket).
+    fn account(&self, dir: &Inode, entries: i64, subdirs: i32) {
+        if let Directory::Locked(_) = self {
+            let size = dir
+                .size()
+                .saturating_add_signed(entries * BOGO_DIRENT_SIZE as i64);
+            dir.set_size(size);
+            for _ in 0..subdirs.max(0) {
+                dir.inc_nlink();
+            }
+            for _ in subdirs.min(0)..0 {
+                dir.dec_nlink();
+            }
+            dir.touch_mc();
+        }
+    }
+
+    /// See [`FileSystem::dir_attrs`](scalevfs_vfs::FileSystem::dir_attrs).
+    pub(crate) fn attrs(&self, dir: &Inode) -> Option<DirAttrs> {
+        match self {
+            Directory::Locked(_) => None,
+            Directory::Hashed(h) => Some(h.attrs(dir)),
+        }
+    }
+
+    /// See [`FileSystem::mtime_set`](scalevfs_vfs::FileSystem::mtime_set).
+    pub(crate) fn mtime_set(&self) {
+        if let Directory::Hashed(h) = self {
+            h.clear_times();
+        }
+    }
+}
+
+/// The directory an inode is (`ENOTDIR` otherwise).
+pub(crate) fn directory(inode: &Inode) -> SysResult<&Directory> {
+    match crate::node(inode) {
+        Node::Dir(d) => Ok(d),
+        _ => Err(Errno::ENOTDIR),
+    }
+}
 
 impl Tmpfs {
     pub(crate) fn dir_kill_sb(&self, root: &Inode) {
@@ -21,13 +183,8 @@ impl Tmpfs {
         // dropping the last reference to it.
         let mut stack: Vec<InodeRef> = Vec::new();
         let drain = |d: &Inode, stack: &mut Vec<InodeRef>| {
-            if let Ok(m) = dir_map(d) {
-                let entries = std::mem::take(&mut *m.write());
-                for (_, (_, i)) in entries.by_cookie {
-                    if i.is_dir() {
-                        stack.push(i);
-                    }
-                }
+            if let Ok(d) = directory(d) {
+                stack.extend(d.drain().into_iter().filter(|i| i.is_dir()));
             }
         };
         drain(root, &mut stack);
@@ -37,7 +194,7 @@ impl Tmpfs {
     }
 
     pub(crate) fn dir_lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
-        Ok(dir_map(dir)?.read().get(name).cloned())
+        Ok(directory(dir)?.get(name))
     }
 
     pub(crate) fn dir_create(
@@ -50,7 +207,7 @@ impl Tmpfs {
     ) -> SysResult<InodeRef> {
         let node = match mode & libc::S_IFMT {
             libc::S_IFREG => Node::File(FilePages::default()),
-            libc::S_IFDIR => Node::Dir(Box::new(RwLock::new(DirMap::default()))),
+            libc::S_IFDIR => Node::Dir(Box::new(Directory::new(dir.sb().locking))),
             libc::S_IFIFO => Node::Fifo(FifoSlot::default()),
             _ => Node::Special,
         };
@@ -101,9 +258,9 @@ impl Tmpfs {
     }
 
     pub(crate) fn dir_unlink(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
-        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
-        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        dir.touch_mc();
+        let d = directory(dir)?;
+        let removed = d.remove(name).ok_or(Errno::ENOENT)?;
+        d.account(dir, -1, 0);
         inode.dec_nlink();
         inode.touch_c();
         // The entry's reference goes last: the inode may be evicted here.
@@ -112,13 +269,12 @@ impl Tmpfs {
     }
 
     pub(crate) fn dir_rmdir(&self, dir: &Inode, name: &[u8], inode: &Inode) -> SysResult<()> {
-        if !dir_map(inode)?.read().is_empty() {
+        if !directory(inode)?.is_empty() {
             return Err(Errno::ENOTEMPTY);
         }
-        let removed = dir_map(dir)?.write().remove(name).ok_or(Errno::ENOENT)?;
-        dir.set_size(dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        dir.dec_nlink();
-        dir.touch_mc();
+        let d = directory(dir)?;
+        let removed = d.remove(name).ok_or(Errno::ENOENT)?;
+        d.account(dir, -1, -1);
         inode.set_nlink(0);
         inode.touch_c();
         drop(removed);
@@ -136,8 +292,8 @@ impl Tmpfs {
         // shmem_rename2: a non-empty target directory first, then the whiteout (it may
         // fail: ENOSPC), then the rename; the whiteout takes the old name.
         check_name(new_name)?;
-        if let Some(t) = dir_map(new_dir)?.read().get(new_name) {
-            if t.is_dir() && !dir_map(t)?.read().is_empty() {
+        if let Some(t) = directory(new_dir)?.get(new_name) {
+            if t.is_dir() && !directory(&t)?.is_empty() {
                 return Err(Errno::ENOTEMPTY);
             }
         }
@@ -156,73 +312,59 @@ impl Tmpfs {
     ) -> SysResult<()> {
         check_name(new_name)?;
         let same = std::ptr::eq(old_dir, new_dir);
-        let src = dir_map(old_dir)?
-            .read()
-            .get(old_name)
-            .cloned()
-            .ok_or(Errno::ENOENT)?;
-        let tgt = dir_map(new_dir)?.read().get(new_name).cloned();
+        let (od, nd) = (directory(old_dir)?, directory(new_dir)?);
+        let src = od.get(old_name).ok_or(Errno::ENOENT)?;
+        let tgt = nd.get(new_name);
+        let moved_dirs = |d: &InodeRef| i32::from(d.is_dir());
         if flags & libc::RENAME_EXCHANGE != 0 {
             let tgt = tgt.ok_or(Errno::ENOENT)?;
-            {
-                let mut om = dir_map(old_dir)?.write();
-                om.remove(old_name);
-                om.insert(old_name, tgt.clone());
-            }
-            {
-                let mut nm = dir_map(new_dir)?.write();
-                nm.remove(new_name);
-                nm.insert(new_name, src.clone());
-            }
-            if !same && src.is_dir() != tgt.is_dir() {
-                if src.is_dir() {
-                    new_dir.inc_nlink();
-                    old_dir.dec_nlink();
-                } else {
-                    old_dir.inc_nlink();
-                    new_dir.dec_nlink();
+            match od {
+                Directory::Hashed(h) if same => h.exchange_within(old_name, new_name)?,
+                _ => {
+                    od.swap_inode(old_name, tgt.clone());
+                    nd.swap_inode(new_name, src.clone());
                 }
             }
-            old_dir.touch_mc();
-            new_dir.touch_mc();
+            let (into_new, into_old) = if same {
+                (0, 0)
+            } else {
+                let d = moved_dirs(&src) - moved_dirs(&tgt);
+                (d, -d)
+            };
+            od.account(old_dir, 0, into_old);
+            nd.account(new_dir, 0, into_new);
             src.touch_c();
             tgt.touch_c();
             return Ok(());
         }
         if let Some(t) = &tgt {
+            if t.is_dir() && !directory(t)?.is_empty() {
+                return Err(Errno::ENOTEMPTY);
+            }
+        }
+        let removed_target = if same {
+            od.rename_within(old_name, new_name)?
+        } else {
+            let r = nd.replace(new_name, src.clone())?;
+            od.remove(old_name);
+            r
+        };
+        let gone_dirs = removed_target.as_ref().map_or(0, moved_dirs);
+        let gone = i64::from(removed_target.is_some());
+        if same {
+            od.account(old_dir, -gone, -gone_dirs);
+        } else {
+            od.account(old_dir, -1, -moved_dirs(&src));
+            nd.account(new_dir, 1 - gone, moved_dirs(&src) - gone_dirs);
+        }
+        if let Some(t) = &removed_target {
             if t.is_dir() {
-                if !dir_map(t)?.read().is_empty() {
-                    return Err(Errno::ENOTEMPTY);
-                }
                 t.set_nlink(0);
-                new_dir.dec_nlink();
             } else {
                 t.dec_nlink();
             }
             t.touch_c();
         }
-        let removed_target = {
-            let mut nm = dir_map(new_dir)?.write();
-            let r = nm.remove(new_name);
-            if same {
-                nm.remove(old_name);
-            }
-            nm.insert(new_name, src.clone());
-            r
-        };
-        if !same {
-            dir_map(old_dir)?.write().remove(old_name);
-            if src.is_dir() {
-                old_dir.dec_nlink();
-                new_dir.inc_nlink();
-            }
-        }
-        old_dir.set_size(old_dir.size().saturating_sub(BOGO_DIRENT_SIZE));
-        if removed_target.is_none() {
-            new_dir.set_size(new_dir.size() + BOGO_DIRENT_SIZE);
-        }
-        old_dir.touch_mc();
-        new_dir.touch_mc();
         src.touch_c();
         drop(removed_target);
         Ok(())
@@ -235,6 +377,7 @@ impl Tmpfs {
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
     ) -> SysResult<bool> {
+        let d = directory(dir)?;
         let mut pos = pos.max(0) as u64;
         if pos == 0 {
             if !emit(DirEmit {
@@ -247,66 +390,23 @@ impl Tmpfs {
             }
             pos = 1;
         }
-        let m = dir_map(dir)?.read();
-        // Entries are listed newest first, in falling cookie order, as Linux 6.14+ lists
-        // tmpfs directories; each entry's `d_off` is the next (older) entry's cookie, so a
-        // scan that resumes from it never returns an entry twice nor skips one that stayed.
-        let newest = || {
-            m.by_cookie
-                .keys()
-                .next_back()
-                .map_or(DIR_OFFSET_EOD, |&c| c.into())
-        };
-        if pos == 1 {
-            if !emit(DirEmit {
-                ino: parent_ino,
-                next_pos: newest() as i64,
-                d_type: libc::DT_DIR,
-                name: b"..",
-            }) {
-                return Ok(false);
-            }
-            pos = DIR_OFFSET_FIRST;
-        }
-        if pos >= DIR_OFFSET_EOD {
-            return Ok(true);
-        }
-        let from = if pos <= DIR_OFFSET_FIRST {
-            u64::MAX
-        } else {
-            pos
-        };
-        // `from` is below DIR_OFFSET_EOD, or u64::MAX for "from the newest".
-        let from = u32::try_from(from).unwrap_or(u32::MAX);
-        let mut entries = m.by_cookie.range(..=from).rev().peekable();
-        while let Some((_, (name, inode))) = entries.next() {
-            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c.into());
-            if !emit(DirEmit {
-                ino: inode.ino,
-                next_pos: next_pos as i64,
-                d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
-                // SAFETY: `m` (the directory lock) keeps the entry, and so its name.
-                name: unsafe { name.bytes() },
-            }) {
-                return Ok(false);
+        match d {
+            Directory::Locked(m) => Ok(m.read().readdir(parent_ino, pos, emit)),
+            Directory::Hashed(h) => {
+                // `..` reports the first entry's position: it goes out with the entries.
+                let dotdot = (pos == 1).then(|| Pending::dotdot(parent_ino));
+                Ok(pos >= DIR_OFFSET_EOD || h.readdir(pos, dotdot, emit))
             }
         }
-        Ok(true)
     }
 
     /// Adds `inode` to `dir` under `name` (caller holds the VFS dir rwsem).
     pub(crate) fn add_entry(&self, dir: &Inode, name: &[u8], inode: InodeRef) -> SysResult<()> {
         check_name(name)?;
-        let mut m = dir_map(dir)?.write();
-        if m.get(name).is_some() {
-            return Err(Errno::EEXIST);
-        }
-        if inode.is_dir() {
-            dir.inc_nlink();
-        }
-        m.insert(name, inode);
-        dir.set_size(dir.size() + BOGO_DIRENT_SIZE);
-        dir.touch_mc();
+        let d = directory(dir)?;
+        let subdir = i32::from(inode.is_dir());
+        d.insert(name, inode)?;
+        d.account(dir, 1, subdir);
         Ok(())
     }
 }

@@ -1,11 +1,13 @@
-//! A directory's entries: names stored once, in thin buffers, and the readdir cookies.
+//! A directory's entries in the legacy design (one map behind the directory's one lock):
+//! names stored once, in thin buffers, and the readdir cookies.
 
 use scalevfs_vfs::InodeRef;
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
 
-use crate::{DIR_OFFSET_EOD, DIR_OFFSET_MIN};
+use crate::{DIR_OFFSET_EOD, DIR_OFFSET_FIRST, DIR_OFFSET_MIN};
+use scalevfs_vfs::fs::DirEmit;
 
 /// A directory's entries. Each name is stored once, in `by_name`'s key (a [`ThinName`]);
 /// `by_cookie` borrows it through a [`NameRef`]. Both maps change together, under the
@@ -128,5 +130,59 @@ impl DirMap {
     }
     pub(crate) fn is_empty(&self) -> bool {
         self.by_name.is_empty()
+    }
+
+    /// `readdir` from position `pos` (1: `..`, then the entries): see
+    /// [`FileSystem::readdir`](scalevfs_vfs::FileSystem::readdir).
+    pub(crate) fn readdir(
+        &self,
+        parent_ino: u64,
+        mut pos: u64,
+        emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
+    ) -> bool {
+        // Entries are listed newest first, in falling cookie order, as Linux 6.14+ lists
+        // tmpfs directories; each entry's `d_off` is the next (older) entry's cookie, so a
+        // scan that resumes from it never returns an entry twice nor skips one that stayed.
+        let newest = || {
+            self.by_cookie
+                .keys()
+                .next_back()
+                .map_or(DIR_OFFSET_EOD, |&c| c.into())
+        };
+        if pos == 1 {
+            if !emit(DirEmit {
+                ino: parent_ino,
+                next_pos: newest() as i64,
+                d_type: libc::DT_DIR,
+                name: b"..",
+            }) {
+                return false;
+            }
+            pos = DIR_OFFSET_FIRST;
+        }
+        if pos >= DIR_OFFSET_EOD {
+            return true;
+        }
+        let from = if pos <= DIR_OFFSET_FIRST {
+            u64::MAX
+        } else {
+            pos
+        };
+        // `from` is below DIR_OFFSET_EOD, or u64::MAX for "from the newest".
+        let from = u32::try_from(from).unwrap_or(u32::MAX);
+        let mut entries = self.by_cookie.range(..=from).rev().peekable();
+        while let Some((_, (name, inode))) = entries.next() {
+            let next_pos = entries.peek().map_or(DIR_OFFSET_EOD, |(&c, _)| c.into());
+            if !emit(DirEmit {
+                ino: inode.ino,
+                next_pos: next_pos as i64,
+                d_type: scalevfs_vfs::core::d_type_of_mode(inode.mode()),
+                // SAFETY: `&self` (the directory lock) keeps the entry, and so its name.
+                name: unsafe { name.bytes() },
+            }) {
+                return false;
+            }
+        }
+        true
     }
 }

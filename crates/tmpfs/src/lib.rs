@@ -4,11 +4,13 @@
 //!   behind a per-file `RwLock`: holes cost nothing and read as zeros, `SEEK_DATA`/`SEEK_HOLE`
 //!   walk the map. Reads take the lock shared, writes exclusively (the VFS already serializes
 //!   writers with the inode's `rwsem`; the page lock orders them against readers).
-//! * **Directories** have their own `RwLock` over two maps: name -> cookie and cookie ->
-//!   entry. Cookies grow monotonically per directory, so `getdents64` resumes after the last
-//!   cookie it returned: an entry that exists throughout a scan is returned exactly once, and
-//!   one created during the scan appears at most once. Creating files in different
-//!   directories takes different locks.
+//! * **Directories** (`dir`): by default hashed buckets, each with its own lock and cache
+//!   line, and the directory's size, link count and times counted per bucket and folded
+//!   when `stat` asks, so that changing different names in one directory writes no common
+//!   line (`hashdir`); the legacy design keeps one `RwLock` over two maps, name -> cookie
+//!   and cookie -> entry (`dirmap`). Either way `getdents64` positions are stable: an entry
+//!   that exists throughout a scan is returned exactly once, and one created during the
+//!   scan appears at most once.
 //! * **Symlinks** keep their target in the inode; **hard links** are more entries holding a
 //!   reference to the same inode (an entry holds one `InodeRef`; the inode is evicted when
 //!   the last link and the last open reference are gone).
@@ -25,31 +27,35 @@
 //! | module   | what                                                                      |
 //! |----------|---------------------------------------------------------------------------|
 //! | `dir`    | directory operations: create, link, unlink, rmdir, rename, readdir        |
-//! | `dirmap` | a directory's entries: names stored once, readdir cookies                 |
+//! | `hashdir`| a directory's entries in hashed buckets; size, nlink, times folded on read |
+//! | `dirmap` | the legacy directory: one map, names stored once, readdir cookies         |
 //! | `file`   | regular files' data: read, write, truncate, fallocate, hole punching, seek |
 //! | `pages`  | the per-file page map and its lock                                        |
 //! | `xattr`  | extended attributes                                                       |
 //! | this     | the superblock, inodes, limits, statfs, eviction                          |
 //!
-//! Lock order: VFS inode `rwsem` -> directory lock -> (nothing); VFS inode `rwsem` ->
-//! extended-attribute map lock (a leaf). Cross-directory renames are
-//! serialized by the VFS (superblock rename mutex + both directories' `rwsem`), so tmpfs takes
-//! the two directory locks one after the other, never nested.
+//! Lock order: VFS directory lock (the inode's `rwsem`, or for a hashed directory's name
+//! changes its namespace lock shared plus the names' locks: see the VFS's `core::dirlock`)
+//! -> directory lock or bucket lock -> (nothing; a rename within a hashed directory holds
+//! two buckets, lower index first); VFS inode `rwsem` -> extended-attribute map lock (a
+//! leaf). Cross-directory renames are serialized by the VFS (both directories held
+//! exclusively), so tmpfs takes the two directories' locks one after the other, never
+//! nested.
 
 #![warn(missing_docs)]
 
 mod dir;
 mod dirmap;
 mod file;
+mod hashdir;
 mod pages;
 mod xattr;
 
 use crossbeam_utils::CachePadded;
-use dirmap::DirMap;
+use dir::{directory, Directory};
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
 use pages::FilePages;
-use parking_lot::RwLock;
 use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
 use scalevfs_vfs::erc::Erc;
@@ -107,9 +113,8 @@ enum Node {
     /// write filled reads as zeros and counts as a hole for `SEEK_DATA`/`SEEK_HOLE`, as
     /// shmem's unwritten pages do).
     File(FilePages),
-    /// Boxed: a directory's maps are large, and every regular file pays for the largest
-    /// variant.
-    Dir(Box<RwLock<DirMap>>),
+    /// Boxed: a directory is large, and every regular file pays for the largest variant.
+    Dir(Box<Directory>),
     Symlink(Box<[u8]>),
     /// A FIFO: its pipe while open (no bigger than the `File` variant).
     Fifo(FifoSlot),
@@ -153,13 +158,6 @@ fn half_of_ram() -> u64 {
 
 fn node(inode: &Inode) -> &Node {
     inode.private::<Node>().expect("a tmpfs inode")
-}
-
-fn dir_map(inode: &Inode) -> SysResult<&RwLock<DirMap>> {
-    match node(inode) {
-        Node::Dir(d) => Ok(d),
-        _ => Err(Errno::ENOTDIR),
-    }
 }
 
 fn pages(inode: &Inode) -> SysResult<&FilePages> {
@@ -265,8 +263,22 @@ impl FileSystem for Tmpfs {
             (libc::S_IFDIR | 0o1777, 0),
             0,
             0,
-            Node::Dir(Box::new(RwLock::new(DirMap::default()))),
+            Node::Dir(Box::new(Directory::new(sb.locking))),
         )
+    }
+
+    fn dir_attrs(&self, dir: &Inode) -> Option<scalevfs_vfs::DirAttrs> {
+        directory(dir).ok()?.attrs(dir)
+    }
+
+    fn shared_name_changes(&self, dir: &Inode) -> bool {
+        matches!(directory(dir), Ok(Directory::Hashed(_)))
+    }
+
+    fn mtime_set(&self, inode: &Inode) {
+        if let Ok(d) = directory(inode) {
+            d.mtime_set();
+        }
     }
 
     fn kill_sb(&self, root: &Inode) {
@@ -280,9 +292,7 @@ impl FileSystem for Tmpfs {
                 let n = unsafe { p.free_all() };
                 self.unreserve_pages(n);
             }
-            Node::Dir(m) => {
-                drop(std::mem::take(&mut *m.write()));
-            }
+            Node::Dir(d) => drop(d.drain()),
             _ => {}
         }
         if inode.has_flag(HAS_XATTRS) {
@@ -479,5 +489,7 @@ impl FileSystem for Tmpfs {
     }
 }
 
+#[cfg(test)]
+mod hashdir_tests;
 #[cfg(test)]
 mod tests;

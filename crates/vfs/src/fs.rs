@@ -6,7 +6,9 @@
 //! for a rename, plus the superblock's rename mutex across directories) and the file's
 //! `rwsem` exclusively for writes and size changes. File systems keep their own timestamps,
 //! link counts and sizes up to date the way Linux's do (`mtime`/`ctime` of a directory when
-//! an entry changes, of a file when it is written).
+//! an entry changes, of a file when it is written). A file system may instead keep a
+//! directory's size, link count and times spread out, so that name changes on different
+//! CPUs write no common line, and report them folded through [`FileSystem::dir_attrs`].
 
 use crate::file::OpenFile;
 use crate::inode::{Inode, InodeRef, SuperBlock};
@@ -25,6 +27,20 @@ pub struct DirEmit<'a> {
     pub d_type: u8,
     /// The entry's name.
     pub name: &'a [u8],
+}
+
+/// A directory's size, link count and times as a file system that keeps them spread out
+/// folds them ([`FileSystem::dir_attrs`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DirAttrs {
+    /// `st_size`.
+    pub size: u64,
+    /// `st_nlink`.
+    pub nlink: u32,
+    /// `st_mtime`.
+    pub mtime: crate::abi::Timespec,
+    /// `st_ctime`.
+    pub ctime: crate::abi::Timespec,
 }
 
 /// See the module docs. Names passed in are single components (no `/`, not `.`/`..`,
@@ -232,6 +248,26 @@ pub trait FileSystem: Send + Sync + 'static {
     /// `->getattr`: refresh the inode's cached attributes before `stat` reports them, for
     /// file systems whose objects change behind the VFS (kernfs's `kernfs_refresh_inode`).
     fn getattr(&self, _inode: &Inode) {}
+    /// A directory's size, link count and times, for a file system that does not keep
+    /// them in the inode's own fields (module docs): `stat` reports these instead. `None`
+    /// (the default): the inode's fields are current.
+    fn dir_attrs(&self, _dir: &Inode) -> Option<DirAttrs> {
+        None
+    }
+    /// Whether the directory `dir` takes concurrent changes of *different* names of
+    /// non-directories (create, link, unlink, rename within it): its own locks keep its
+    /// entries consistent, and it keeps the directory's size, link count and times itself
+    /// without a lost update ([`FileSystem::dir_attrs`]). The VFS then runs such changes
+    /// under the directory's namespace lock shared and a lock per name, instead of the
+    /// directory's `rwsem` (`core::dirlock`); lookups that miss the dcache still hold the
+    /// `rwsem` shared. Default: `false` (every change holds the directory exclusively).
+    fn shared_name_changes(&self, _dir: &Inode) -> bool {
+        false
+    }
+    /// The VFS set the inode's mtime explicitly (`utimensat`), holding its `rwsem`
+    /// exclusively: a file system that folds a directory's times from elsewhere
+    /// ([`FileSystem::dir_attrs`]) forgets the changes before this one. Default: nothing.
+    fn mtime_set(&self, _inode: &Inode) {}
     /// `->poll`: the open file's readiness source, for files that wake pollers (kernfs
     /// attributes: `POLLPRI|POLLERR` on `sysfs_notify`). `None` (the default): always
     /// ready and not watchable by epoll, as a regular file ([`crate::poll::RegularFile`]).

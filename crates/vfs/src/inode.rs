@@ -36,8 +36,10 @@ use crate::locks::FileLockContext;
 use crate::prims::{InodeList, InodeListNode};
 use crate::rcuhash::RcuHash;
 use crate::Errno;
+use once_cell::race::OnceBox;
 use parking_lot::RwLock;
 use scalevfs_primitives::percpu::PerCpuCounter;
+use scalevfs_primitives::seqlock::SeqRwLock;
 use scalevfs_primitives::Locking;
 use std::any::Any;
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, Ordering};
@@ -130,6 +132,13 @@ pub struct Inode {
     /// Linux's `i_rwsem`: directories: exclusive for namespace changes, shared for lookup
     /// and readdir; regular files: exclusive for write/truncate/fallocate.
     pub rwsem: RwLock<()>,
+    /// Directories in the scalable design: the namespace lock, a per-CPU reader/writer
+    /// lock whose shared side is taken by changes of non-directory names that the file
+    /// system lets run concurrently, and whose exclusive side (after `rwsem`) by every
+    /// other namespace change (`core::dirlock`). Allocated by the directory's first
+    /// namespace change (a directory that never changes does not pay for its reader
+    /// shards); never for other inodes or in the legacy design.
+    ns_lock: OnceBox<SeqRwLock>,
     /// The file system's data (tmpfs: pages, directory entries, link target).
     pub private: Box<dyn Any + Send + Sync>,
     /// The inode's file-lock context (`crate::locks`), created on its first lock
@@ -148,6 +157,15 @@ pub struct Inode {
 unsafe impl Send for Inode {}
 // SAFETY: as above.
 unsafe impl Sync for Inode {}
+
+/// Reader shards of a directory's namespace lock at most: each costs a cache line (two on
+/// x86-64) per directory; CPUs beyond share them, which costs cache traffic, not
+/// correctness.
+const NS_LOCK_SHARDS: usize = 16;
+
+fn num_cpus() -> usize {
+    scalevfs_primitives::cpu::num_cpus()
+}
 
 /// Inode flag: an `O_TMPFILE` file opened without `O_EXCL`, which `linkat` may give a
 /// name although its link count is 0 (Linux's `I_LINKABLE`); the first link clears it.
@@ -315,7 +333,7 @@ impl Inode {
     /// The attributes, as `stat` reports them.
     pub fn stat(&self) -> Stat {
         let sb = self.sb();
-        Stat {
+        let mut st = Stat {
             dev: sb.dev,
             ino: self.ino,
             mode: self.mode(),
@@ -329,7 +347,23 @@ impl Inode {
             atime: self.atime.get(),
             mtime: self.mtime.get(),
             ctime: self.ctime.get(),
+        };
+        if self.is_dir() {
+            if let Some(a) = sb.fs.dir_attrs(self) {
+                st.size = a.size as i64;
+                st.nlink = a.nlink.into();
+                st.mtime = a.mtime;
+                st.ctime = a.ctime;
+            }
         }
+        st
+    }
+    /// Sets the modification time explicitly (`utimensat`; call with `rwsem` held
+    /// exclusively): the file system forgets a directory's own record of later changes
+    /// ([`FileSystem::mtime_set`]).
+    pub fn set_mtime(&self, t: Timespec) {
+        self.mtime.set(t);
+        self.fs().mtime_set(self);
     }
     /// Creation time.
     pub fn btime(&self) -> crate::abi::Timespec {
@@ -337,6 +371,25 @@ impl Inode {
             sec: self.btime_ns.div_euclid(1_000_000_000),
             nsec: self.btime_ns.rem_euclid(1_000_000_000),
         }
+    }
+    /// Whether it is a directory with a namespace lock (scalable design), without
+    /// allocating the lock.
+    pub fn has_ns_lock(&self) -> bool {
+        self.is_dir() && self.sb().locking == Locking::Scalable
+    }
+    /// Whether the namespace lock has been allocated (tests).
+    #[cfg(test)]
+    pub(crate) fn ns_lock_allocated(&self) -> bool {
+        self.ns_lock.get().is_some()
+    }
+    /// The directory's namespace lock (scalable design; see `core::dirlock`), allocated
+    /// at the first call. Every caller gets the same lock: a racing allocation that
+    /// loses is dropped.
+    pub fn ns_lock(&self) -> Option<&SeqRwLock> {
+        self.has_ns_lock().then(|| {
+            self.ns_lock
+                .get_or_init(|| Box::new(SeqRwLock::with_shards(NS_LOCK_SHARDS.min(num_cpus()))))
+        })
     }
     /// Downcasts the file system's private data.
     pub fn private<T: 'static>(&self) -> Option<&T> {
@@ -414,6 +467,7 @@ impl SuperBlock {
             ctime: AtomicTime::new(t),
             btime_ns: t.sec.saturating_mul(1_000_000_000).saturating_add(t.nsec),
             rwsem: RwLock::new(()),
+            ns_lock: OnceBox::new(),
             private: n.private,
             lock_ctx: OnceLock::new(),
             sb_node: [AtomicU64::new(u64::MAX), AtomicU64::new(0)],

@@ -55,8 +55,12 @@
 //! Inode::rwsem (directory contents; a file's size and data for writes;   [inode]
 //!    attributes; xattr changes. Two at once: parent before child, else
 //!    by address)
-//! ├─ file system locks (tmpfs: directory lock, xattr map lock, page     [tmpfs, kernfs]
-//! │  locks; kernfs: see its crate docs)
+//! ├─ Inode::ns_lock, written (a directory held exclusively: after its    [core dirlock]
+//! │  own rwsem; the locks below as under the rwsem)
+//! ├─ name lock (a lookup that misses the dcache, under the directory's   [core dirlock]
+//! │  rwsem shared; a leaf but for the file system locks)
+//! ├─ file system locks (tmpfs: directory lock or bucket locks, xattr    [tmpfs, kernfs]
+//! │  map lock, page locks; kernfs: see its crate docs)
 //! │  └─ inode list shard, inode-cache bucket (leaves)                   [inode, rcuhash]
 //! ├─ inode list shard, inode-cache bucket (leaves)
 //! └─ rename lock, written (`rename_lock`: d_move, mount changes)        [prims, dentry]
@@ -64,6 +68,14 @@
 //!       │  dentry, then target, by address; never a parent under its
 //!       │  child)
 //!       └─ dentry hash bucket, LRU shard (leaves)                       [dentry, rcuhash]
+//! Inode::ns_lock, shared (a directory held shared for changes of         [core dirlock]
+//!    non-directory names; no other directory lock is taken under it)
+//! └─ name lock(s) (`VfsCore::name_locks`, hashed by (parent, name); two:
+//!    │  lowest index first)
+//!    ├─ Inode::rwsem of the non-directory unlinked or linked
+//!    │  └─ file system locks ...
+//!    ├─ file system locks ...
+//!    └─ d_lock ... (instantiate, d_move of a non-directory, d_drop)
 //! mount mutex (VfsCore::mounts: mount, umount)                          [core, mount]
 //! └─ rename lock, written
 //!    └─ d_lock ...
@@ -127,7 +139,7 @@ pub use abi::{DirEntry, FcntlArg, Flock, OpenHow, Stat, Statfs, Statx, Timespec}
 pub use core::{CoreOptions, VfsCore};
 pub use errno::{Errno, SysResult};
 pub use file::{FileRef, OpenFile};
-pub use fs::{DirEmit, FileSystem};
+pub use fs::{DirAttrs, DirEmit, FileSystem};
 pub use inode::{Inode, InodeRef, NewInode, SuperBlock};
 pub use mount::{MntRef, Path};
 pub use perm::Cred;

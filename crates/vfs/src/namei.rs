@@ -760,7 +760,13 @@ impl VfsCore {
                 return Ok(d);
             }
         }
-        let _g = if locked { None } else { Some(dir.rwsem.read()) };
+        // Unless the caller holds the directory: its `rwsem` shared, and the name's lock
+        // where name changes run shared (`core::dirlock`), so that no change of this name
+        // runs between the file system's answer and caching it.
+        let _g = (!locked).then(|| dir.rwsem.read());
+        let _n = (!locked)
+            .then(|| self.lookup_name_lock(&parent.dentry, dir, name))
+            .flatten();
         if let Some(d) = self.dcache.lookup(&parent.dentry, name).filter(valid) {
             return Ok(d);
         }

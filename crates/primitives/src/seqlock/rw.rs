@@ -145,8 +145,18 @@ thread_local! {
     /// This thread's shard hint: the CPU it last looked up. Refreshed (`sched_getcpu`) only
     /// when its shard's `owned` slot is taken, which is how a collision with a reader on
     /// another CPU (or a migration) shows; a stale hint costs cache traffic, never
-    /// correctness. Shared by all locks: it describes the thread, not the lock.
-    static CPU_HINT: Cell<usize> = const { Cell::new(0) };
+    /// correctness. Shared by all locks: it describes the thread, not the lock. Starts at
+    /// the CPU the thread first reads a lock on, so that two new threads on different
+    /// CPUs do not start on one shard.
+    static CPU_HINT: Cell<usize> = Cell::new(first_cpu_hint());
+}
+
+/// The hint a thread starts with: its CPU (0 under loom, as in `refresh_cpu_hint`).
+fn first_cpu_hint() -> usize {
+    #[cfg(not(loom))]
+    return crate::cpu::current_cpu();
+    #[cfg(loom)]
+    return 0;
 }
 
 /// Locks a mutex that guards no data (`()`), so a poisoned one is as good as any.

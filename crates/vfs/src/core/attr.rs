@@ -194,7 +194,7 @@ impl VfsCore {
             if i == 0 {
                 inode.atime.set(v);
             } else {
-                inode.mtime.set(v);
+                inode.set_mtime(v);
             }
         }
         inode.ctime.set(n);

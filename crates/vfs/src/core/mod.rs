@@ -3,12 +3,18 @@
 //! descriptors to [`FileRef`](crate::FileRef)s and `dirfd`s to [`Path`]s and calls in here.
 //!
 //! Locking per operation (see the module docs of `dentry`, `inode`, `file`):
-//! * create (open O_CREAT, mkdir, symlink, link): the parent's `rwsem` exclusively; the
-//!   negative dentry is instantiated under it.
-//! * unlink/rmdir: the parent's `rwsem` exclusively; the victim is dropped from the dcache.
-//! * rename: same directory: its `rwsem`; across directories, of non-directories (scalable):
-//!   both `rwsem`s by address, the second only tried; otherwise (a directory on either side,
-//!   the try failed, or legacy) the superblock's rename mutex, then both `rwsem`s, an
+//! A directory is held for a namespace change either *exclusively* (its `rwsem`, then its
+//! namespace lock, both for writing) or, in the scalable design where the file system
+//! allows it, *shared* (its namespace lock, a per-CPU reader/writer lock, shared, plus a
+//! lock per name changed): see `dirlock`'s module docs.
+//! * create (open O_CREAT, mkdir, mknod, symlink, link): the parent shared with the name,
+//!   else exclusively; the negative dentry is instantiated under it.
+//! * unlink: the parent shared with the name, else exclusively; rmdir: the parent and the
+//!   victim exclusively. The victim is dropped from the dcache.
+//! * rename: same directory, of non-directories: shared with both names, else
+//!   exclusively; across directories, of non-directories (scalable): both exclusively, by
+//!   address, the second `rwsem` only tried; otherwise (a directory on either side, the
+//!   try failed, or legacy) the superblock's rename mutex, then both exclusively, an
 //!   ancestor before its descendant, else by address. The dcache update runs under the
 //!   rename lock (write) when a directory moves or is replaced (legacy: always); see the
 //!   `dentry` module docs for why path walks need no more.
@@ -36,6 +42,7 @@
 
 mod attr;
 mod dir;
+mod dirlock;
 mod fileattr;
 mod io;
 mod mount;
@@ -100,6 +107,9 @@ pub struct VfsCore {
     root: OnceLock<Path>,
     locking: Locking,
     next_dev: AtomicU64,
+    /// Locks on (directory, name) for namespace changes that hold their directory shared
+    /// (`dirlock`).
+    name_locks: dirlock::NameLocks,
     /// Every superblock with a reference to its root inode (dropped at teardown).
     sbs: parking_lot::Mutex<Vec<(Arc<SuperBlock>, crate::inode::InodeRef)>>,
 }
@@ -118,6 +128,10 @@ impl VfsCore {
             root: OnceLock::new(),
             locking: opts.locking,
             next_dev: AtomicU64::new(0x20),
+            name_locks: match opts.locking {
+                Locking::Scalable => dirlock::NameLocks::with_bits(dirlock::NAME_LOCK_BITS),
+                Locking::Legacy => dirlock::NameLocks::legacy(),
+            },
             sbs: parking_lot::Mutex::new(Vec::new()),
         });
         let (sb, root) = core.new_sb(root_fs)?;

@@ -2,6 +2,7 @@
 //! them (`unlink`/`rmdir`), `rename` (with `RENAME_EXCHANGE`/`RENAME_NOREPLACE`), and
 //! `readlink`.
 
+use super::dirlock::DirLock;
 use super::VfsCore;
 use crate::dentry::DentryRef;
 use crate::inode::{Inode, I_LINKABLE};
@@ -38,8 +39,9 @@ impl VfsCore {
         })
     }
 
-    /// The part of `filename_create` after the walk: takes the parent's `rwsem`, looks
-    /// `name` up (`EEXIST` if it exists) and runs `f` on the negative dentry, lock held.
+    /// The part of `filename_create` after the walk: locks the parent for a change of
+    /// `name` (`dirlock`), looks `name` up (`EEXIST` if it exists) and runs `f` on the
+    /// negative dentry, locks held.
     pub(crate) fn create_locked<R>(
         &self,
         dirp: &Path,
@@ -47,7 +49,7 @@ impl VfsCore {
         f: impl FnOnce(&Path, &Inode, &DentryRef, &[u8]) -> SysResult<R>,
     ) -> SysResult<R> {
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
-        let _w = dir.rwsem.write();
+        let _w = self.lock_names(&dirp.dentry, dir, (name, None));
         let d = self.lookup_one(dirp, name, true)?;
         if !d.is_negative() {
             return Err(Errno::EEXIST);
@@ -248,7 +250,12 @@ impl VfsCore {
         slash: bool,
     ) -> SysResult<()> {
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
-        let _w = dir.rwsem.write();
+        // rmdir changes the victim directory's own state: it holds the parent exclusively.
+        let _w = if rmdir {
+            DirLock::Exclusive(self.lock_dir(dir))
+        } else {
+            self.lock_names(&dirp.dentry, dir, (name, None))
+        };
         let d = self.lookup_one(dirp, name, true)?;
         let Some(victim) = d.inode() else {
             return Err(Errno::ENOENT);
@@ -265,7 +272,12 @@ impl VfsCore {
             return Err(Errno::EBUSY);
         }
         {
-            let _v = victim.rwsem.write();
+            // A directory victim is held exclusively, so no shared change runs in it.
+            let _v = if victim.is_dir() {
+                DirLock::Exclusive(self.lock_dir(victim))
+            } else {
+                DirLock::Plain(victim.rwsem.write())
+            };
             if rmdir {
                 dir.fs().rmdir(dir, name, victim)?;
             } else {
@@ -331,7 +343,15 @@ impl VfsCore {
             flags,
             creator,
         };
-        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &olast.name) {
+        if same && self.shares_names(odir) && !self.cached_dir(odp, &[&olast.name, &nlast.name]) {
+            // Non-directories within one directory: shared, with both names locked
+            // (`dirlock`); a directory found after all goes to the exclusive path below.
+            let _l = self.lock_names(&odp.dentry, odir, (&olast.name, Some(&nlast.name)));
+            if let Renamed::Done = self.rename_locked(&rename, false)? {
+                return Ok(());
+            }
+        }
+        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &[&olast.name]) {
             // First without the rename mutex, which only a rename that moves a directory
             // needs (it keeps the ancestry stable): both parents by address, the second
             // only tried, so this cannot deadlock with a rename that holds the mutex and
@@ -344,6 +364,11 @@ impl VfsCore {
             };
             let _la = a.rwsem.write();
             if let Some(_lb) = b.rwsem.try_write() {
+                // The namespace locks after both `rwsem`s: shared changes in either
+                // directory take no other directory's lock, so waiting for them to drain
+                // cannot deadlock (`dirlock`).
+                let _na = a.ns_lock().map(|l| l.write_lock());
+                let _nb = b.ns_lock().map(|l| l.write_lock());
                 if let Renamed::Done = self.rename_locked(&rename, false)? {
                     return Ok(());
                 }
@@ -362,30 +387,33 @@ impl VfsCore {
             (odir as *const Inode) < (ndir as *const Inode)
         };
         let (_l1, _l2) = if same {
-            (Some(odir.rwsem.write()), None)
+            (self.lock_dir(odir), None)
         } else if old_first {
-            let a = odir.rwsem.write();
-            (Some(a), Some(ndir.rwsem.write()))
+            let a = self.lock_dir(odir);
+            (a, Some(self.lock_dir(ndir)))
         } else {
-            let b = ndir.rwsem.write();
-            (Some(b), Some(odir.rwsem.write()))
+            let b = self.lock_dir(ndir);
+            (b, Some(self.lock_dir(odir)))
         };
         self.rename_locked(&rename, true).map(|_| ())
     }
 
-    /// Is `name` in `dir` cached as a directory? A hint (no lock, no count) that sends a
-    /// directory rename straight to the locked path.
-    fn cached_dir(&self, dir: &Path, name: &[u8]) -> bool {
+    /// Is one of `names` in `dir` cached as a directory? A hint (no lock, no count) that
+    /// sends a directory rename straight to the locked path. One pin for all the names.
+    fn cached_dir(&self, dir: &Path, names: &[&[u8]]) -> bool {
         let g = crossbeam_epoch::pin();
-        self.dcache
-            .lookup_rcu(&dir.dentry, name, &g)
-            // SAFETY: found in the dcache while pinned.
-            .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
+        names.iter().any(|name| {
+            self.dcache
+                .lookup_rcu(&dir.dentry, name, &g)
+                // SAFETY: found in the dcache while pinned.
+                .is_some_and(|d| unsafe { &*d }.inode().is_some_and(|i| i.is_dir()))
+        })
     }
 
-    /// The rename with both parents' `rwsem`s held (and, across directories, the rename
-    /// mutex if `may_move_dir`). `MovesDir` (nothing done): a directory is on one side and
-    /// the caller did not hold the rename mutex.
+    /// The rename with both parents held (exclusively, and across directories with the
+    /// rename mutex, if `may_move_dir`; else across directories both exclusively without
+    /// the mutex, or within one directory shared with both names). `MovesDir` (nothing
+    /// done): a directory is on one side and the caller's locks do not cover that.
     fn rename_locked(&self, r: &RenameArgs<'_>, may_move_dir: bool) -> SysResult<Renamed> {
         let (ctx, odp, olast, ndp, nlast) = (r.ctx, r.odp, r.olast, r.ndp, r.nlast);
         let (flags, creator) = (r.flags, r.creator);
@@ -404,7 +432,7 @@ impl VfsCore {
         // walks and d_path read: it needs the rename mutex (across directories) and writes
         // the rename sequence. One of two non-directories touches neither (module docs).
         let moves_dir = src.is_dir() || tgt.is_some_and(|t| t.is_dir());
-        if moves_dir && !same && !may_move_dir {
+        if moves_dir && !may_move_dir {
             return Ok(Renamed::MovesDir);
         }
         if noreplace && tgt.is_some() {

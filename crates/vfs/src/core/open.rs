@@ -67,7 +67,7 @@ impl VfsCore {
             let d = match cached {
                 Some(d) => d,
                 None => {
-                    let _w = dir.rwsem.write();
+                    let _w = self.lock_names(&dirp.dentry, dir, (&last.name, None));
                     let d = self.lookup_one(&dirp, &last.name, true)?;
                     if d.is_negative() {
                         perm::may_create(dir, ctx.cred)?;
