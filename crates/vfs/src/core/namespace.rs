@@ -376,7 +376,7 @@ impl VfsCore {
     /// Is `name` in `dir` cached as a directory? A hint (no lock, no count) that sends a
     /// directory rename straight to the locked path.
     fn cached_dir(&self, dir: &Path, name: &[u8]) -> bool {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         self.dcache
             .lookup_rcu(&dir.dentry, name, &g)
             // SAFETY: found in the dcache while pinned.
