@@ -40,6 +40,24 @@ pub struct Global {
     /// read by every pin. On a line of its own so that nothing else's writes evict it.
     epoch: CachePadded<AtomicU64>,
     rare: CachePadded<Rare>,
+    /// The grace-period thread, if this collector has one.
+    #[cfg(not(any(loom, miri)))]
+    advancer: Option<CachePadded<super::advancer::Advancer>>,
+}
+
+impl Drop for Global {
+    fn drop(&mut self) {
+        #[cfg(not(any(loom, miri)))]
+        if let Some(adv) = self.advancer() {
+            super::advancer::stop(adv);
+        }
+        for bag in std::mem::take(&mut *self.rare.orphans.lock()) {
+            // SAFETY: every participant holds a reference to its collector, so none is
+            // left: nobody is pinned, and nothing can reach what the bags free. (Exiting
+            // threads orphaned every bag they had.)
+            unsafe { bag.run() };
+        }
+    }
 }
 
 impl Default for Global {
@@ -49,7 +67,8 @@ impl Default for Global {
 }
 
 impl Global {
-    /// A collector at epoch 0 with no participants.
+    /// A collector at epoch 0 with no participants, whose sealing threads advance the
+    /// epoch themselves.
     pub fn new() -> Self {
         Global {
             epoch: CachePadded::new(AtomicU64::new(0)),
@@ -58,7 +77,27 @@ impl Global {
                 orphans: SpinLock::new(Vec::new()),
                 has_orphans: AtomicBool::new(false),
             }),
+            #[cfg(not(any(loom, miri)))]
+            advancer: None,
         }
+    }
+
+    /// A collector whose epoch is advanced by a grace-period thread, spawned on the first
+    /// full bag (see `advancer`). Under loom and Miri, the same as [`Global::new`].
+    pub fn with_advancer() -> Self {
+        #[allow(unused_mut)]
+        let mut global = Self::new();
+        #[cfg(not(any(loom, miri)))]
+        {
+            global.advancer = Some(CachePadded::new(Default::default()));
+        }
+        global
+    }
+
+    /// The grace-period thread's state, if the collector has one.
+    #[cfg(not(any(loom, miri)))]
+    pub(super) fn advancer(&self) -> Option<&super::advancer::Advancer> {
+        self.advancer.as_deref()
     }
 
     /// The global epoch, read without ordering (pin reads it so; see the module docs).

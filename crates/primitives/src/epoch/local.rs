@@ -78,8 +78,19 @@ impl Local {
         };
         if full {
             self.seal();
-            self.collect(1, false);
+            // With a grace-period thread: ask it to advance, and only run what has
+            // expired; without one: one attempt here.
+            let advances = if self.request_advance() { 0 } else { 1 };
+            self.collect(advances, false);
         }
+    }
+
+    /// Asks the collector's grace-period thread to advance; `false` if it has none.
+    fn request_advance(&self) -> bool {
+        #[cfg(not(any(loom, miri)))]
+        return super::advancer::request(&self.global);
+        #[cfg(any(loom, miri))]
+        return false;
     }
 
     /// Stamps the open bag and moves it to the sealed ones.

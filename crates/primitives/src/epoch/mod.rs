@@ -10,9 +10,10 @@
 //! crossbeam-epoch's `pin()` tries to advance the global epoch every 128 pins: it reads
 //! every thread's record and writes the global epoch, and a full bag of deferred functions
 //! goes to a global queue. So two system calls that share nothing still write a common
-//! cache line now and then, just by pinning. Here a pin that defers nothing writes only
-//! its own thread's record, and only a thread with memory to free moves the epoch (Linux's
-//! RCU and sv6 also advance grace periods off the readers' paths).
+//! cache line now and then, just by pinning. Here a pin writes only its own thread's
+//! record, a deferral only thread-local bags, and the epoch is advanced by a grace-period
+//! thread on request of a thread with a full bag (Linux's RCU and sv6 also advance grace
+//! periods off the callers' paths).
 //!
 //! ## Algorithm
 //! * **Global epoch**: a counter on a cache line of its own, written only when it advances.
@@ -26,11 +27,15 @@
 //! * **Seal**: when the open bag holds [`BAG_SIZE`] functions (or on a flush), (S1) a
 //!   `SeqCst` fence, (S2) read the global epoch `E`, and move the bag, stamped `E`, to the
 //!   thread's sealed bags. A bag stamped `E` may run once the global epoch is `E + 2`.
-//! * **Advance** (after a seal: one attempt; [`flush`]: two): (A1) read the global epoch
-//!   `cur`, (A2) a `SeqCst` fence, (A3) read every record; if every pinned one observed
-//!   `cur`, (A4) compare-and-swap the epoch from `cur` to `cur + 1`. Then the thread runs
-//!   its sealed bags that have expired, on itself: a free runs on the thread that retired
-//!   the object, whose cache still holds it.
+//! * **Advance**: (A1) read the global epoch `cur`, (A2) a `SeqCst` fence, (A3) read
+//!   every record; if every pinned one observed `cur`, (A4) compare-and-swap the epoch from
+//!   `cur` to `cur + 1`. After a seal, the process's collector asks its **grace-period
+//!   thread** (module `advancer`, spawned on the first full bag, Linux's RCU kthread) to
+//!   advance twice: the sealing thread sets a flag and unparks it, unless the flag is
+//!   already set. A collector without one (tests, loom, Miri) makes one attempt inline.
+//!   [`flush`] makes two attempts inline. Then the thread runs its sealed bags that have
+//!   expired, on itself: a free runs on the thread that retired the object, whose cache
+//!   still holds it.
 //! * **Thread exit**: the thread's bags (the open one sealed) go to a global orphan list,
 //!   which the next collecting thread adopts.
 //! * [`synchronize`]: seal a stamp `E` (S1, S2) and advance until the epoch is `E + 2`:
@@ -46,17 +51,25 @@
 //! |---|---|
 //! | `pin`, guard drop | its own record (nothing when nested) |
 //! | `defer*` | its own bags (thread-local) |
-//! | every 64th `defer*`, `flush` | reads every record and the orphan flag; writes the registry lock and, if the epoch advances, the global epoch |
+//! | every 64th `defer*` | reads the orphan flag; writes the grace-period thread's request flag (and its parker) unless a request is pending |
+//! | `flush`, `synchronize`; every 64th `defer*` without a grace-period thread | reads every record and the orphan flag; writes the registry lock and, if the epoch advances, the global epoch |
 //! | first pin of a thread, thread exit | the registry (and the orphan list at exit) |
 //!
-//! So two calls that commute and defer fewer than 64 functions between them write no
-//! common line; one of them advancing is the rare case (one call in `64 / deferrals per
-//! call`), and a program that never frees never advances.
+//! So two calls that commute write no common line, except when both fill a bag in the
+//! same instant (both then write the request flag): one call in `64 / deferrals per call`
+//! fills a bag, so both do about once in 4096 such pairs. The grace-period thread's scan
+//! reads every record and writes the epoch, which every pin reads; that is one writer
+//! per grace period, on no caller's path. Why not advance on the sealing thread: its scan
+//! reads the record the other call's pin writes, so the call that fills a bag conflicted
+//! with every pin (the scalability checker showed stat+unlink and write+unlink so).
+//! A program that never frees never advances.
 //!
 //! Idle memory: a thread's sealed bags run when it next seals, flushes or exits;
 //! [`flush`] (called by `drop_caches` and teardown through the VFS's `reclaim`) seals the
 //! open bag and advances twice, so with no reader pinned it frees everything this thread
-//! retired, and what exited threads left.
+//! retired, and what exited threads left. Dropping a collector runs its orphans (no
+//! participant is left then: each holds the collector). The grace-period thread parks
+//! between requests: an idle process runs nothing.
 //!
 //! ## Why a freed object is unreachable (the memory-ordering argument)
 //! Writer W unlinks object X (a store sequenced before W's seal fence F_W = S1), then
@@ -73,7 +86,8 @@
 //!    So `e <= E`. X runs only once the epoch is `E + 2`, so some thread A advanced it
 //!    from `E + 1`: A read `E + 1` (A1) before its fence F_A (A2); W's read of `E` is
 //!    coherence-ordered before A's read, so F_W precedes F_A, hence F_R precedes F_A, and
-//!    A's scan (A3) sees R's record as of P2 or later. While R is still pinned there it
+//!    A's scan (A3) sees R's record as of P2 or later (R registered before A's scan:
+//!    otherwise the registry lock orders F_A before F_R). While R is still pinned there it
 //!    says `e <= E < E + 1` and A does not advance. So A advanced only after R unpinned
 //!    (U1) or re-pinned later, and A's Acquire load read that Release store (U1, or P2 of
 //!    a later pin), so everything R did with X happens-before A's advance (A4, Release),
@@ -90,9 +104,12 @@
 //!
 //! ## Locks
 //! The registry lock and the orphan lock are leaf spinlocks, taken only on the rare paths
-//! above; deferred functions run with neither held. Deferred functions may pin, defer and
+//! above; deferred functions run with neither held. The grace-period thread takes only the
+//! registry lock, and holds the collector weakly (it exits when the collector goes). Deferred functions may pin, defer and
 //! flush (bags are taken out before they run).
 
+#[cfg(not(any(loom, miri)))]
+mod advancer;
 mod atomic;
 mod deferred;
 mod global;
@@ -113,7 +130,7 @@ mod default {
     use std::sync::{Arc, LazyLock};
 
     /// The process's collector.
-    static COLLECTOR: LazyLock<Arc<Global>> = LazyLock::new(|| Arc::new(Global::new()));
+    static COLLECTOR: LazyLock<Arc<Global>> = LazyLock::new(|| Arc::new(Global::with_advancer()));
 
     thread_local! {
         static HANDLE: LocalHandle = LocalHandle::register(&COLLECTOR);

@@ -64,6 +64,49 @@ fn only_a_full_bag_seals_and_advances() {
     assert_eq!(h.pending(), BAG_SIZE);
 }
 
+/// With a grace-period thread, the thread whose bag fills only asks: the thread moves the
+/// epoch on two steps, and the next full bag runs the first one.
+#[test]
+#[cfg_attr(miri, ignore = "no grace-period thread under Miri")]
+fn the_grace_period_thread_advances_for_a_full_bag() {
+    let g = Arc::new(Global::with_advancer());
+    let h = LocalHandle::register(&g);
+    let runs = Arc::new(AtomicUsize::new(0));
+    for _ in 0..BAG_SIZE {
+        counter(&h, &runs);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while g.epoch_relaxed() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        g.epoch_relaxed(),
+        2,
+        "the grace-period thread did not advance twice"
+    );
+    assert_eq!(
+        runs.load(Ordering::Relaxed),
+        0,
+        "the bag runs on its own thread"
+    );
+    for _ in 0..BAG_SIZE {
+        counter(&h, &runs);
+    }
+    assert_eq!(runs.load(Ordering::Relaxed), BAG_SIZE);
+    drop(h);
+    // The grace-period thread may hold the collector for a moment longer.
+    drop(g);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while runs.load(Ordering::Relaxed) < 2 * BAG_SIZE && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        runs.load(Ordering::Relaxed),
+        2 * BAG_SIZE,
+        "dropping the collector runs its orphans"
+    );
+}
+
 #[test]
 fn flush_runs_everything_when_nobody_is_pinned() {
     let (_g, h) = collector();
