@@ -7,7 +7,7 @@ use crossbeam_utils::CachePadded;
 
 use super::deferred::SealedBag;
 use crate::spinlock::SpinLock;
-use crate::sync::{fence, yield_now, Arc, AtomicBool, AtomicU64, Ordering};
+use crate::sync::{fence, yield_now, Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// The low bit of a participant's state: set while the thread is pinned.
 pub(super) const PINNED: u64 = 1;
@@ -31,6 +31,8 @@ struct Rare {
     orphans: SpinLock<Vec<SealedBag>>,
     /// Whether `orphans` may be non-empty: lets a collecting thread skip the lock.
     has_orphans: AtomicBool,
+    /// Threads registered so far (staggers their first bags; see `Local::bag_limit`).
+    registrations: AtomicUsize,
 }
 
 /// A collector: one global epoch and the threads registered with it. The process has one
@@ -76,6 +78,7 @@ impl Global {
                 registry: SpinLock::new(Vec::new()),
                 orphans: SpinLock::new(Vec::new()),
                 has_orphans: AtomicBool::new(false),
+                registrations: AtomicUsize::new(0),
             }),
             #[cfg(not(any(loom, miri)))]
             advancer: None,
@@ -115,12 +118,17 @@ impl Global {
     }
 
     /// Adds a participant record (once per thread; writes the registry's line).
-    pub(super) fn register(&self) -> Record {
+    /// Returns the record and how many threads registered before.
+    pub(super) fn register(&self) -> (Record, usize) {
         let record = Arc::new(CachePadded::new(Participant {
             state: AtomicU64::new(0),
         }));
-        self.rare.registry.lock().push(record.clone());
-        record
+        let mut registry = self.rare.registry.lock();
+        registry.push(record.clone());
+        // Relaxed: a count of registrations, read only here (under the registry lock).
+        let ordinal = self.rare.registrations.fetch_add(1, Ordering::Relaxed);
+        drop(registry);
+        (record, ordinal)
     }
 
     /// Removes a participant record (thread exit). The thread is not pinned.

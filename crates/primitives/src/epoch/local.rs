@@ -25,6 +25,11 @@ struct Local {
     open: RefCell<Vec<Deferred>>,
     /// Sealed bags, oldest first (adopted orphans may be older still).
     sealed: RefCell<Vec<SealedBag>>,
+    /// Deferrals that fill the open bag: [`BAG_SIZE`], except that the first bag of the
+    /// n-th registered thread is smaller by `n * 23 % (BAG_SIZE / 2)`, so that threads
+    /// doing the same work in step do not fill their bags in the same call (both would
+    /// then write the grace-period thread's request flag).
+    bag_limit: Cell<usize>,
     /// Whether the handle still exists; the last guard frees the state otherwise.
     handle_alive: Cell<bool>,
 }
@@ -74,7 +79,7 @@ impl Local {
         let full = {
             let mut open = self.open.borrow_mut();
             open.push(item);
-            open.len() >= BAG_SIZE
+            open.len() >= self.bag_limit.get()
         };
         if full {
             self.seal();
@@ -99,6 +104,7 @@ impl Local {
         if items.is_empty() {
             return;
         }
+        self.bag_limit.set(BAG_SIZE);
         let epoch = self.global.seal_epoch();
         self.sealed.borrow_mut().push(SealedBag { epoch, items });
     }
@@ -177,9 +183,11 @@ pub struct LocalHandle {
 impl LocalHandle {
     /// Registers the calling thread with `global` (writes the registry once).
     pub fn register(global: &Arc<Global>) -> LocalHandle {
+        let (record, ordinal) = global.register();
         let local = Box::new(Local {
             global: global.clone(),
-            record: global.register(),
+            record,
+            bag_limit: Cell::new(BAG_SIZE - ordinal * 23 % (BAG_SIZE / 2)),
             nesting: Cell::new(0),
             open: RefCell::new(Vec::with_capacity(BAG_SIZE)),
             sealed: RefCell::new(Vec::new()),

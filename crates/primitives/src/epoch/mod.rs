@@ -24,7 +24,9 @@
 //!   epoch, (P2) store it with the pinned bit into the own record, (P3) a `SeqCst` fence.
 //!   **Unpin** (U1): store "not pinned" into the own record.
 //! * **Defer**: push the function onto the thread's open bag (thread-local).
-//! * **Seal**: when the open bag holds [`BAG_SIZE`] functions (or on a flush), (S1) a
+//! * **Seal**: when the open bag holds [`BAG_SIZE`] functions (the first bag of each
+//!   thread after the first a little fewer, so that threads doing the same work in step
+//!   seal in different calls), or on a flush: (S1) a
 //!   `SeqCst` fence, (S2) read the global epoch `E`, and move the bag, stamped `E`, to the
 //!   thread's sealed bags. A bag stamped `E` may run once the global epoch is `E + 2`.
 //! * **Advance**: (A1) read the global epoch `cur`, (A2) a `SeqCst` fence, (A3) read

@@ -64,6 +64,28 @@ fn only_a_full_bag_seals_and_advances() {
     assert_eq!(h.pending(), BAG_SIZE);
 }
 
+/// Threads doing the same work in step fill their bags in different calls: the second
+/// thread's first bag is smaller, later ones are full-sized.
+#[test]
+fn the_second_threads_first_bag_is_staggered() {
+    let (g, _first) = collector();
+    let second = LocalHandle::register(&g);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let first_bag = BAG_SIZE - 23;
+    for _ in 0..first_bag - 1 {
+        counter(&second, &runs);
+    }
+    assert_eq!(g.epoch_relaxed(), 0);
+    counter(&second, &runs);
+    assert_eq!(g.epoch_relaxed(), 1, "the staggered first bag sealed");
+    for _ in 0..BAG_SIZE - 1 {
+        counter(&second, &runs);
+    }
+    assert_eq!(g.epoch_relaxed(), 1, "the second bag is full-sized");
+    counter(&second, &runs);
+    assert_eq!(runs.load(Ordering::Relaxed), first_bag);
+}
+
 /// With a grace-period thread, the thread whose bag fills only asks: the thread moves the
 /// epoch on two steps, and the next full bag runs the first one.
 #[test]
