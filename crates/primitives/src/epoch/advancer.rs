@@ -1,7 +1,9 @@
 //! The grace-period thread: advances the global epoch on request, so that a thread whose
 //! bag fills writes one flag instead of scanning every thread's record and writing the
-//! epoch (Linux's RCU grace-period kthread). Only the process's collector has one, and
-//! only outside loom and Miri (whose models and leak checks want no hidden thread).
+//! epoch (Linux's RCU grace-period kthread). Only collectors made by
+//! `Global::with_advancer` have one (not the process's: see "Advance" in the module
+//! docs for what it cost), and only outside loom and Miri (whose models and leak checks
+//! want no hidden thread).
 //!
 //! ## Protocol
 //! A sealing thread calls [`request`]: if `requested` is already set it writes nothing;

@@ -28,7 +28,7 @@ struct Local {
     /// Deferrals that fill the open bag: [`BAG_SIZE`], except that the first bag of the
     /// n-th registered thread is smaller by `n * 23 % (BAG_SIZE / 2)`, so that threads
     /// doing the same work in step do not fill their bags in the same call (both would
-    /// then write the grace-period thread's request flag).
+    /// then scan and advance, or write a grace-period thread's request flag).
     bag_limit: Cell<usize>,
     /// Whether the handle still exists; the last guard frees the state otherwise.
     handle_alive: Cell<bool>,

@@ -11,9 +11,10 @@
 //! every thread's record and writes the global epoch, and a full bag of deferred functions
 //! goes to a global queue. So two system calls that share nothing still write a common
 //! cache line now and then, just by pinning. Here a pin writes only its own thread's
-//! record, a deferral only thread-local bags, and the epoch is advanced by a grace-period
-//! thread on request of a thread with a full bag (Linux's RCU and sv6 also advance grace
-//! periods off the callers' paths).
+//! record, a deferral only thread-local bags, and only a thread whose bag is full (or
+//! that flushes) advances the epoch, so grace periods advance off the paths of every
+//! call that frees nothing (Linux's RCU and sv6 go further, with a grace-period thread:
+//! see "Advance" below for why the process's collector does not).
 //!
 //! ## Algorithm
 //! * **Global epoch**: a counter on a cache line of its own, written only when it advances.
@@ -26,18 +27,21 @@
 //! * **Defer**: push the function onto the thread's open bag (thread-local).
 //! * **Seal**: when the open bag holds [`BAG_SIZE`] functions (the first bag of each
 //!   thread after the first a little fewer, so that threads doing the same work in step
-//!   seal in different calls), or on a flush: (S1) a
+//!   do not seal and scan in the same call), or on a flush: (S1) a
 //!   `SeqCst` fence, (S2) read the global epoch `E`, and move the bag, stamped `E`, to the
 //!   thread's sealed bags. A bag stamped `E` may run once the global epoch is `E + 2`.
 //! * **Advance**: (A1) read the global epoch `cur`, (A2) a `SeqCst` fence, (A3) read
 //!   every record; if every pinned one observed `cur`, (A4) compare-and-swap the epoch from
-//!   `cur` to `cur + 1`. After a seal, the process's collector asks its **grace-period
-//!   thread** (module `advancer`, spawned on the first full bag, Linux's RCU kthread) to
-//!   advance twice: the sealing thread sets a flag and unparks it, unless the flag is
-//!   already set. A collector without one (tests, loom, Miri) makes one attempt inline.
-//!   [`flush`] makes two attempts inline. Then the thread runs its sealed bags that have
-//!   expired, on itself: a free runs on the thread that retired the object, whose cache
-//!   still holds it.
+//!   `cur` to `cur + 1`. After a seal the sealing thread makes one attempt; [`flush`]
+//!   makes two. Then the thread runs its sealed bags that have expired, on itself: a free
+//!   runs on the thread that retired the object, whose cache still holds it.
+//!   [`Global::with_advancer`] makes a collector that instead asks a **grace-period
+//!   thread** (module `advancer`, Linux's RCU kthread) to advance: the sealing thread
+//!   sets a flag and unparks it. That takes even the scan off the callers' paths, but the
+//!   process's collector does not use it: each request is a futex wake-up and the
+//!   thread's scan and epoch write move cache lines between CPUs, which cost inode-churn
+//!   a third of its single-thread throughput on the 2-core VM (0.36 against 0.50 million
+//!   ops/s), for three case-forms of the scalability check.
 //! * **Thread exit**: the thread's bags (the open one sealed) go to a global orphan list,
 //!   which the next collecting thread adopts.
 //! * [`synchronize`]: seal a stamp `E` (S1, S2) and advance until the epoch is `E + 2`:
@@ -53,24 +57,23 @@
 //! |---|---|
 //! | `pin`, guard drop | its own record (nothing when nested) |
 //! | `defer*` | its own bags (thread-local) |
-//! | every 64th `defer*` | reads the orphan flag; writes the grace-period thread's request flag (and its parker) unless a request is pending |
-//! | `flush`, `synchronize`; every 64th `defer*` without a grace-period thread | reads every record and the orphan flag; writes the registry lock and, if the epoch advances, the global epoch |
+//! | every 64th `defer*`, `flush`, `synchronize` | reads every record and the orphan flag; writes the registry lock and, if the epoch advances, the global epoch |
+//! | the same with a grace-period thread | reads the orphan flag; writes the request flag (and the thread's parker) unless a request is pending |
 //! | first pin of a thread, thread exit | the registry (and the orphan list at exit) |
 //!
-//! So two calls that commute write no common line, except when both fill a bag in the
-//! same instant (both then write the request flag): one call in `64 / deferrals per call`
-//! fills a bag, so both do about once in 4096 such pairs. The grace-period thread's scan
-//! reads every record and writes the epoch, which every pin reads; that is one writer
-//! per grace period, on no caller's path. Why not advance on the sealing thread: its scan
-//! reads the record the other call's pin writes, so the call that fills a bag conflicted
-//! with every pin (the scalability checker showed stat+unlink and write+unlink so).
-//! A program that never frees never advances.
+//! So two calls that commute write no common line unless one of them fills its thread's
+//! bag: one call in `64 / deferrals per call` (for unlink, which retires a dentry, an
+//! inode, names and hash nodes, about one in 13). That call's scan reads the record the
+//! other call's pin wrote, and its advance writes the epoch the other's pin reads (the
+//! scalability checker shows it in stat+unlink and write+unlink in different
+//! directories). A program that never frees never advances, and a pin that defers
+//! nothing never writes a shared line.
 //!
 //! Idle memory: a thread's sealed bags run when it next seals, flushes or exits;
 //! [`flush`] (called by `drop_caches` and teardown through the VFS's `reclaim`) seals the
 //! open bag and advances twice, so with no reader pinned it frees everything this thread
 //! retired, and what exited threads left. Dropping a collector runs its orphans (no
-//! participant is left then: each holds the collector). The grace-period thread parks
+//! participant is left then: each holds the collector). A grace-period thread parks
 //! between requests: an idle process runs nothing.
 //!
 //! ## Why a freed object is unreachable (the memory-ordering argument)
@@ -106,7 +109,7 @@
 //!
 //! ## Locks
 //! The registry lock and the orphan lock are leaf spinlocks, taken only on the rare paths
-//! above; deferred functions run with neither held. The grace-period thread takes only the
+//! above; deferred functions run with neither held. A grace-period thread takes only the
 //! registry lock, and holds the collector weakly (it exits when the collector goes). Deferred functions may pin, defer and
 //! flush (bags are taken out before they run).
 
@@ -132,7 +135,7 @@ mod default {
     use std::sync::{Arc, LazyLock};
 
     /// The process's collector.
-    static COLLECTOR: LazyLock<Arc<Global>> = LazyLock::new(|| Arc::new(Global::with_advancer()));
+    static COLLECTOR: LazyLock<Arc<Global>> = LazyLock::new(|| Arc::new(Global::new()));
 
     thread_local! {
         static HANDLE: LocalHandle = LocalHandle::register(&COLLECTOR);
