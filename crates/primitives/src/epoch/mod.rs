@@ -62,8 +62,8 @@
 //! | first pin of a thread, thread exit | the registry (and the orphan list at exit) |
 //!
 //! So two calls that commute write no common line unless one of them fills its thread's
-//! bag: one call in `64 / deferrals per call` (for unlink, which retires a dentry, an
-//! inode, names and hash nodes, about one in 13). That call's scan reads the record the
+//! bag: one call in `64 / deferrals per call` (unlink retires a dentry, an inode, names
+//! and hash nodes, so it fills a bag more often than rename). That call's scan reads the record the
 //! other call's pin wrote, and its advance writes the epoch the other's pin reads (the
 //! scalability checker shows it in stat+unlink and write+unlink in different
 //! directories). A program that never frees never advances, and a pin that defers
