@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crossbeam_epoch as epoch;
+use scalevfs_primitives::epoch;
 use scalevfs_primitives::lockstat::{LockClass, Mutex};
 use scalevfs_vfs::{Errno, SysResult};
 

@@ -437,7 +437,7 @@ impl Drop for Inner {
     /// `Inner` alive. Open files keep only their nodes and the `Core`, and never walk the
     /// tree, so they keep working on their (now detached) nodes.
     fn drop(&mut self) {
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         let mut stack = vec![self.root.clone()];
         while let Some(n) = stack.pop() {
             if let Some(d) = n.dir() {

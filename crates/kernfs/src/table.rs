@@ -25,7 +25,7 @@
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 
-use crossbeam_epoch::{self as epoch, Atomic, Guard, Owned, Shared};
+use scalevfs_primitives::epoch::{self, Atomic, Guard, Owned, Shared};
 
 use crate::node::KernfsNode;
 

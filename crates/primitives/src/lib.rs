@@ -15,6 +15,7 @@
 //! | [`dlist`]   | dlock-list                   | `DList`: per-CPU lists             | `LockedList`: one list        |
 //! | [`lockstat`]| `CONFIG_LOCK_STAT`           | per-lock-class statistics          |                               |
 //! | [`percpu`]  | dlock-list (counters)        | `PerCpuCounter`: a counter per CPU | one shard                     |
+//! | [`epoch`]   | RCU (grace periods)          | epochs advanced by freeing threads  | (crossbeam-epoch, replaced)   |
 //! | [`percpu_ref`] | `percpu_ref`, sv6 Refcache | `PcpuRef`: per-CPU gets and puts   | (`LockRef` alone)             |
 //!
 //! Under `--cfg loom` the atomics and locks come from [`loom`](https://docs.rs/loom) so the
@@ -24,6 +25,7 @@
 
 pub mod cpu;
 pub mod dlist;
+pub mod epoch;
 pub mod hashed;
 pub mod lockref;
 pub mod lockstat;

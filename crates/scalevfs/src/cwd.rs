@@ -110,7 +110,7 @@ impl Cwd {
     /// Runs `f` on the cwd without taking a count; reruns it if a `chdir` raced (so `f`
     /// must have no side effects).
     pub(crate) fn with_borrowed<R>(&self, mut f: impl FnMut(MntRef, &Dentry) -> R) -> R {
-        let _pin = crossbeam_epoch::pin();
+        let _pin = scalevfs_primitives::epoch::pin();
         loop {
             let start = self.seq.read_begin();
             let [mnt, dentry, _] = self.ptrs.load_acquire();
@@ -131,7 +131,7 @@ impl Cwd {
 
     /// The cwd, pinned: the start of a relative path walk (see the module docs).
     pub(crate) fn pin(&self) -> PinnedCwd {
-        let _pin = crossbeam_epoch::pin();
+        let _pin = scalevfs_primitives::epoch::pin();
         loop {
             let start = self.seq.read_begin();
             let [_, _, weak] = self.ptrs.load_acquire();

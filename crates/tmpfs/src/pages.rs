@@ -270,7 +270,7 @@ impl FilePages {
     }
 
     /// The leaf slot of `idx`, while `_guard` is pinned.
-    fn lookup<'g>(&self, idx: u64, _guard: &'g crossbeam_epoch::Guard) -> Slot<'g> {
+    fn lookup<'g>(&self, idx: u64, _guard: &'g scalevfs_primitives::epoch::Guard) -> Slot<'g> {
         // Acquire: pairs with the Release stores that published the root, each child node
         // and each page (`PagesWriter::slot_mut`, `write_at`), so their contents are
         // initialized for us.
@@ -305,7 +305,7 @@ impl FilePages {
     /// Copies `buf.len()` bytes at byte `off` into `buf`; missing pages and holes read as
     /// zeros. Writes no shared memory.
     pub fn read_at(&self, off: u64, buf: &mut [u8]) {
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         let mut done = 0;
         while done < buf.len() {
             let at = off + done as u64;
@@ -321,7 +321,7 @@ impl FilePages {
 
     /// The first page index at or after `idx` that holds data (`SEEK_DATA`).
     pub fn next_data(&self, idx: u64) -> Option<u64> {
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         // Acquire: as in `lookup`.
         let root = self.root.load(Ordering::Acquire);
         let mut found = None;
@@ -341,7 +341,7 @@ impl FilePages {
 
     /// The first page index at or after `idx` that holds no data (`SEEK_HOLE`).
     pub fn next_hole(&self, mut idx: u64) -> u64 {
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         while matches!(self.lookup(idx, &guard), Slot::Data(_)) {
             idx += 1;
         }

@@ -189,7 +189,7 @@ mod tests {
         let raw = Erc::as_raw(&a);
         drop(a);
         assert!(!flag.load(Ordering::SeqCst));
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         // SAFETY: pinned, and b keeps the object alive.
         let c = unsafe { Erc::try_get_raw(raw) }.unwrap();
         assert_eq!(Erc::count(&c), 2);

@@ -490,7 +490,7 @@ impl SuperBlock {
 
     /// The cached inode numbered `ino`, if it is live (`iget` for cached inodes). Lock-free.
     pub fn iget(&self, ino: u64) -> Option<InodeRef> {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let raw = self.icache.lookup(ino, &g, |_| true)?;
         // SAFETY: pinned, and an inode leaves the icache (in `evict`) before its memory is
         // retired.

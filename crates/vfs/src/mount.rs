@@ -41,7 +41,7 @@
 
 use crate::dentry::{Dentry, DentryRef};
 use crate::inode::SuperBlock;
-use crossbeam_epoch::{Atomic, Guard, Owned};
+use scalevfs_primitives::epoch::{Atomic, Guard, Owned};
 use std::collections::HashMap;
 use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -390,7 +390,7 @@ impl MountTable {
 
     /// Publishes a changed copy of the map (with the table mutex held).
     fn republish(&self, change: impl FnOnce(&mut HashMap<(usize, usize), usize>)) {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         // SAFETY: pinned; the current snapshot is replaced only under the table mutex, which
         // our caller holds. Acquire: pairs with the previous publication's Release.
         let cur = unsafe { self.map.load(Ordering::Acquire, &g).deref() };
@@ -423,7 +423,7 @@ impl Drop for MountTable {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no reader is left.
         unsafe {
-            let g = crossbeam_epoch::unprotected();
+            let g = scalevfs_primitives::epoch::unprotected();
             let m = self.map.load(Ordering::Relaxed, g);
             if !m.is_null() {
                 drop(m.into_owned());

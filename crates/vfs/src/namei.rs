@@ -312,7 +312,7 @@ impl VfsCore {
         if kind_of(last) != LastKind::Norm {
             return None;
         }
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
         if path[0] == b'/' {
             if let Err(e) = self.jump_root(ctx, start.mnt) {
@@ -366,7 +366,7 @@ impl VfsCore {
         mnt: MntRef,
         d: *const Dentry,
         c: &[u8],
-        g: &crossbeam_epoch::Guard,
+        g: &scalevfs_primitives::epoch::Guard,
     ) -> Option<(MntRef, *const Dentry)> {
         // SAFETY: `d` is the start (referenced by the caller) or was found in the dcache or
         // mount table while pinned: it stays allocated until the walk unpins.
@@ -414,7 +414,7 @@ impl VfsCore {
         must_dir: bool,
         finish: impl FnOnce(MntRef, *const Dentry) -> Option<R>,
     ) -> Option<SysResult<R>> {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
         if path[0] == b'/' {
             if let Err(e) = self.jump_root(ctx, start.mnt) {
@@ -701,7 +701,7 @@ impl VfsCore {
     /// something is mounted on `p`.
     pub(crate) fn cross_mounts_checked(&self, ctx: &Ctx<'_>, p: Path) -> SysResult<Path> {
         if ctx.has(Resolve::NO_XDEV) && p.dentry.is_mounted() {
-            let g = crossbeam_epoch::pin();
+            let g = scalevfs_primitives::epoch::pin();
             if self.mounts.lookup(p.mnt, p.dentry.as_ptr(), &g).is_some() {
                 return Err(Errno::EXDEV);
             }
@@ -712,7 +712,7 @@ impl VfsCore {
     /// Steps onto whatever is mounted on `p` (repeatedly).
     pub(crate) fn cross_mounts(&self, mut p: Path) -> Path {
         while p.dentry.is_mounted() {
-            let g = crossbeam_epoch::pin();
+            let g = scalevfs_primitives::epoch::pin();
             match self
                 .mounts
                 .lookup(p.mnt, p.dentry.as_ptr(), &g)

@@ -13,9 +13,9 @@
 //!
 //! Lock order: a bucket mutex is a leaf lock (nothing is taken while holding it).
 
-use crossbeam_epoch::{Atomic, Guard, Owned, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Shared};
 use std::sync::atomic::Ordering;
 
 struct Node<K, V> {
@@ -84,7 +84,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
     ) -> Result<(), V> {
         let b = self.bucket(hash);
         let _l = b.lock.lock();
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         let head = b.head.load(Ordering::Relaxed, &guard);
         let mut cur = head;
         // SAFETY: we hold the bucket lock, so no node of this chain is unlinked or freed.
@@ -110,7 +110,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
     pub fn remove(&self, hash: u64, mut pred: impl FnMut(&K, &V) -> bool) -> bool {
         let b = self.bucket(hash);
         let _l = b.lock.lock();
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         let mut link: &Atomic<Node<K, V>> = &b.head;
         loop {
             let cur: Shared<'_, Node<K, V>> = link.load(Ordering::Relaxed, &guard);
@@ -133,7 +133,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
 
     /// Calls `f` on every entry (diagnostics and teardown; takes each bucket lock in turn).
     pub fn for_each(&self, mut f: impl FnMut(&K, V)) {
-        let guard = crossbeam_epoch::pin();
+        let guard = scalevfs_primitives::epoch::pin();
         for b in self.buckets.iter() {
             let _l = b.lock.lock();
             let mut cur = b.head.load(Ordering::Relaxed, &guard);
@@ -150,7 +150,7 @@ impl<K, V> Drop for RcuHash<K, V> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no lookup can be running; free the chains directly.
         unsafe {
-            let guard = crossbeam_epoch::unprotected();
+            let guard = scalevfs_primitives::epoch::unprotected();
             for b in self.buckets.iter() {
                 let mut cur = b.head.load(Ordering::Relaxed, guard);
                 while !cur.is_null() {
@@ -190,7 +190,7 @@ mod tests {
             assert!(t.insert_unique(i, i, i as usize * 2, |k| *k == i).is_ok());
         }
         assert_eq!(t.insert_unique(5, 5, 0, |k| *k == 5), Err(10));
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         for i in 0..100u64 {
             assert_eq!(t.lookup(i, &g, |k| *k == i), Some(i as usize * 2));
         }
@@ -214,7 +214,7 @@ mod tests {
                     for i in 0..N {
                         let k = th * 10_000 + i;
                         t.insert_unique(k, k, k, |x| *x == k).unwrap();
-                        let g = crossbeam_epoch::pin();
+                        let g = scalevfs_primitives::epoch::pin();
                         assert_eq!(t.lookup(k, &g, |x| *x == k), Some(k));
                         drop(g);
                         if i % 2 == 0 {

@@ -1,197 +1,41 @@
 //! Deferred frees that run on the thread that retired the object, after a grace period
 //! (Linux: `call_rcu` callbacks are queued per CPU and invoked on the CPU that queued them).
 //!
-//! ## Why not `Guard::defer` directly
-//! crossbeam-epoch seals each thread's deferred functions into bags on a *global* queue,
-//! and whichever thread collects next runs them. With several threads creating and
-//! deleting files, about half of all dentries, inodes and hash nodes are then freed by a
-//! thread other than the one that allocated (and last touched) them: the allocator sends
-//! the block back to its owner's page (a cache-line transfer and an atomic push), and the
-//! owner reuses memory the other CPU touched last. Profiles of inode-churn at 2 threads
-//! showed those remote frees and misses as the main cost that one thread does not pay.
+//! A thin layer over [`scalevfs_primitives::epoch`], which does exactly that: each
+//! thread's deferred functions go into a thread-local bag; a full bag ([`BATCH`]
+//! functions) is sealed with the global epoch and run by the same thread once the epoch
+//! has advanced twice. This module names the VFS's retire operations and gives them
+//! typed wrappers.
 //!
-//! ## Algorithm
-//! Each thread keeps its retired objects in a local batch. When the batch holds [`BATCH`]
-//! objects it is *sealed*: a flag is created and crossbeam is asked to set it
-//! (`Guard::defer`, then `flush` so the request is not itself held in a local bag). The
-//! closure runs only after every thread pinned at that moment has unpinned, i.e. after a
-//! grace period for every object in the batch (each was unlinked before it was retired,
-//! so only readers pinned before the flag was deferred can hold it). Each time it seals a
-//! batch, the owning thread frees its older batches whose flags are set. So frees run on
-//! the retiring thread, and crossbeam carries one tiny closure per batch instead of one
-//! per object.
+//! ## Why frees run on the retiring thread
+//! A collector that runs whichever thread's bags it finds (crossbeam-epoch's global queue)
+//! frees, with several threads creating and deleting files, about half of all dentries,
+//! inodes and hash nodes on a thread other than the one that allocated (and last touched)
+//! them: the allocator sends the block back to its owner's page (a cache-line transfer and
+//! an atomic push), and the owner reuses memory the other CPU touched last. Profiles of
+//! inode-churn at 2 threads showed those remote frees and misses as the main cost that one
+//! thread does not pay.
 //!
-//! The retiring thread need not be pinned: the grace period starts when the batch is
-//! sealed, which is after every object in it was unlinked, and `seal` pins for its own
-//! call. So a last `put` that retires an object costs a push onto a thread-local vector,
-//! not an epoch pin (whose `SeqCst` fence was 2% of open+read+close).
+//! The retiring thread need not be pinned: the grace period starts when the bag is
+//! sealed, after every object in it was unlinked. So a last `put` that retires an object
+//! costs a push onto a thread-local vector, not a pin.
 //!
-//! * [`reclaim_local`] seals the partial batch and frees every batch whose grace period has
+//! * [`reclaim_local`] seals the partial bag and frees every bag whose grace period has
 //!   passed (`drop_caches` and teardown call it through `core::reclaim`).
-//! * A thread that exits hands its batches to crossbeam (`Guard::defer`), so nothing
-//!   leaks; they are then freed by whichever thread collects, as before.
-//!
-//! ## Memory ordering
-//! The flag's `Release` store (in the crossbeam closure) pairs with the owner's `Acquire`
-//! load: the grace period the closure observed happens-before the owner's frees.
+//! * A thread that exits leaves its bags to the next thread that collects (the epoch's
+//!   orphan list), so nothing leaks.
 //!
 //! ## What may be retired
 //! Only memory whose destructor takes no lock and cannot block: the free may run inside any
-//! later `retire` call of the same thread, under whatever locks that caller holds (as
-//! crossbeam's own collection runs deferred functions inside `pin`).
+//! later `retire` call of the same thread, under whatever locks that caller holds.
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crossbeam_epoch::{Owned, Pointable, Pointer, Shared};
+use scalevfs_primitives::epoch::{self, Pointable, Pointer, Shared};
 
-/// Objects per batch (crossbeam's own bag size).
-pub const BATCH: usize = 64;
-
-/// One retired object: its address and the function that frees it.
-struct Item {
-    ptr: *mut (),
-    free: unsafe fn(*mut ()),
-}
-
-impl Item {
-    /// # Safety
-    /// Called once, after the object's grace period.
-    unsafe fn run(self) {
-        // SAFETY: per the contract of `retire_box`/`retire_fn`, which built the pair.
-        unsafe { (self.free)(self.ptr) }
-    }
-}
-
-struct Sealed {
-    ready: Arc<AtomicBool>,
-    items: Vec<Item>,
-}
-
-/// Items moved to another thread (exit hand-over).
-struct SendItems(Vec<Item>);
-// SAFETY: every retired object is Send (the `retire_*` bounds), and its free function may
-// run on any thread.
-unsafe impl Send for SendItems {}
-
-impl SendItems {
-    /// # Safety
-    /// After the items' grace period.
-    unsafe fn run(self) {
-        for item in self.0 {
-            // SAFETY: per the contract.
-            unsafe { item.run() };
-        }
-    }
-}
-
-#[derive(Default)]
-struct Local {
-    current: Vec<Item>,
-    sealed: VecDeque<Sealed>,
-}
-
-impl Local {
-    /// Removes the batches whose grace period has passed (oldest first; sealed in order).
-    fn take_ready(&mut self) -> Vec<Vec<Item>> {
-        let mut out = Vec::new();
-        // Acquire: pairs with the Release store of the crossbeam closure in `seal`.
-        while self
-            .sealed
-            .front()
-            .is_some_and(|s| s.ready.load(Ordering::Acquire))
-        {
-            if let Some(s) = self.sealed.pop_front() {
-                out.push(s.items);
-            }
-        }
-        out
-    }
-}
-
-/// Asks crossbeam to mark `items` ready after a grace period and queues them on this
-/// thread. Runs outside any borrow of `LOCAL`: `flush` may run other deferred functions,
-/// whose frees may retire more (nested `push`).
-fn seal(items: Vec<Item>) {
-    let guard = &crossbeam_epoch::pin();
-    let ready = Arc::new(AtomicBool::new(false));
-    let flag = ready.clone();
-    // Release: pairs with the Acquire load in `take_ready`.
-    guard.defer(move || flag.store(true, Ordering::Release));
-    // Push the request to the global queue now; in the local bag it would wait for 63
-    // more.
-    guard.flush();
-    let mut sealed = Some(Sealed { ready, items });
-    let _ = LOCAL.try_with(|l| l.borrow_mut().sealed.extend(sealed.take()));
-    if let Some(s) = sealed {
-        // Thread teardown began meanwhile: let crossbeam free them.
-        let items = SendItems(s.items);
-        // SAFETY: as in `Local::drop`.
-        unsafe { guard.defer_unchecked(move || items.run()) };
-    }
-}
-
-impl Drop for Local {
-    fn drop(&mut self) {
-        // Thread exit: let crossbeam free what is left, after the usual grace period.
-        let mut items = std::mem::take(&mut self.current);
-        for s in self.sealed.drain(..) {
-            items.extend(s.items);
-        }
-        if items.is_empty() {
-            return;
-        }
-        let items = SendItems(items);
-        let guard = crossbeam_epoch::pin();
-        // SAFETY: each item was unlinked before it was retired; the closure runs after
-        // every thread pinned now (so every reader that can reach an item) has unpinned.
-        unsafe { guard.defer_unchecked(move || items.run()) };
-        guard.flush();
-    }
-}
-
-thread_local! {
-    static LOCAL: RefCell<Local> = RefCell::new(Local::default());
-}
-
-fn run_all(batches: Vec<Vec<Item>>) {
-    for batch in batches {
-        for item in batch {
-            // SAFETY: the batch's grace period has passed (its flag was set).
-            unsafe { item.run() };
-        }
-    }
-}
-
-fn push(item: Item) {
-    let mut slot = Some(item);
-    let taken = LOCAL.try_with(|l| {
-        let mut l = l.borrow_mut();
-        l.current.extend(slot.take());
-        if l.current.len() < BATCH {
-            return (None, Vec::new());
-        }
-        // Once per batch: seal it, and free the batches whose grace period has passed.
-        let full = std::mem::replace(&mut l.current, Vec::with_capacity(BATCH));
-        (Some(full), l.take_ready())
-    });
-    if let Ok((full, ready)) = taken {
-        if let Some(items) = full {
-            seal(items);
-        }
-        // Outside the borrow: a free may retire more (nested `push`).
-        run_all(ready);
-    }
-    if let Some(item) = slot {
-        // Thread teardown: this thread's list is gone; let crossbeam free it.
-        let item = SendItems(vec![item]);
-        let guard = crossbeam_epoch::pin();
-        // SAFETY: as in `Local::drop`.
-        unsafe { guard.defer_unchecked(move || item.run()) };
-    }
-}
+/// Objects per bag: a thread seals its bag (and may advance the epoch) once per this many
+/// retirements.
+pub const BATCH: usize = epoch::BAG_SIZE;
 
 unsafe fn drop_box<T>(p: *mut ()) {
     // SAFETY: `p` came from `Box::into_raw` of a `Box<T>` (see `retire_box`).
@@ -204,30 +48,21 @@ unsafe fn drop_box<T>(p: *mut ()) {
 /// `p` is unreachable for new readers (unlinked from every shared structure), nobody else
 /// frees it, and dropping `T` takes no lock.
 pub unsafe fn retire_box<T: Send + 'static>(p: *mut T) {
-    push(Item {
-        ptr: p.cast(),
-        free: drop_box::<T>,
-    });
+    // SAFETY: per our contract; `T: Send`, so the free may run on the thread that adopts
+    // this thread's bags if it exits first.
+    unsafe { epoch::defer_free(p.cast(), drop_box::<T>) };
 }
 
-unsafe fn drop_owned<T: ?Sized + Pointable>(p: *mut ()) {
-    // SAFETY: `p` came from `Shared::into_usize` of an `Owned<T>`'s allocation (see
-    // `retire_owned`), and is freed once.
-    drop(unsafe { Owned::<T>::from_usize(p as usize) });
-}
-
-/// [`retire_box`] for an object that crossbeam allocated (`Owned::new`): what
-/// `Guard::defer_destroy` does, freed on this thread.
+/// [`retire_box`] for an object allocated as an epoch `Owned`: what
+/// `Guard::defer_destroy` does, without a pin.
 ///
 /// # Safety
-/// As for [`retire_box`]; and `T` may be dropped on another thread (it is handed to
-/// crossbeam if this thread exits first), which the caller vouches for since `T` need not
-/// be `Send` here (crossbeam's `defer_destroy` asks the same of its callers).
+/// As for [`retire_box`]; and `T` may be dropped on another thread (if this thread exits
+/// first), which the caller vouches for since `T` need not be `Send` here (as for
+/// `defer_destroy`).
 pub unsafe fn retire_owned<T: ?Sized + Pointable>(p: Shared<'_, T>) {
-    push(Item {
-        ptr: p.into_usize() as *mut (),
-        free: drop_owned::<T>,
-    });
+    // SAFETY: per our contract; `T::drop` frees what `T::init` allocated.
+    unsafe { epoch::defer_free(p.into_ptr(), T::drop) };
 }
 
 unsafe fn drop_arc<T>(p: *mut ()) {
@@ -243,10 +78,8 @@ unsafe fn drop_arc<T>(p: *mut ()) {
 /// As for [`retire_box`]: the reference is unreachable for new readers, nobody else drops
 /// it, and dropping `T` takes no lock.
 pub unsafe fn retire_arc<T: Send + Sync + 'static>(p: *const T) {
-    push(Item {
-        ptr: p.cast_mut().cast(),
-        free: drop_arc::<T>,
-    });
+    // SAFETY: per our contract; `T: Send + Sync`, so the last drop may run anywhere.
+    unsafe { epoch::defer_free(p.cast_mut().cast(), drop_arc::<T>) };
 }
 
 /// Runs `f` on this thread once every thread pinned now has unpinned.
@@ -254,47 +87,26 @@ pub unsafe fn retire_arc<T: Send + Sync + 'static>(p: *const T) {
 /// # Safety
 /// As for [`retire_box`], for everything `f` frees.
 pub unsafe fn retire_fn<F: FnOnce() + Send + 'static>(f: F) {
-    unsafe fn call<F: FnOnce()>(p: *mut ()) {
-        // SAFETY: `p` came from `Box::into_raw` of a `Box<F>` below.
-        let f = unsafe { Box::from_raw(p.cast::<F>()) };
-        f();
-    }
-    push(Item {
-        ptr: Box::into_raw(Box::new(f)).cast(),
-        free: call::<F>,
-    });
+    // SAFETY: per our contract; `Send + 'static`, so it may run anywhere, any time later.
+    unsafe { epoch::defer_fn(f) };
 }
 
-/// Seals this thread's partial batch and frees every batch of this thread whose grace
-/// period has passed. Other threads' batches are freed by their owners (or, after they
-/// exit, by crossbeam).
+/// Seals this thread's partial bag and frees every bag of this thread whose grace period
+/// has passed (and those exited threads left). Other threads' bags are freed by their
+/// owners.
 pub fn reclaim_local() {
-    let partial = LOCAL
-        .try_with(|l| std::mem::take(&mut l.borrow_mut().current))
-        .unwrap_or_default();
-    if !partial.is_empty() {
-        seal(partial);
-    }
-    let ready = LOCAL
-        .try_with(|l| l.borrow_mut().take_ready())
-        .unwrap_or_default();
-    run_all(ready);
+    epoch::flush();
 }
 
 /// Objects this thread has retired and not yet freed (tests).
 pub fn pending_local() -> usize {
-    LOCAL
-        .try_with(|l| {
-            let l = l.borrow();
-            l.current.len() + l.sealed.iter().map(|s| s.items.len()).sum::<usize>()
-        })
-        .unwrap_or(0)
+    epoch::pending_local()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     struct Counted(Arc<AtomicUsize>);
     impl Drop for Counted {
@@ -304,7 +116,7 @@ mod tests {
     }
 
     /// Reclaims until `done()`, for up to 10 s: a grace period also waits for threads of
-    /// *other* tests that happen to be pinned (they share crossbeam's global epoch).
+    /// *other* tests that happen to be pinned (they share the process's global epoch).
     fn reclaim_until(done: impl Fn() -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while !done() && std::time::Instant::now() < deadline {
@@ -357,7 +169,7 @@ mod tests {
         let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let reader = std::thread::spawn(move || {
-            let _g = crossbeam_epoch::pin();
+            let _g = epoch::pin();
             pinned_tx.send(()).unwrap();
             done_rx.recv().unwrap();
         });

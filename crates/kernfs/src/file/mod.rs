@@ -497,7 +497,7 @@ mod tests {
                 if kept.strong_count() == 0 {
                     break;
                 }
-                crossbeam_epoch::pin().flush();
+                scalevfs_primitives::epoch::flush();
             }
             assert_eq!(kept.strong_count(), 0, "{locking:?}: the open node leaked");
         }

@@ -266,7 +266,7 @@ impl FdTable {
 
     /// A counted reference to the file at `fd` (`EBADF` if none).
     pub fn get(&self, fd: i32) -> SysResult<FileRef> {
-        let _g = crossbeam_epoch::pin();
+        let _g = scalevfs_primitives::epoch::pin();
         let p = file_of(self.load(fd)?);
         // SAFETY: pinned; file memory is retired through the epoch after its last count, and
         // try_get refuses a zero count.

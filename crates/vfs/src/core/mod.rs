@@ -227,7 +227,7 @@ pub fn leaked_cores() -> u64 {
 pub fn reclaim() {
     crate::retire::reclaim_local();
     for _ in 0..4 {
-        crossbeam_epoch::pin().flush();
+        scalevfs_primitives::epoch::flush();
         crate::retire::reclaim_local();
     }
 }

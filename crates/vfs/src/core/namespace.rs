@@ -401,7 +401,7 @@ impl VfsCore {
     /// Is one of `names` in `dir` cached as a directory? A hint (no lock, no count) that
     /// sends a directory rename straight to the locked path. One pin for all the names.
     fn cached_dir(&self, dir: &Path, names: &[&[u8]]) -> bool {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         names.iter().any(|name| {
             self.dcache
                 .lookup_rcu(&dir.dentry, name, &g)

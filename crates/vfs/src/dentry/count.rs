@@ -91,7 +91,7 @@ impl DentryRef {
     /// A counted reference to the parent (`dget_parent`); `None` for a root or negative.
     pub fn parent(&self) -> Option<DentryRef> {
         loop {
-            let _g = crossbeam_epoch::pin();
+            let _g = scalevfs_primitives::epoch::pin();
             // Acquire: pairs with the Release stores in `instantiate` and `set_location`.
             let p = self.parent.load(Ordering::Acquire);
             if p.is_null() {

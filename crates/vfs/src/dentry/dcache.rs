@@ -124,7 +124,7 @@ impl Dcache {
 
     /// Looks up a cached child and takes a reference (`d_lookup`).
     pub fn lookup(&self, parent: &Dentry, name: &[u8]) -> Option<DentryRef> {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let p = self.lookup_rcu(parent, name, &g)?;
         // SAFETY: found in the cache while pinned.
         unsafe { DentryRef::try_get(p) }
@@ -147,7 +147,7 @@ impl Dcache {
             // SAFETY: only the pointer is read; the name is not shared yet.
             unsafe {
                 b.name
-                    .load(Ordering::Relaxed, crossbeam_epoch::unprotected())
+                    .load(Ordering::Relaxed, scalevfs_primitives::epoch::unprotected())
             }
             .into_usize(),
         );
@@ -166,7 +166,7 @@ impl Dcache {
                     };
                 }
                 Err(existing) => {
-                    let _g = crossbeam_epoch::pin();
+                    let _g = scalevfs_primitives::epoch::pin();
                     // SAFETY: found in the cache under the bucket lock just now, and pinned.
                     if let Some(r) = unsafe { DentryRef::try_get(existing as *const Dentry) } {
                         // SAFETY: never published; we own it.
@@ -218,7 +218,7 @@ impl Dcache {
     /// in the middle of a rename. Call with `d`'s lock held.
     pub(super) fn remove_from_hash_locked(&self, d: &Dentry) {
         let pid = d.parent_id.load(Ordering::Relaxed);
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let me = d as *const Dentry as usize;
         d.with_name(&g, |name| {
             self.hash
@@ -278,7 +278,7 @@ impl Dcache {
             // Acquire: we take over the old parent's count, published with its store.
             old_parent = d.parent.swap(parent.as_ptr() as *mut _, Ordering::AcqRel);
             d.parent_id.store(parent.id, Ordering::Relaxed);
-            let g = crossbeam_epoch::pin();
+            let g = scalevfs_primitives::epoch::pin();
             let new = new_name(name).into_shared(&g);
             let name_ref = NameRef(new.into_usize());
             // Release: pairs with the Acquire in `with_name`.
@@ -328,7 +328,7 @@ impl Dcache {
         if IN_SHRINK.with(|f| f.replace(true)) {
             return 0;
         }
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         let batch: Vec<usize> = {
             let mut sh = self.lru.shards[s].lock();
             let len = sh.slots.len();
@@ -441,7 +441,7 @@ impl Dcache {
         // Every pass starts over, so a torn optimistic pass that the rename lock rejects
         // leaves nothing behind; `f` never panics on torn data (bounded, checked slices).
         self.rename_lock.read_consistent(|| {
-            let g = crossbeam_epoch::pin();
+            let g = scalevfs_primitives::epoch::pin();
             let mut pos = buf.len();
             let (mut m, mut cur) = (mnt, d as *const Dentry);
             let root_p = root as *const Dentry;

@@ -140,9 +140,9 @@ use crate::erc::{Erc, ErcInner};
 use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::prims::{DRef, DRefGuard, RenameLock};
 use crate::rcuhash::{hash_name, RcuHash};
-use crossbeam_epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::percpu_ref::SlotArena;
 use scalevfs_primitives::Locking;
@@ -185,7 +185,7 @@ impl Drop for Dentry {
         unsafe {
             let n = self
                 .name
-                .load(Ordering::Relaxed, crossbeam_epoch::unprotected());
+                .load(Ordering::Relaxed, scalevfs_primitives::epoch::unprotected());
             if !n.is_null() {
                 drop(n.into_owned());
             }
@@ -219,7 +219,7 @@ impl Dentry {
     pub fn inode_ref(&self) -> Option<InodeRef> {
         // Pinned before the load: a dentry being killed concurrently drops its inode count,
         // and only a pin taken before the load keeps the inode's memory for `try_get`.
-        let _g = crossbeam_epoch::pin();
+        let _g = scalevfs_primitives::epoch::pin();
         // Acquire: pairs with the Release store in `instantiate`.
         let p = self.inode.load(Ordering::Acquire);
         if p.is_null() {
@@ -260,7 +260,7 @@ impl Dentry {
     }
     /// The current name (a copy).
     pub fn name(&self) -> Vec<u8> {
-        let g = crossbeam_epoch::pin();
+        let g = scalevfs_primitives::epoch::pin();
         self.with_name(&g, |n| n.to_vec())
     }
     fn with_name<R>(&self, g: &Guard, f: impl FnOnce(&[u8]) -> R) -> R {
@@ -275,7 +275,7 @@ impl Dentry {
     /// every directory in it). A concurrent rename may give the old parent's number, as on
     /// Linux. `None` for a root.
     pub fn parent_ino(&self) -> Option<u64> {
-        let _g = crossbeam_epoch::pin();
+        let _g = scalevfs_primitives::epoch::pin();
         let p = self.parent_ptr();
         if p.is_null() {
             return None;
