@@ -88,6 +88,7 @@ impl LockManager {
         ) -> Result<Option<Queued<'t>>, Errno>,
     ) -> Result<(), Errno> {
         let mut retrying = None;
+        let mut retried = false;
         loop {
             let (queued, woken) = {
                 let mut g = self.lock(ctx);
@@ -100,9 +101,15 @@ impl LockManager {
             let Some((w, token)) = queued? else {
                 return Ok(());
             };
-            match self.sleep(ctx, &w, token)? {
+            // A request blocked again after a retry lost the lock to a thread that asked
+            // meanwhile: that thread is running and re-taking the lock, so polling would
+            // only pull the context's lines away from it on every retry. Sleep at once.
+            match self.sleep(ctx, &w, token, !retried)? {
                 Woken::Granted => return Ok(()),
-                Woken::Retry => retrying = Some(w),
+                Woken::Retry => {
+                    retrying = Some(w);
+                    retried = true;
+                }
             }
         }
     }
@@ -246,6 +253,7 @@ impl LockManager {
         ctx: &FileLockContext,
         w: &Arc<Waiter>,
         token: Option<&CancelToken>,
+        poll: bool,
     ) -> Result<Woken, Errno> {
         // Poll a while first. A lock held for a short critical section is often handed
         // on within microseconds; a waiter that is still polling when completed costs the
@@ -254,7 +262,7 @@ impl LockManager {
         // of our own waiter's line, so pollers do not bounce the context's lines. At most
         // half the CPUs poll on one context at a time, so that with more threads than CPUs
         // the pollers leave the holders (and the completer) CPUs to run on.
-        if ctx.inner.spinners.fetch_add(1, Ordering::Relaxed) < max_spinners() {
+        if poll && ctx.inner.spinners.fetch_add(1, Ordering::Relaxed) < max_spinners() {
             // Relaxed: a hint for completers (`list::prefer_polling`), ordering nothing.
             w.polling.store(true, Ordering::Relaxed);
             let end = Instant::now() + WAITER_POLL;
@@ -270,9 +278,11 @@ impl LockManager {
                 }
             }
         }
-        w.polling.store(false, Ordering::Relaxed);
-        // Relaxed: the count only bounds how many poll; it orders nothing.
-        ctx.inner.spinners.fetch_sub(1, Ordering::Relaxed);
+        if poll {
+            w.polling.store(false, Ordering::Relaxed);
+            // Relaxed: the count only bounds how many poll; it orders nothing.
+            ctx.inner.spinners.fetch_sub(1, Ordering::Relaxed);
+        }
         if w.state() != list::PENDING {
             return outcome(w.state());
         }
