@@ -351,8 +351,8 @@ pub fn run(args: &CommuteArgs) -> Result<(), String> {
     if let Some(list) = listed {
         let listed: BTreeSet<&str> = list.iter().map(String::as_str).collect();
         // A listed case that conflicted is traced once more, alone, before it counts as
-        // lost: some conflicts are periodic (crossbeam's epoch advances every 128 pins,
-        // wherever that falls), and a second trace at another position tells them apart.
+        // lost: some conflicts are periodic (the epoch advances when a thread's bag of
+        // deferred frees fills, wherever that falls), and a second trace at another position tells them apart.
         let suspects: Vec<Selected> = sel
             .iter()
             .filter(|s| listed.contains(s.id.as_str()))

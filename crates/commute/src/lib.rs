@@ -36,9 +36,9 @@
 //! The traced child runs all its cases in one tree (each case in its own `/w<k>`, `/c<k>`
 //! directories, with fresh processes): building and dropping a tree per case would be most
 //! of the trace. The native check uses a fresh tree per run. Some conflicts are periodic
-//! rather than per call: crossbeam's epoch-based reclamation advances the global epoch
-//! every 128 pins, so a case whose window happens to hold that advance conflicts on the
-//! epoch's line in one run and not in another. `--check` therefore traces a listed case
+//! rather than per call: the epoch (`scalevfs_primitives::epoch`) is advanced by the call
+//! that fills its thread's bag of 64 deferred frees, so a case whose window happens to hold
+//! that advance conflicts on the epoch's line in one run and not in another. `--check` therefore traces a listed case
 //! that conflicted once more, alone, and fails only if it conflicts again.
 //!
 //! ## Tracing ([`trace`])

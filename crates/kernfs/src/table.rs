@@ -1,5 +1,5 @@
 //! A directory's child table: a hash table of singly linked bucket lists that readers
-//! search without any lock (Linux's RCU hash lists, with crossbeam-epoch for RCU).
+//! search without any lock (Linux's RCU hash lists, with the epoch of `scalevfs_primitives::epoch` for RCU).
 //!
 //! ## Protocol
 //!

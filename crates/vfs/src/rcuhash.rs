@@ -2,7 +2,7 @@
 //!
 //! Each bucket is a singly linked chain of immutable nodes plus a small mutex.
 //!
-//! * **Lookup** pins the crossbeam epoch and walks the chain with Acquire loads; it takes no
+//! * **Lookup** pins the epoch and walks the chain with Acquire loads; it takes no
 //!   lock and writes no shared memory (pinning writes only the thread's own epoch slot).
 //! * **Insert / remove** take the bucket's mutex, so writers contend only within a bucket.
 //!   Insert publishes a fully built node at the head with a Release store (pairs with the

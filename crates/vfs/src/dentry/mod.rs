@@ -165,7 +165,7 @@ pub struct Dentry {
     flags: AtomicU32,
     parent_id: AtomicU64,
     parent: AtomicPtr<Dentry>,
-    /// One allocation: crossbeam's length-prefixed array, so a name costs its length plus a
+    /// One allocation: the epoch module's length-prefixed array, so a name costs its length plus a
     /// word (a `Vec` would add a 24-byte header allocation).
     name: Atomic<[NameByte]>,
     inode: AtomicPtr<ErcInner<Inode>>,
