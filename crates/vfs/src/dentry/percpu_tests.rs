@@ -147,6 +147,10 @@ fn put_if_last_sees_per_cpu_counts() {
 /// recreates it and a third runs the shrinker: nothing leaks, nothing is freed in use
 /// (the open files' inodes stay readable), and the counts are exact at the end.
 #[test]
+// Under Miri the unbounded churn and shrinker loops (they run until the workers finish)
+// outpace the workers by so much that the test did not end in 10 minutes; the per-CPU
+// protocol's unit tests above run under Miri, this one natively and under ThreadSanitizer.
+#[cfg_attr(miri, ignore = "unbounded churn loops: too slow under Miri")]
 fn stress_shared_file_against_unlink_and_shrinker() {
     const WORKERS: usize = 4;
     let iters = if cfg!(miri) { 20 } else { 3_000 };
