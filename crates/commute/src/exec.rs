@@ -304,6 +304,9 @@ pub fn build(w: &Workers, case: &Case, form: Form, place: &Place) -> Result<Arc<
             let warm = b.make_env(true, t)?;
             let env = b.make_env(false, t)?;
             with_scratch(|s| run(&warm, s)).ok();
+            // Start the measured call with this thread's deferred-free bag empty, as in a
+            // fresh process (see "Periodic work" in the crate docs).
+            scalevfs_primitives::epoch::flush();
             Ok::<_, String>((warm, env))
         })?);
     }

@@ -35,11 +35,24 @@
 //!
 //! The traced child runs all its cases in one tree (each case in its own `/w<k>`, `/c<k>`
 //! directories, with fresh processes): building and dropping a tree per case would be most
-//! of the trace. The native check uses a fresh tree per run. Some conflicts are periodic
-//! rather than per call: the epoch (`scalevfs_primitives::epoch`) is advanced by the call
-//! that fills its thread's bag of 64 deferred frees, so a case whose window happens to hold
-//! that advance conflicts on the epoch's line in one run and not in another. `--check` therefore traces a listed case
-//! that conflicted once more, alone, and fails only if it conflicts again.
+//! of the trace. The native check uses a fresh tree per run.
+//!
+//! ### Periodic work
+//!
+//! Some shared writes are periodic rather than per call. The epoch
+//! (`scalevfs_primitives::epoch`) is advanced by the call that fills its thread's bag of 64
+//! deferred frees: that call reads every thread's record and writes the global epoch, and
+//! runs the thread's expired frees. Which call of a case that is depends only on how many
+//! objects the thread retired before, in the cases traced earlier in the same child. So
+//! each worker starts its measured call with its bag empty ([`epoch::flush`] at the end of
+//! the setup, as a fresh process starts), and a call that retires fewer than 64 objects
+//! never advances the epoch inside its window. What this leaves out, the advance itself,
+//! costs one scan of the threads' records per 64 retired objects per thread (Linux does the
+//! same work in its RCU grace-period kthread and sv6 in a per-core timer, outside any
+//! system call); the README's checker section says so. `--check` still traces a listed
+//! case that conflicted once more, alone, and fails only if it conflicts again.
+//!
+//! [`epoch::flush`]: scalevfs_primitives::epoch::flush
 //!
 //! ## Tracing ([`trace`])
 //!

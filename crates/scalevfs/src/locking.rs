@@ -4,9 +4,11 @@
 //! ## Who owns what
 //! - The [`Vfs`](crate::Vfs) owns one [`LockManager`] (`VfsOptions::locking` picks the
 //!   scalable design or the legacy ablation).
-//! - Each inode gets its [`FileLockContext`] on its first lock operation
+//! - Each inode gets its [`FileLockContext`] on its first lock request
 //!   ([`context`]: `OnceLock::get_or_init`, so concurrent first users agree on one); inodes
-//!   never locked pay only the empty `OnceLock` in the inode. There is no global list on
+//!   never locked pay only the empty `OnceLock` in the inode. A query (`F_GETLK`) or an
+//!   unlock of such an inode creates none (as Linux's `posix_test_lock`), so it writes
+//!   nothing. There is no global list on
 //!   the lock and unlock paths; only the `/proc/locks` listing walks the manager's per-CPU
 //!   registry.
 //! - POSIX owner: the [`Process`](crate::Process), identified by its pid (unique per
@@ -32,7 +34,7 @@
 
 use scalevfs_vfs::abi::Flock;
 use scalevfs_vfs::cancel::CancelToken;
-use scalevfs_vfs::locks::{flock_op_type, FcntlFile, FileLockContext, LockManager};
+use scalevfs_vfs::locks::{flock_op_type, FcntlFile, FileLockContext, LockManager, LockType};
 use scalevfs_vfs::{Errno, FcntlArg, Inode, OpenFile, SysResult};
 
 use crate::fdtable::FdTable;
@@ -87,7 +89,6 @@ impl Caller<'_> {
             return Err(Errno::EFAULT);
         };
         let inode = f.inode();
-        let ctx = context(self.mgr, inode);
         let file = FcntlFile {
             // The position lock is the description's: take it only when the range needs it.
             pos: if fl.l_whence as i32 == libc::SEEK_CUR {
@@ -103,6 +104,15 @@ impl Caller<'_> {
             pid: self.pid,
         };
         let before: Flock = *fl;
+        let ctx = match inode.lock_ctx.get() {
+            Some(ctx) => ctx,
+            None => match self.mgr.fcntl_without_context(cmd, fl, &file) {
+                // A query, or an unlock, of a file that never held a lock: answered
+                // without creating its context.
+                Some(answer) => return answer.map(|()| 0),
+                None => context(self.mgr, inode),
+            },
+        };
         self.mgr.fcntl(ctx, cmd, fl, &file, cancel)?;
         if matches!(cmd, libc::F_SETLK | libc::F_SETLKW)
             && before.l_type != libc::F_UNLCK as i16
@@ -118,12 +128,16 @@ impl Caller<'_> {
     /// `EINVAL` before the descriptor is looked at; then a bad or `O_PATH` descriptor is
     /// `EBADF`.
     pub(crate) fn flock(&self, op: i32, cancel: Option<&CancelToken>) -> SysResult<()> {
-        if flock_op_type(op)?.is_none() {
+        let Some(ty) = flock_op_type(op)? else {
             return Ok(());
-        }
+        };
         let f = self.fds.get(self.fd)?;
         if f.is_path() {
             return Err(Errno::EBADF);
+        }
+        if ty == LockType::Unlock && f.inode().lock_ctx.get().is_none() {
+            // Nothing to release on a file that never held a lock.
+            return Ok(());
         }
         let ctx = context(self.mgr, f.inode());
         self.mgr.flock(ctx, f.lock_id(), self.pid, op, cancel)

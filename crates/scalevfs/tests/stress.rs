@@ -617,3 +617,71 @@ fn rename_and_rmdir_lock_order() {
         });
     }
 }
+
+/// `rmdir` in a directory whose name changes run shared races creates and unlinks inside
+/// the victim, renames into and out of it, and `mkdir` of the same name: nothing
+/// deadlocks (the victim is only tried under the parent's shared side), every answer is
+/// one Linux gives, and afterwards the parent's link count and listing agree.
+#[test]
+fn rmdir_races_changes_inside_and_renames() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        p.mkdir("/d", 0o755).unwrap();
+        p.mkdir("/e", 0o755).unwrap();
+        p.write_file("/d/x", b"").unwrap();
+        // Name changes in /d run shared once its namespace lock exists.
+        p.write_file("/d/warm", b"").unwrap();
+        std::thread::scope(|s| {
+            let p = &p;
+            s.spawn(move || {
+                for _ in 0..3000 {
+                    let r = p.mkdir("/d/sub", 0o755);
+                    assert!(r.is_ok() || r == Err(Errno::EEXIST), "mkdir: {r:?}");
+                    let r = p.rmdir("/d/sub");
+                    assert!(
+                        r.is_ok() || [Errno::ENOENT, Errno::ENOTEMPTY].contains(&r.unwrap_err()),
+                        "rmdir: {r:?}"
+                    );
+                }
+            });
+            s.spawn(move || {
+                for _ in 0..3000 {
+                    let r = p.write_file("/d/sub/f", b"");
+                    assert!(r.is_ok() || r == Err(Errno::ENOENT), "create: {r:?}");
+                    let r = p.unlink("/d/sub/f");
+                    assert!(r.is_ok() || r == Err(Errno::ENOENT), "unlink: {r:?}");
+                }
+            });
+            s.spawn(move || {
+                for _ in 0..3000 {
+                    let r = p.rename("/d/x", "/d/sub/x");
+                    assert!(r.is_ok() || r == Err(Errno::ENOENT), "rename in: {r:?}");
+                    if r.is_ok() {
+                        p.rename("/d/sub/x", "/d/x").unwrap();
+                    }
+                    // A directory moved across the parent, and back.
+                    let r = p.rename("/d/sub", "/e/sub");
+                    assert!(
+                        r.is_ok() || [Errno::ENOENT].contains(&r.unwrap_err()),
+                        "rename out: {r:?}"
+                    );
+                    if r.is_ok() {
+                        let back = p.rename("/e/sub", "/d/sub");
+                        assert!(back.is_ok() || back == Err(Errno::ENOTEMPTY), "{back:?}");
+                    }
+                }
+            });
+        });
+        // Whatever is left, the parents' link counts and listings agree.
+        for dir in ["/d", "/e"] {
+            let subdirs = p
+                .readdir(dir)
+                .unwrap()
+                .iter()
+                .filter(|e| e.name != b"." && e.name != b".." && e.d_type == DT_DIR)
+                .count();
+            assert_eq!(p.stat(dir).unwrap().nlink as usize, 2 + subdirs, "{dir}");
+        }
+    }
+}

@@ -254,8 +254,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn dir_attrs(&self, _dir: &Inode) -> Option<DirAttrs> {
         None
     }
-    /// Whether the directory `dir` takes concurrent changes of *different* names of
-    /// non-directories (create, link, unlink, rename within it): its own locks keep its
+    /// Whether the directory `dir` takes concurrent changes of *different* names (create,
+    /// `mkdir`, link, unlink, `rmdir`, rename of non-directories within it; the VFS holds
+    /// a directory being removed exclusively itself): its own locks keep its
     /// entries consistent, and it keeps the directory's size, link count and times itself
     /// without a lost update ([`FileSystem::dir_attrs`]). The VFS then runs such changes
     /// under the directory's namespace lock shared and a lock per name, instead of the

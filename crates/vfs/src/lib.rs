@@ -63,17 +63,21 @@
 //! │  map lock, page locks; kernfs: see its crate docs)
 //! │  └─ inode list shard, inode-cache bucket (leaves)                   [inode, rcuhash]
 //! ├─ inode list shard, inode-cache bucket (leaves)
+//! ├─ mount mutex ... (`mount`, holding the mountpoint exclusively)
 //! └─ rename lock, written (`rename_lock`: d_move, mount changes)        [prims, dentry]
 //!    └─ d_lock (the dentry's lockref lock: flags, LRU state; moved      [dentry]
 //!       │  dentry, then target, by address; never a parent under its
 //!       │  child)
 //!       └─ dentry hash bucket, LRU shard (leaves)                       [dentry, rcuhash]
-//! Inode::ns_lock, shared (a directory held shared for changes of         [core dirlock]
-//!    non-directory names; no other directory lock is taken under it)
+//! Inode::ns_lock, shared (a directory held shared for adding or         [core dirlock]
+//!    removing one name, or renaming non-directories within it; the only
+//!    directory lock taken under it is the rmdir victim's, a child)
 //! └─ name lock(s) (`VfsCore::name_locks`, hashed by (parent, name); two:
 //!    │  lowest index first)
 //!    ├─ Inode::rwsem of the non-directory unlinked or linked
 //!    │  └─ file system locks ...
+//!    ├─ Inode::rwsem, then Inode::ns_lock written, of the directory that
+//!    │  rmdir removes (the locks below as under an rwsem)
 //!    ├─ file system locks ...
 //!    └─ d_lock ... (instantiate, d_move of a non-directory, d_drop)
 //! mount mutex (VfsCore::mounts: mount, umount)                          [core, mount]

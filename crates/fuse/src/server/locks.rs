@@ -160,7 +160,9 @@ impl Dispatcher {
                 op.lk.start,
                 op.lk.end,
             )?;
-            Ok(fs.locks().getlk(fs.lock_ctx(&n), &lr))
+            // A file that never held a lock has no context, and a query creates none.
+            let ctx = n.inode().lock_ctx.get();
+            Ok(ctx.and_then(|ctx| fs.locks().getlk(ctx, &lr)))
         });
         match r {
             Ok(found) => {

@@ -457,6 +457,16 @@ impl SeqRwLock {
         w
     }
 
+    /// Whether a reader is in (or granted), as a writer that has set `WRITER` sees it.
+    fn readers_present(&self) -> bool {
+        self.shards.iter().any(|cpu| {
+            // SeqCst: the Dekker pair, as in `write_drain`.
+            cpu.owned.load(Ordering::SeqCst) != 0 || cpu.shared.load(Ordering::SeqCst) != 0
+        })
+            // Acquire, as in `write_drain`: pairs with granted readers' Release `fetch_sub`.
+            || self.gate.load(Ordering::Acquire) & GRANT_MASK != 0
+    }
+
     /// Waits until every reader that got in before `write_enter` has left, then starts the
     /// write section (sequence odd).
     pub(super) fn write_drain(&self) {
@@ -488,8 +498,58 @@ impl SeqRwLock {
         }
     }
 
+    /// Takes the lock exclusively if no writer holds it and no reader is in; `None`
+    /// otherwise, at once (a reader that arrived meanwhile is let in, as by an unlock).
+    /// For callers that hold locks a reader of this one may be waiting for.
+    pub fn try_write_lock(&self) -> Option<SeqWriteGuard<'_>> {
+        let writers = match self.writers.try_lock() {
+            Ok(w) => w,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        // Set WRITER only while no reader is granted: a granted reader may still be
+        // asleep, waiting to see GEN flip, and giving up below flips GEN again, which
+        // it would then miss (ABA). With none granted, the only readers waiting on GEN
+        // when we give up are those that registered behind our WRITER.
+        // Relaxed: a first guess for the CAS.
+        let mut g = self.gate.load(Ordering::Relaxed);
+        loop {
+            if g & (WRITER | GRANT_MASK) != 0 {
+                return None;
+            }
+            // SeqCst: the writer half of the Dekker pair, as `write_enter`'s `fetch_or`.
+            match self.gate.compare_exchange_weak(
+                g,
+                g | WRITER,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(cur) => g = cur,
+            }
+        }
+        fence(Ordering::SeqCst);
+        if self.readers_present() {
+            // Give up: clear WRITER and grant the readers that registered meanwhile, as
+            // `write_unlock` does (the sequence was never made odd). None is granted
+            // (checked above; none can be granted while WRITER is set).
+            self.release_writer_bit();
+            return None;
+        }
+        self.seq.write_begin();
+        Some(SeqWriteGuard {
+            lock: self,
+            _writers: writers,
+        })
+    }
+
     fn write_unlock(&self) {
         self.seq.write_end();
+        self.release_writer_bit();
+    }
+
+    /// Clears `WRITER`, flips `GEN` and grants every waiting reader, waking the sleepers.
+    fn release_writer_bit(&self) {
         // Relaxed: a first guess for the CAS.
         let mut g = self.gate.load(Ordering::Relaxed);
         loop {

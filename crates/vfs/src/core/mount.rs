@@ -11,10 +11,15 @@ use std::sync::Arc;
 impl VfsCore {
     /// Mounts `fs` on the directory `at`.
     pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
-        if !at.dentry.inode().is_some_and(|i| i.is_dir()) {
+        let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
             return Err(Errno::ENOTDIR);
-        }
-        if at.dentry.is_unlinked() {
+        };
+        // The mountpoint held exclusively (Linux's `lock_mount` holds its inode): an rmdir
+        // of it checks for a mount under the same lock, so it runs wholly before this
+        // (and the directory is dead here: link count 0) or after (and sees the mount).
+        // Lock order: directory locks, then the mount table, then the rename lock.
+        let _mountpoint = self.lock_dir(dir);
+        if at.dentry.is_unlinked() || dir.nlink() == 0 {
             return Err(Errno::ENOENT);
         }
         if at.mnt.is_detached() {

@@ -250,42 +250,59 @@ impl VfsCore {
         slash: bool,
     ) -> SysResult<()> {
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
-        // rmdir changes the victim directory's own state: it holds the parent exclusively.
-        let _w = if rmdir {
-            DirLock::Exclusive(self.lock_dir(dir))
-        } else {
-            self.lock_names(&dirp.dentry, dir, (name, None))
-        };
-        let d = self.lookup_one(dirp, name, true)?;
-        let Some(victim) = d.inode() else {
-            return Err(Errno::ENOENT);
-        };
-        if !rmdir && slash {
-            return Err(if victim.is_dir() {
-                Errno::EISDIR
+        let mut exclusive = false;
+        loop {
+            // The parent shared with the name's lock where the file system allows it,
+            // rmdir included (the victim directory's own state is guarded by holding the
+            // victim exclusively); on a retry, exclusively.
+            let parent = if exclusive {
+                DirLock::Exclusive(self.lock_dir(dir))
             } else {
-                Errno::ENOTDIR
-            });
-        }
-        perm::may_delete(dir, victim, rmdir, ctx.cred)?;
-        if d.is_mounted() {
-            return Err(Errno::EBUSY);
-        }
-        {
-            // A directory victim is held exclusively, so no shared change runs in it.
-            let _v = if victim.is_dir() {
-                DirLock::Exclusive(self.lock_dir(victim))
-            } else {
-                DirLock::Plain(victim.rwsem.write())
+                self.lock_names(&dirp.dentry, dir, (name, None))
             };
-            if rmdir {
-                dir.fs().rmdir(dir, name, victim)?;
-            } else {
-                dir.fs().unlink(dir, name, victim)?;
+            let d = self.lookup_one(dirp, name, true)?;
+            let Some(victim) = d.inode() else {
+                return Err(Errno::ENOENT);
+            };
+            if !rmdir && slash {
+                return Err(if victim.is_dir() {
+                    Errno::EISDIR
+                } else {
+                    Errno::ENOTDIR
+                });
             }
+            perm::may_delete(dir, victim, rmdir, ctx.cred)?;
+            {
+                // A directory victim is held exclusively, so no shared change runs in
+                // it, and no mount is made on it meanwhile (`mount` holds the mountpoint
+                // so too). Under the parent's shared side only *tried*: a rename holding
+                // both directories' `rwsem`s waits for the parent's shared holders to
+                // drain (`dirlock` module docs), so waiting for the victim here could
+                // close a cycle; on failure, everything is let go and taken again with
+                // the parent exclusive, parent before child as Linux locks.
+                let _v = match (&parent, victim.is_dir()) {
+                    (_, false) => DirLock::Plain(victim.rwsem.write()),
+                    (DirLock::Shared(_), true) => match self.try_lock_dir(victim) {
+                        Some(v) => DirLock::Exclusive(v),
+                        None => {
+                            exclusive = true;
+                            continue;
+                        }
+                    },
+                    (_, true) => DirLock::Exclusive(self.lock_dir(victim)),
+                };
+                if d.is_mounted() {
+                    return Err(Errno::EBUSY);
+                }
+                if rmdir {
+                    dir.fs().rmdir(dir, name, victim)?;
+                } else {
+                    dir.fs().unlink(dir, name, victim)?;
+                }
+            }
+            self.dcache.drop_dentry(&d);
+            return Ok(());
         }
-        self.dcache.drop_dentry(&d);
-        Ok(())
     }
 
     /// `renameat2`.

@@ -557,65 +557,43 @@ impl LockManager {
         file: &FcntlFile,
         cancel: Option<&CancelToken>,
     ) -> Result<(), Errno> {
-        let ofd = matches!(
-            cmd,
-            libc::F_OFD_GETLK | libc::F_OFD_SETLK | libc::F_OFD_SETLKW
-        );
-        let owner = if ofd {
-            LockOwner::File(file.file_id)
-        } else {
-            LockOwner::Process(file.process_id)
-        };
-        match cmd {
-            libc::F_GETLK | libc::F_OFD_GETLK => {
-                // F_GETLK wants F_RDLCK or F_WRLCK; F_OFD_GETLK also takes F_UNLCK (Linux
-                // 6.7+: "which of my own OFD locks overlap this range").
-                if !ofd && ![libc::F_RDLCK, libc::F_WRLCK].contains(&(fl.l_type as i32)) {
-                    return Err(Errno::EINVAL);
-                }
-                let (start, end) = flock_to_range(fl, file.pos, file.size)?;
-                let ty = LockType::from_l_type(fl.l_type)?;
-                if ofd && fl.l_pid != 0 {
-                    return Err(Errno::EINVAL);
-                }
-                let req = LockRequest {
-                    owner,
-                    pid: file.pid,
-                    ty,
-                    start,
-                    end,
-                };
+        match parse_fcntl(cmd, fl, file)? {
+            FcntlCommand::Get(req) => {
                 match self.getlk(ctx, &req) {
                     None => fl.l_type = libc::F_UNLCK as i16,
                     Some(info) => info.to_flock(fl),
                 }
                 Ok(())
             }
-            libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => {
-                let (start, end) = flock_to_range(fl, file.pos, file.size)?;
-                let ty = LockType::from_l_type(fl.l_type)?;
-                if (ty == LockType::Read && !file.readable)
-                    || (ty == LockType::Write && !file.writable)
-                {
-                    return Err(Errno::EBADF);
-                }
-                if ofd && fl.l_pid != 0 {
-                    return Err(Errno::EINVAL);
-                }
-                let req = LockRequest {
-                    owner,
-                    pid: file.pid,
-                    ty,
-                    start,
-                    end,
-                };
-                if cmd == libc::F_SETLK || cmd == libc::F_OFD_SETLK {
-                    return self.setlk(ctx, &req, None);
-                }
+            FcntlCommand::Set(req) if cmd == libc::F_SETLK || cmd == libc::F_OFD_SETLK => {
+                self.setlk(ctx, &req, None)
+            }
+            FcntlCommand::Set(req) => {
                 let wait = cancel.map_or(Wait::Forever, Wait::Until);
                 self.setlk_inner(ctx, &req, wait)
             }
-            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// [`LockManager::fcntl`] on an inode that has no lock context (it never held a
+    /// lock): a query answers `F_UNLCK` and an unlock does nothing, after the same checks,
+    /// and neither creates a context, as Linux's `posix_test_lock` and
+    /// `posix_lock_inode` create none. So two queries of a never-locked file write
+    /// nothing. `None` for a lock request: it needs the context.
+    pub fn fcntl_without_context(
+        &self,
+        cmd: i32,
+        fl: &mut Flock,
+        file: &FcntlFile,
+    ) -> Option<Result<(), Errno>> {
+        match parse_fcntl(cmd, fl, file) {
+            Err(e) => Some(Err(e)),
+            Ok(FcntlCommand::Get(_)) => {
+                fl.l_type = libc::F_UNLCK as i16;
+                Some(Ok(()))
+            }
+            Ok(FcntlCommand::Set(req)) if req.ty == LockType::Unlock => Some(Ok(())),
+            Ok(FcntlCommand::Set(_)) => None,
         }
     }
 
@@ -653,4 +631,58 @@ impl LockManager {
     pub fn proc_locks(&self) -> String {
         self.list().iter().map(ListedLock::proc_line).collect()
     }
+}
+
+/// A lock command of `fcntl`, checked.
+enum FcntlCommand {
+    /// `F_GETLK`, `F_OFD_GETLK`.
+    Get(LockRequest),
+    /// `F_SETLK`, `F_SETLKW` and their OFD forms.
+    Set(LockRequest),
+}
+
+/// Checks a lock command of `fcntl` as Linux does, in Linux's order (see
+/// [`LockManager::fcntl`]).
+fn parse_fcntl(cmd: i32, fl: &Flock, file: &FcntlFile) -> Result<FcntlCommand, Errno> {
+    let ofd = matches!(
+        cmd,
+        libc::F_OFD_GETLK | libc::F_OFD_SETLK | libc::F_OFD_SETLKW
+    );
+    let owner = if ofd {
+        LockOwner::File(file.file_id)
+    } else {
+        LockOwner::Process(file.process_id)
+    };
+    let get = match cmd {
+        libc::F_GETLK | libc::F_OFD_GETLK => true,
+        libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => false,
+        _ => return Err(Errno::EINVAL),
+    };
+    // F_GETLK wants F_RDLCK or F_WRLCK; F_OFD_GETLK also takes F_UNLCK (Linux 6.7+:
+    // "which of my own OFD locks overlap this range").
+    if get && !ofd && ![libc::F_RDLCK, libc::F_WRLCK].contains(&(fl.l_type as i32)) {
+        return Err(Errno::EINVAL);
+    }
+    let (start, end) = flock_to_range(fl, file.pos, file.size)?;
+    let ty = LockType::from_l_type(fl.l_type)?;
+    if !get
+        && ((ty == LockType::Read && !file.readable) || (ty == LockType::Write && !file.writable))
+    {
+        return Err(Errno::EBADF);
+    }
+    if ofd && fl.l_pid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let req = LockRequest {
+        owner,
+        pid: file.pid,
+        ty,
+        start,
+        end,
+    };
+    Ok(if get {
+        FcntlCommand::Get(req)
+    } else {
+        FcntlCommand::Set(req)
+    })
 }

@@ -2,9 +2,9 @@
 //! with a lock on the names changed.
 //!
 //! Linux serializes every change of a directory's names on the directory's `i_rwsem`.
-//! Here a change that touches only names of non-directories in one directory (create by
-//! `open(O_CREAT)`, `mknod`, `mkdir`, `symlink`, `link`; `unlink` of a non-directory; a
-//! rename of non-directories within the directory) may instead take:
+//! Here a change that adds or removes one name in one directory (create by
+//! `open(O_CREAT)`, `mknod`, `mkdir`, `symlink`, `link`; `unlink`; `rmdir`) or renames
+//! non-directories within the directory may instead take:
 //!
 //! 1. the directory's **namespace lock** ([`Inode::ns_lock`], a per-CPU reader/writer
 //!    lock, Linux's `percpu_rw_semaphore`, allocated by the directory's first namespace
@@ -20,9 +20,9 @@
 //! which keep the directory's size, link count and times per bucket). Everything else
 //! takes the directory **exclusively**: its `rwsem` for writing, then its namespace lock
 //! for writing, which waits for the shared changes in progress and keeps new ones out.
-//! That covers `rmdir` (of the directory's entry, and of the directory itself), renames
-//! that move or replace a directory or cross directories, and every change in the legacy
-//! design.
+//! That covers renames that move or replace a directory or cross directories, the
+//! directory being removed by `rmdir` (below), a directory being mounted on, and every
+//! change in the legacy design.
 //!
 //! What the shared mode leaves to other locks:
 //! * **Lookups** that miss the dcache (ref-walk, [`VfsCore::lookup_one`]) take the
@@ -32,14 +32,27 @@
 //!   changes.
 //! * **The directory itself**: `rmdir` of it (and a rename replacing it) takes it
 //!   exclusively, so a shared change in it runs entirely before (and then `rmdir` sees an
-//!   entry: `ENOTEMPTY`) or after (and then sees the link count 0: `ENOENT`).
+//!   entry: `ENOTEMPTY`) or after (and then sees the link count 0: `ENOENT`). Its parent
+//!   needs no more than the shared side and the name's lock: what `rmdir` changes in the
+//!   parent is one name and the parent's link count, which the hashed directory keeps per
+//!   bucket; a rename that moves the victim takes the parent exclusively. `mount` holds
+//!   its mountpoint exclusively too, and `rmdir` checks for a mount under the victim's
+//!   lock, so a directory is never both removed and mounted on. Under the parent's
+//!   shared side the victim is only *tried* ([`VfsCore::try_lock_dir`]: its `rwsem` and
+//!   its namespace lock, neither waited for): a rename across directories takes both
+//!   `rwsem`s and then waits for each directory's shared holders to drain, so a shared
+//!   holder must never wait for a directory's `rwsem`; and a shared change inside the
+//!   victim may wait for a name lock that hashes like the one `rmdir` holds, so `rmdir`
+//!   must not wait for those to drain either. If the try fails, `rmdir` lets everything
+//!   go and starts again with the parent exclusive (and no name lock), as before.
 //!
 //! Lock order (also in the crate's lock-order tree): `rwsem` (write) -> namespace lock
 //! (write) for an exclusive change; namespace lock (read) -> name lock(s) -> the
-//! non-directory's own `rwsem` (unlink, link) -> file-system locks for a shared one. Two
-//! name locks are taken lowest index first (`lock_two_at`). A shared change takes no
-//! directory lock after its namespace lock, so an exclusive locker waiting for the
-//! readers to drain always sees them finish. Name locks are taken last among directory
+//! non-directory's own `rwsem` (unlink, link), or a tried exclusive lock of the directory
+//! `rmdir` removes -> file-system locks for a shared one. Two
+//! name locks are taken lowest index first (`lock_two_at`). A shared change waits for no
+//! directory lock after its namespace lock (`rmdir` only tries its victim's), so an
+//! exclusive locker waiting for the readers to drain always sees them finish. Name locks are taken last among directory
 //! locks and nothing but the non-directory's `rwsem` and file-system leaves is taken
 //! under them, so the hash collisions of the table cannot close a cycle.
 //!
@@ -96,6 +109,21 @@ impl VfsCore {
         }
     }
 
+    /// Takes `dir` exclusively if nobody holds it (its `rwsem`, and its namespace lock on
+    /// either side); `None` otherwise, without waiting. Used under a parent's shared side
+    /// and a name lock, where waiting for either could deadlock (module docs).
+    pub(crate) fn try_lock_dir<'a>(&self, dir: &'a Inode) -> Option<ExclusiveDir<'a>> {
+        let rwsem = dir.rwsem.try_write()?;
+        let ns = match dir.ns_lock() {
+            Some(l) => Some(l.try_write_lock()?),
+            None => None,
+        };
+        Some(ExclusiveDir {
+            _ns: ns,
+            _rwsem: rwsem,
+        })
+    }
+
     /// Whether changes of non-directory names in `dir` may run shared (module docs).
     pub(crate) fn shares_names(&self, dir: &Inode) -> bool {
         self.locking == Locking::Scalable && dir.has_ns_lock() && dir.fs().shared_name_changes(dir)
@@ -106,8 +134,9 @@ impl VfsCore {
         self.name_locks.index_of_key(hash_name(parent.id(), name))
     }
 
-    /// Locks `dir` for a change of `names` (one, or two for a rename within it) of
-    /// non-directories: shared if the directory allows it, else exclusively.
+    /// Locks `dir` for a change of `names`: one name added or removed, or two
+    /// non-directories renamed within it; shared if the directory allows it, else
+    /// exclusively.
     pub(crate) fn lock_names<'a>(
         &'a self,
         parent: &Dentry,
