@@ -181,6 +181,7 @@ ops! {
         let ev = EpollEvent::new(libc::EPOLLIN as u32, e.t as u64);
         e.p.epoll_ctl(e.ep, libc::EPOLL_CTL_ADD, e.efd, Some(&ev)).map(|()| 0)
     };
+    "epoll-close", needs::EPOLL_ADDED, false, |e, s| e.p.close(e.ep).map(|()| 0);
     "epoll-wait", needs::EPOLL_ADDED, false, |e, s| {
         let mut evs = [EpollEvent::new(0, 0); 4];
         let r = e.p.epoll_wait(e.ep, &mut evs, 0);
@@ -322,6 +323,7 @@ const DIFF_DIRS: &[&str] = &[
     "eventfd-read",
     "epoll-create",
     "epoll-ctl",
+    "epoll-close",
     "epoll-wait",
     "getcwd",
     "chdir",

@@ -458,13 +458,15 @@ fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
     read_all(&p, fd, 16);
     let f = p.file(fd).unwrap();
     let target = f.inode().fs().pollable(&f).unwrap();
-    let ep = Epoll::new(&EpollContext::new(Locking::Scalable));
+    let ctx = EpollContext::new(Locking::Scalable);
+    let ep = Epoll::new(&ctx);
     let key = FdKey {
         file: Arc::as_ptr(&target) as *const () as usize,
         fd,
     };
     let pri = (libc::EPOLLPRI | libc::EPOLLERR) as u32;
     ep.ctl(
+        &ctx,
         EPOLL_CTL_ADD,
         key,
         &target,

@@ -345,6 +345,7 @@ fn get_file(fds: &FdTable, fd: i32) -> SysResult<FileRef> {
 }
 
 pub fn epoll_ctl(
+    pf: &PollFiles,
     fds: &FdTable,
     epfd: i32,
     op: i32,
@@ -372,7 +373,7 @@ pub fn epoll_ctl(
         file: &*tf as *const OpenFile as usize,
         fd,
     };
-    ep.ctl(op, key, &target, ev)
+    ep.ctl(&pf.ctx, op, key, &target, ev)
 }
 
 pub fn epoll_wait(

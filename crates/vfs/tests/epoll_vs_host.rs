@@ -237,7 +237,7 @@ impl Sys for Ours {
             file: Arc::as_ptr(&tf) as usize,
             fd: h as i32,
         };
-        e.ctl(op, key, &target, EpollEvent::new(events, data))
+        e.ctl(&self.ctx, op, key, &target, EpollEvent::new(events, data))
     }
     fn wait(&mut self, ep: H, max: usize, timeout: i32) -> R<Vec<(u32, u64)>> {
         let f = self.get(ep)?;
@@ -662,6 +662,7 @@ fn exclusive_ours(flags: u32) -> Vec<usize> {
     for (i, ep) in eps.iter().enumerate() {
         let key = FdKey { file: 1, fd: 3 };
         ep.ctl(
+            &ctx,
             ADD,
             key,
             &e.pollable(),
@@ -722,6 +723,7 @@ fn diff_blocking_wakeups() {
     let (rp, wp) = pipe2(0).unwrap();
     let e = Epoll::new(&ctx);
     e.ctl(
+        &ctx,
         ADD,
         FdKey { file: 1, fd: 0 },
         &rp.pollable(),

@@ -192,10 +192,17 @@ impl EpollInstance {
     }
 
     /// One scalevfs connection: create, register, signal, wait, close without DEL.
-    fn churn_ours(ep: &Epoll, thread: usize, i: u64, evs: &mut [EpollEvent], timeout: i32) {
+    fn churn_ours(
+        ctx: &EpollContext,
+        ep: &Epoll,
+        thread: usize,
+        i: u64,
+        evs: &mut [EpollEvent],
+        timeout: i32,
+    ) {
         let e = EventFd::new(0, EFD_NONBLOCK).expect("eventfd");
         let ev = EpollEvent::new(EPOLLIN | EPOLLET, i);
-        ep.ctl(EPOLL_CTL_ADD, key(thread, i), &e.pollable(), ev)
+        ep.ctl(ctx, EPOLL_CTL_ADD, key(thread, i), &e.pollable(), ev)
             .expect("epoll_ctl");
         e.write(&ONE, None).expect("signal");
         let n = ep.wait(evs, timeout, None).expect("epoll_wait");
@@ -217,14 +224,15 @@ impl Instance for EpollInstance {
     fn worker(&self, thread: usize) -> Box<dyn FnMut() -> u64 + '_> {
         match (self.kind, &self.shared) {
             (Kind::Churn, _) if self.ctx.is_some() => {
-                let ep = Epoll::new(self.ctx());
+                let ctx = self.ctx();
+                let ep = Epoll::new(ctx);
                 let mut evs = [EpollEvent::default(); 4];
                 let mut i = 0u64;
                 Box::new(move || {
                     for _ in 0..CHURN_BATCH {
                         // The connection is ready when waited for: a -1 timeout never
                         // sleeps here, and would expose a lost event as a hang.
-                        Self::churn_ours(&ep, thread, i, &mut evs, -1);
+                        Self::churn_ours(ctx, &ep, thread, i, &mut evs, -1);
                         i += 1;
                     }
                     CHURN_BATCH
@@ -268,11 +276,12 @@ impl Instance for EpollInstance {
                 })
             }
             (Kind::ChurnShared, Shared::Ours(ep)) => {
+                let ctx = self.ctx();
                 let mut evs = [EpollEvent::default(); 16];
                 let mut i = 0u64;
                 Box::new(move || {
                     for _ in 0..CHURN_BATCH {
-                        Self::churn_ours(ep, thread, i, &mut evs, 0);
+                        Self::churn_ours(ctx, ep, thread, i, &mut evs, 0);
                         i += 1;
                     }
                     CHURN_BATCH
@@ -291,13 +300,14 @@ impl Instance for EpollInstance {
             }
             (Kind::ChurnShared, Shared::None) => unreachable!("setup makes the shared instance"),
             (Kind::Wait, _) if self.ctx.is_some() => {
-                let ep = Epoll::new(self.ctx());
+                let ctx = self.ctx();
+                let ep = Epoll::new(ctx);
                 let files: Vec<EventFd> = (0..WATCHED)
                     .map(|i| EventFd::new((i < READY) as u32, EFD_NONBLOCK).expect("eventfd"))
                     .collect();
                 for (i, f) in files.iter().enumerate() {
                     let ev = EpollEvent::new(EPOLLIN, i as u64);
-                    ep.ctl(EPOLL_CTL_ADD, key(thread, i as u64), &f.pollable(), ev)
+                    ep.ctl(ctx, EPOLL_CTL_ADD, key(thread, i as u64), &f.pollable(), ev)
                         .expect("epoll_ctl");
                 }
                 let mut evs = [EpollEvent::default(); 16];

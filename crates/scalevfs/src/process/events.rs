@@ -37,7 +37,7 @@ impl Process {
         fd: i32,
         event: Option<&EpollEvent>,
     ) -> SysResult<()> {
-        pollfiles::epoll_ctl(&self.fds, epfd, op, fd, event)
+        pollfiles::epoll_ctl(&self.vfs.poll, &self.fds, epfd, op, fd, event)
     }
     /// `epoll_wait(epfd, events, events.len(), timeout_ms)`: an empty slice is
     /// `maxevents == 0` (`EINVAL`).

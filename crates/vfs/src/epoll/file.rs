@@ -19,7 +19,8 @@ pub fn epoll_create1(ctx: &Arc<EpollContext>, flags: i32) -> Result<Epoll, Errno
 }
 
 impl Epoll {
-    /// A new, empty epoll instance in `ctx`.
+    /// A new, empty epoll instance in `ctx`. Of the scalable design it keeps no
+    /// reference to `ctx`: later calls of [`Epoll::ctl`] pass it again.
     pub fn new(ctx: &Arc<EpollContext>) -> Epoll {
         Epoll {
             ep: EventPoll::new(ctx),
@@ -38,14 +39,20 @@ impl Epoll {
 
     /// `epoll_ctl(op, key, event)` on `target` (the caller resolved the fd, keeps the
     /// target file open during the call and answers `EBADF` itself). `event` is ignored
-    /// for `EPOLL_CTL_DEL`.
+    /// for `EPOLL_CTL_DEL`. `ctx` is the context this instance was made in (the
+    /// caller's `Vfs`'s; `EINVAL` if not, or if an epoll `target` was made in another):
+    /// an `EPOLL_CTL_ADD` of an epoll takes its nesting lock (module docs, "The context").
     pub fn ctl(
         &self,
+        ctx: &EpollContext,
         op: i32,
         key: FdKey,
         target: &Arc<dyn Pollable>,
         event: EpollEvent,
     ) -> Result<(), Errno> {
+        if !self.ep.belongs_to(ctx) {
+            return Err(Errno::EINVAL);
+        }
         if !target.supports_epoll() {
             return Err(Errno::EPERM);
         }
@@ -66,9 +73,13 @@ impl Epoll {
                 return Err(Errno::EINVAL);
             }
         }
-        let ctx = &self.ep.ctx;
         let _nested = match tep {
             Some(t) if op == EPOLL_CTL_ADD => {
+                // Every epoll-to-epoll edge stays inside one context, so that its nesting
+                // lock covers every insertion the loop check must see.
+                if !t.belongs_to(ctx) {
+                    return Err(Errno::EINVAL);
+                }
                 let g = ctx.nested.lock();
                 nesting::loop_check(&self.ep, t)?;
                 Some(g)

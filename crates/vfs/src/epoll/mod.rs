@@ -3,9 +3,11 @@
 //! ## Objects
 //!
 //! - [`EpollContext`]: one per `Vfs`. Holds the nesting lock (Linux's `epnested_mutex`,
-//!   taken only by `EPOLL_CTL_ADD` of an epoll into another), and for the
-//!   [`Locking::Legacy`] ablation the global release lock (Linux's old `epmutex`).
-//! - [`EventPoll`]: the instance (`struct eventpoll`), always in an `Arc`.
+//!   taken only by `EPOLL_CTL_ADD` of an epoll into another), for the
+//!   [`Locking::Legacy`] ablation the global release lock (Linux's old `epmutex`), and
+//!   the optional allocation counters.
+//! - [`EventPoll`]: the instance (`struct eventpoll`), always in an `Arc`. See "The
+//!   context" below for what it keeps of its context.
 //! - [`Epoll`]: the epoll *file*: what the open file description embeds. Dropping it is
 //!   the file's last close (`ep_eventpoll_release` → `ep_clear_and_put`).
 //! - `EpItem`: one watched (file, fd) (`struct epitem`). It is at once the wait-queue
@@ -27,8 +29,9 @@
 //! - `epoll_create1(flags)` → [`epoll_create1`] (`EPOLL_CLOEXEC` is the fd table's).
 //! - `epoll_ctl(epfd, op, fd, ev)`: `EBADF` for bad fds, `EINVAL` if `epfd` is not an
 //!   epoll (but `EPERM` first if `fd` is not pollable, as Linux); else
-//!   `Epoll::ctl(op, FdKey { file: <OFD identity>, fd }, &file.pollable(), ev)` while
-//!   holding the target file. `EFAULT` for bad pointers is the embedder's.
+//!   `Epoll::ctl(&ctx, op, FdKey { file: <OFD identity>, fd }, &file.pollable(), ev)`
+//!   with the `Vfs`'s context, while holding the target file. `EFAULT` for bad pointers
+//!   is the embedder's.
 //! - `epoll_wait/epoll_pwait(epfd, events, maxevents, timeout)` → [`Epoll::wait`] with a
 //!   slice of `maxevents` (`maxevents <= 0` → pass an empty slice → `EINVAL`) and the
 //!   process's cancel token (a pending signal); `epoll_pwait`'s mask is the embedder's.
@@ -37,6 +40,22 @@
 //!   `pipe_size`/`set_pipe_size(arg, has CAP_SYS_RESOURCE)`.
 //! - `eventfd2(initval, flags)` → [`crate::eventfd::EventFd::new`].
 //! - `poll`/`ppoll` → [`crate::poll::poll`] with a [`crate::poll::PollTarget`] per fd.
+//!
+//! ## The context
+//!
+//! An instance of the scalable design keeps no counted reference to its
+//! [`EpollContext`]: a count there would be one cache line written by every
+//! `epoll_create1` and every last close of an epoll in the whole `Vfs`. It keeps the
+//! design (`locking`, by value) and the context's identity (`context_id`, a number never
+//! reused, only compared); [`Epoll::ctl`] takes the context from its caller, the layer
+//! that owns it (the `Vfs`), and needs it only for the nesting lock of an `EPOLL_CTL_ADD`
+//! of an epoll into an epoll. That call first checks that both instances belong to the
+//! context it was given (`EINVAL` otherwise; Linux has a single context, so no such
+//! error), so every epoll-to-epoll edge joins two instances of one context and one
+//! nesting lock serializes every insertion that could link them, as `epnested_mutex`
+//! does. The legacy ablation (whose release paths take the context's `epmutex`) and the
+//! accounting mode (whose instances and items count their frees in the context) hold an
+//! `Arc` of the context in each instance (`counted_ctx`), as before.
 //!
 //! ## References and teardown (seed 003)
 //!
@@ -137,6 +156,8 @@
 //!   close) returned while the wait ran, as if the wait had collected it just before. It
 //!   never returns one for a descriptor removed before the wait began.
 
+#[cfg(test)]
+mod context_tests;
 mod file;
 mod items;
 mod nesting;
@@ -152,6 +173,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Weak};
 use std::task::Waker;
 
+use crossbeam_utils::CachePadded;
 use scalevfs_primitives::Locking;
 
 use crate::cancel::CancelToken;
@@ -238,12 +260,18 @@ impl Accounting {
 /// Per-`Vfs` epoll state. See the module docs.
 pub struct EpollContext {
     locking: Locking,
-    /// `epnested_mutex`.
-    nested: Mutex<()>,
+    /// Never reused: the instances made in this context carry it (`EventPoll::context_id`).
+    id: u64,
+    acct: Option<Accounting>,
+    /// `epnested_mutex`. On its own cache line: every `epoll_create1` reads the fields
+    /// above, and only epoll-in-epoll insertions write this one.
+    nested: CachePadded<Mutex<()>>,
     /// Legacy ablation: the old `epmutex` on both release paths.
     legacy: Mutex<()>,
-    acct: Option<Accounting>,
 }
+
+/// The next [`EpollContext::id`] (a context is made once per `Vfs`).
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl EpollContext {
     /// A context of design `locking`.
@@ -259,9 +287,11 @@ impl EpollContext {
     fn build(locking: Locking, acct: Option<Accounting>) -> Arc<Self> {
         Arc::new(EpollContext {
             locking,
-            nested: Mutex::new(()),
-            legacy: Mutex::new(()),
+            // Relaxed: only uniqueness matters, which the atomic add gives.
+            id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             acct,
+            nested: CachePadded::new(Mutex::new(())),
+            legacy: Mutex::new(()),
         })
     }
 
@@ -333,7 +363,7 @@ pub struct EpItem {
 
 impl Drop for EpItem {
     fn drop(&mut self) {
-        if let Some(a) = &self.ep.ctx.acct {
+        if let Some(a) = self.ep.accounting() {
             a.items_freed.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -404,7 +434,13 @@ impl WaitEntry for EpItem {
 
 /// An epoll instance (`struct eventpoll`). See the module docs.
 pub struct EventPoll {
-    ctx: Arc<EpollContext>,
+    /// The design of its context (module docs, "The context").
+    locking: Locking,
+    /// Its context's `id`: `ctl` checks the context it is given against it.
+    context_id: u64,
+    /// Its context, held only by the legacy ablation and in accounting mode (a count
+    /// every instance of the `Vfs` would write otherwise).
+    counted_ctx: Option<Arc<EpollContext>>,
     /// The items, sharded by key (`items.rs`).
     items: ItemMap,
     /// The ready lists, each with its scan lock (`ready.rs`; Linux's `ep->rdllist`,
@@ -420,7 +456,7 @@ pub struct EventPoll {
 
 impl Drop for EventPoll {
     fn drop(&mut self) {
-        if let Some(a) = &self.ctx.acct {
+        if let Some(a) = self.accounting() {
             a.instances_freed.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -452,14 +488,35 @@ impl EventPoll {
         if let Some(a) = &ctx.acct {
             a.instances_allocated.fetch_add(1, Ordering::Relaxed);
         }
+        let counted = ctx.locking == Locking::Legacy || ctx.acct.is_some();
         Arc::new(EventPoll {
-            ctx: ctx.clone(),
+            locking: ctx.locking,
+            context_id: ctx.id,
+            counted_ctx: counted.then(|| ctx.clone()),
             items: ItemMap::new(ctx.locking),
             ready: ReadyShards::new(ctx.locking),
             wq: WaitQueue::new(),
             poll_wait: WaitQueue::new(),
             links: EpLinks::new(),
         })
+    }
+
+    /// Whether `ctx` is the context this instance was made in.
+    fn belongs_to(&self, ctx: &EpollContext) -> bool {
+        self.context_id == ctx.id
+    }
+
+    /// The allocation counters of its context, if enabled.
+    fn accounting(&self) -> Option<&Accounting> {
+        self.counted_ctx.as_ref().and_then(|c| c.acct.as_ref())
+    }
+
+    /// The legacy ablation's release lock (`epmutex`); `None` in the scalable design.
+    fn legacy_release_lock(&self) -> Option<&Mutex<()>> {
+        match (self.locking, &self.counted_ctx) {
+            (Locking::Legacy, Some(c)) => Some(&c.legacy),
+            _ => None,
+        }
     }
 
     /// Whether a ready list may hold events (hints: see `ready.rs`).
@@ -526,7 +583,7 @@ impl EventPoll {
         target: &Arc<dyn Pollable>,
         ev: EpollEvent,
     ) {
-        if let Some(a) = &self.ctx.acct {
+        if let Some(a) = self.accounting() {
             a.items_allocated.fetch_add(1, Ordering::Relaxed);
         }
         let item = Arc::new_cyclic(|me| EpItem {
@@ -566,7 +623,7 @@ impl EventPoll {
 
     /// `ep_clear_and_put` minus the put (the caller drops its `Arc`).
     fn clear(&self) {
-        let _legacy = (self.ctx.locking == Locking::Legacy).then(|| self.ctx.legacy.lock());
+        let _legacy = self.legacy_release_lock().map(Mutex::lock);
         self.poll_wait.wake(0);
         self.items.for_each_shard(|map| {
             let all: Vec<Arc<EpItem>> = map.values().cloned().collect();
@@ -586,7 +643,7 @@ pub fn release_file_from_epoll(file: &dyn Pollable) {
         let l = links.items.lock();
         match l.first() {
             None => return,
-            Some(it) if it.ep.ctx.locking == Locking::Legacy => Some(it.ep.ctx.clone()),
+            Some(it) if it.ep.locking == Locking::Legacy => it.ep.counted_ctx.clone(),
             Some(_) => None,
         }
     };

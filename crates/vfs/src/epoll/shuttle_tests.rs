@@ -15,8 +15,9 @@ fn key(fd: i32) -> FdKey {
     FdKey { file: 0, fd }
 }
 
-fn add(ep: &Epoll, fd: i32, t: &Arc<dyn Pollable>, events: u32) {
+fn add(c: &EpollContext, ep: &Epoll, fd: i32, t: &Arc<dyn Pollable>, events: u32) {
     ep.ctl(
+        c,
         EPOLL_CTL_ADD,
         key(fd),
         t,
@@ -32,6 +33,58 @@ fn assert_all_freed(c: &EpollContext, instances: usize, items: usize) {
     assert_eq!(a.items_freed.load(Ordering::Relaxed), items);
 }
 
+/// Two `EPOLL_CTL_ADD`s of an epoll into an epoll race, each allowed alone, not both:
+/// `cross` adds B into A and A into B (a cycle), otherwise the chain A → M0 → M1 → B
+/// (three edges, "A → M0": A watches M0) gains T → A and B → Z (five edges, one too
+/// many). The instances hold no counted reference to their context
+/// (`EpollContext::new`): the nesting lock comes from the context the callers pass, and
+/// it serializes the two loop checks, so exactly one insertion fails with `ELOOP`.
+#[test]
+fn shuttle_racing_nested_adds_meet_on_the_callers_context() {
+    for (locking, cross) in [
+        (Locking::Scalable, true),
+        (Locking::Scalable, false),
+        (Locking::Legacy, true),
+    ] {
+        shuttle::check_random(
+            move || {
+                sync::enter_shuttle();
+                let c = EpollContext::new(locking);
+                let eps: Vec<Arc<Epoll>> = (0..6).map(|_| Arc::new(Epoll::new(&c))).collect();
+                let (a, m0, m1, b, t, z) = (0, 1, 2, 3, 4, 5);
+                if !cross {
+                    for (fd, (w, t)) in [(a, m0), (m0, m1), (m1, b)].into_iter().enumerate() {
+                        add(&c, &eps[w], fd as i32, &eps[t].pollable(), EPOLLIN);
+                    }
+                }
+                // (watcher, watched) of each racing insertion.
+                let (first, second) = if cross {
+                    ((a, b), (b, a))
+                } else {
+                    ((t, a), (b, z))
+                };
+                let spawn = |(w, t): (usize, usize)| {
+                    let (c, w, t) = (c.clone(), eps[w].clone(), eps[t].clone());
+                    thread::spawn(move || {
+                        sync::enter_shuttle();
+                        let ev = EpollEvent::new(EPOLLIN, 0);
+                        w.ctl(&c, EPOLL_CTL_ADD, key(9), &t.pollable(), ev)
+                    })
+                };
+                let (t1, t2) = (spawn(first), spawn(second));
+                let mut results = [t1.join().unwrap(), t2.join().unwrap()];
+                results.sort();
+                assert_eq!(
+                    results,
+                    [Ok(()), Err(Errno::ELOOP)],
+                    "{locking:?} cross={cross}"
+                );
+            },
+            ITERS,
+        );
+    }
+}
+
 /// An epoll file and two watched files (an eventfd and a pipe's read end) close at the
 /// same time, without DEL: every item is removed by exactly one path, the instance is
 /// freed exactly once, by whoever drops the last reference.
@@ -45,8 +98,8 @@ fn shuttle_epoll_close_races_file_close() {
                 let ep = Epoll::new(&c);
                 let e = EventFd::new(1, 0).unwrap();
                 let (r, w) = pipe2(0).unwrap();
-                add(&ep, 1, &e.pollable(), EPOLLIN);
-                add(&ep, 2, &r.pollable(), EPOLLIN | EPOLLET);
+                add(&c, &ep, 1, &e.pollable(), EPOLLIN);
+                add(&c, &ep, 2, &r.pollable(), EPOLLIN | EPOLLET);
                 let t1 = thread::spawn(move || {
                     sync::enter_shuttle();
                     drop(ep);
@@ -81,8 +134,8 @@ fn shuttle_nested_teardown() {
             let outer = Epoll::new(&c);
             let inner = Epoll::new(&c);
             let e = Arc::new(EventFd::new(0, 0).unwrap());
-            add(&inner, 1, &e.pollable(), EPOLLIN);
-            add(&outer, 2, &inner.pollable(), EPOLLIN);
+            add(&c, &inner, 1, &e.pollable(), EPOLLIN);
+            add(&c, &outer, 2, &inner.pollable(), EPOLLIN);
             let e2 = e.clone();
             let sig = thread::spawn(move || {
                 sync::enter_shuttle();
@@ -122,17 +175,17 @@ fn shuttle_ctl_against_wait() {
                 let mut ev = [EpollEvent::default(); 2];
                 ep2.wait(&mut ev, -1, None).unwrap()
             });
-            let (ep3, r2) = (ep.clone(), ready.clone());
+            let (ep3, r2, c3) = (ep.clone(), ready.clone(), c.clone());
             let adder = thread::spawn(move || {
                 sync::enter_shuttle();
-                add(&ep3, 1, &r2.pollable(), EPOLLIN | EPOLLET);
+                add(&c3, &ep3, 1, &r2.pollable(), EPOLLIN | EPOLLET);
             });
             assert!(waiter.join().unwrap() >= 1);
             adder.join().unwrap();
 
             // Oneshot: fire, then wait while another thread re-arms with MOD.
             let e = Arc::new(EventFd::new(0, 0).unwrap());
-            add(&ep, 2, &e.pollable(), EPOLLIN | EPOLLONESHOT);
+            add(&c, &ep, 2, &e.pollable(), EPOLLIN | EPOLLONESHOT);
             let mut ev = [EpollEvent::default(); 4];
             e.write(&1u64.to_ne_bytes(), None).unwrap();
             let n = ep.wait(&mut ev, -1, None).unwrap();
@@ -144,10 +197,11 @@ fn shuttle_ctl_against_wait() {
                 let n = ep4.wait(&mut ev, -1, None).unwrap();
                 ev[..n].iter().any(|x| x.data == 2)
             });
-            let (ep5, e5) = (ep.clone(), e.clone());
+            let (ep5, e5, c5) = (ep.clone(), e.clone(), c.clone());
             let modder = thread::spawn(move || {
                 sync::enter_shuttle();
                 ep5.ctl(
+                    &c5,
                     EPOLL_CTL_MOD,
                     key(2),
                     &e5.pollable(),
@@ -175,7 +229,7 @@ fn shuttle_two_waiters_two_events() {
             let c = EpollContext::new(Locking::Scalable);
             let ep = Arc::new(Epoll::new(&c));
             let e = Arc::new(EventFd::new(0, EFD_SEMAPHORE_FLAG).unwrap());
-            add(&ep, 1, &e.pollable(), EPOLLIN);
+            add(&c, &ep, 1, &e.pollable(), EPOLLIN);
             let waiters: Vec<_> = (0..2)
                 .map(|_| {
                     let (ep, e) = (ep.clone(), e.clone());
@@ -234,11 +288,11 @@ fn shuttle_sharded_ready_lists_lose_no_wakeup() {
             };
             let producers: Vec<_> = (1..=2)
                 .map(|fd| {
-                    let ep = ep.clone();
+                    let (ep, c) = (ep.clone(), c.clone());
                     thread::spawn(move || {
                         sync::enter_shuttle();
                         let e = EventFd::new(0, 0).unwrap();
-                        add(&ep, fd, &e.pollable(), EPOLLIN | EPOLLET);
+                        add(&c, &ep, fd, &e.pollable(), EPOLLIN | EPOLLET);
                         e.write(&1u64.to_ne_bytes(), None).unwrap();
                         e
                     })
@@ -272,16 +326,16 @@ fn shuttle_nested_walk_races_release() {
                 Epoll::new(&c),
             );
             let e = EventFd::new(1, 0).unwrap();
-            add(&cc, 1, &e.pollable(), EPOLLIN);
-            add(&b, 2, &cc.pollable(), EPOLLIN);
-            add(&d, 3, &a.pollable(), EPOLLIN);
+            add(&c, &cc, 1, &e.pollable(), EPOLLIN);
+            add(&c, &b, 2, &cc.pollable(), EPOLLIN);
+            add(&c, &d, 3, &a.pollable(), EPOLLIN);
             let bp = b.pollable();
             let (a, c2) = (Arc::new(a), c.clone());
             let a2 = a.clone();
             let inserter = thread::spawn(move || {
                 sync::enter_shuttle();
                 // Walks down B -> C and up A -> D while they are being released.
-                let r = a2.ctl(EPOLL_CTL_ADD, key(4), &bp, EpollEvent::new(EPOLLIN, 4));
+                let r = a2.ctl(&c2, EPOLL_CTL_ADD, key(4), &bp, EpollEvent::new(EPOLLIN, 4));
                 assert_eq!(r, Ok(()));
                 let mut ev = [EpollEvent::default(); 4];
                 a2.wait(&mut ev, 0, None).unwrap();
@@ -321,8 +375,8 @@ fn shuttle_remove_races_scan() {
             let e1 = EventFd::new(1, 0).unwrap();
             let e2 = EventFd::new(1, 0).unwrap();
             let t1: Arc<dyn Pollable> = e1.pollable();
-            add(&ep, 1, &t1, EPOLLIN);
-            add(&ep, 2, &e2.pollable(), EPOLLIN);
+            add(&c, &ep, 1, &t1, EPOLLIN);
+            add(&c, &ep, 2, &e2.pollable(), EPOLLIN);
             let deleted = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let scanner = {
                 let (ep, deleted) = (ep.clone(), deleted.clone());
@@ -341,10 +395,10 @@ fn shuttle_remove_races_scan() {
                 })
             };
             let deleter = {
-                let ep = ep.clone();
+                let (ep, c) = (ep.clone(), c.clone());
                 thread::spawn(move || {
                     sync::enter_shuttle();
-                    ep.ctl(EPOLL_CTL_DEL, key(1), &t1, EpollEvent::default())
+                    ep.ctl(&c, EPOLL_CTL_DEL, key(1), &t1, EpollEvent::default())
                         .unwrap();
                     deleted.store(true, Ordering::SeqCst);
                 })
@@ -384,7 +438,7 @@ fn shuttle_oneshot_rearm_races_scan() {
             let (r, w) = pipe2(0).unwrap();
             w.write(b"x", None).unwrap();
             let t: Arc<dyn Pollable> = r.pollable();
-            add(&ep, 1, &t, EPOLLIN | EPOLLONESHOT);
+            add(&c, &ep, 1, &t, EPOLLIN | EPOLLONESHOT);
             let scanner = {
                 let ep = ep.clone();
                 thread::spawn(move || {
@@ -395,7 +449,7 @@ fn shuttle_oneshot_rearm_races_scan() {
                 })
             };
             let rearm = EpollEvent::new(EPOLLIN | EPOLLONESHOT, 7);
-            ep.ctl(EPOLL_CTL_MOD, key(1), &t, rearm).unwrap();
+            ep.ctl(&c, EPOLL_CTL_MOD, key(1), &t, rearm).unwrap();
             let scanned = scanner.join().unwrap();
             let mut evs = [EpollEvent::default(); 4];
             let after = ep.wait(&mut evs, 0, None).unwrap();

@@ -48,9 +48,10 @@ fn run(locking: Locking) {
                         file: id as usize,
                         fd: 3,
                     };
-                    sh.ctl(EPOLL_CTL_ADD, k, &signal, EpollEvent::new(EPOLLIN, id))
+                    sh.ctl(c, EPOLL_CTL_ADD, k, &signal, EpollEvent::new(EPOLLIN, id))
                         .unwrap();
                     mine.ctl(
+                        c,
                         EPOLL_CTL_ADD,
                         k,
                         &signal,
@@ -64,7 +65,7 @@ fn run(locking: Locking) {
                     if i % 3 == 0 {
                         // DEL from the shared instance while its waiters scan it (our
                         // `Arc` keeps the instance open even if the closer replaced it).
-                        sh.ctl(EPOLL_CTL_DEL, k, &signal, EpollEvent::default())
+                        sh.ctl(c, EPOLL_CTL_DEL, k, &signal, EpollEvent::default())
                             .unwrap();
                     }
                     drop(sh);

@@ -41,6 +41,7 @@ fn timeouts_and_cancel() {
     // Available events win over a pending cancel.
     let e = EventFd::new(1, 0).unwrap();
     ep.ctl(
+        &c,
         EPOLL_CTL_ADD,
         key(1),
         &e.pollable(),
@@ -64,6 +65,7 @@ fn nested_wakeup_reaches_a_blocked_outer_waiter() {
     let e = EventFd::new(0, 0).unwrap();
     inner
         .ctl(
+            &c,
             EPOLL_CTL_ADD,
             key(1),
             &e.pollable(),
@@ -72,6 +74,7 @@ fn nested_wakeup_reaches_a_blocked_outer_waiter() {
         .unwrap();
     outer
         .ctl(
+            &c,
             EPOLL_CTL_ADD,
             key(2),
             &inner.pollable(),
@@ -117,7 +120,7 @@ fn watch_ten(c: &Arc<EpollContext>) -> (Epoll, Vec<EventFd>) {
     let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
     for (i, f) in fds.iter().enumerate() {
         let ev = EpollEvent::new(EPOLLIN, 0);
-        ep.ctl(EPOLL_CTL_ADD, key(i as i32), &f.pollable(), ev)
+        ep.ctl(c, EPOLL_CTL_ADD, key(i as i32), &f.pollable(), ev)
             .unwrap();
     }
     (ep, fds)
@@ -157,6 +160,7 @@ fn file_in_many_instances() {
     let e = EventFd::new(0, 0).unwrap();
     for ep in &eps {
         ep.ctl(
+            &c,
             EPOLL_CTL_ADD,
             key(3),
             &e.pollable(),
@@ -192,6 +196,7 @@ fn add_while_waiting() {
     });
     std::thread::sleep(Duration::from_millis(20));
     ep.ctl(
+        &c,
         EPOLL_CTL_ADD,
         key(1),
         &e.pollable(),
@@ -224,7 +229,8 @@ fn item_map_shards() {
         };
         for (i, f) in files.iter().enumerate() {
             let ev = EpollEvent::new(EPOLLIN, i as u64);
-            ep.ctl(EPOLL_CTL_ADD, keys(i), &f.pollable(), ev).unwrap();
+            ep.ctl(&c, EPOLL_CTL_ADD, keys(i), &f.pollable(), ev)
+                .unwrap();
         }
         let mut used = 0;
         ep.instance()
@@ -235,10 +241,16 @@ fn item_map_shards() {
         for (i, f) in files.iter().enumerate() {
             let ev = EpollEvent::new(EPOLLIN, i as u64);
             let t = f.pollable();
-            assert_eq!(ep.ctl(EPOLL_CTL_ADD, keys(i), &t, ev), Err(Errno::EEXIST));
-            ep.ctl(EPOLL_CTL_MOD, keys(i), &t, ev).unwrap();
-            ep.ctl(EPOLL_CTL_DEL, keys(i), &t, ev).unwrap();
-            assert_eq!(ep.ctl(EPOLL_CTL_DEL, keys(i), &t, ev), Err(Errno::ENOENT));
+            assert_eq!(
+                ep.ctl(&c, EPOLL_CTL_ADD, keys(i), &t, ev),
+                Err(Errno::EEXIST)
+            );
+            ep.ctl(&c, EPOLL_CTL_MOD, keys(i), &t, ev).unwrap();
+            ep.ctl(&c, EPOLL_CTL_DEL, keys(i), &t, ev).unwrap();
+            assert_eq!(
+                ep.ctl(&c, EPOLL_CTL_DEL, keys(i), &t, ev),
+                Err(Errno::ENOENT)
+            );
         }
         assert!(ep.instance().items.all().is_empty());
     }
