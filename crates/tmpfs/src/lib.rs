@@ -495,4 +495,6 @@ mod hashdir_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod xattr_shuttle_tests;
+#[cfg(test)]
 mod xattr_tests;

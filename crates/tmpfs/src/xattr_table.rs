@@ -44,10 +44,16 @@
 //! moment between the reader's map load and its list load.
 //!
 //! ## Cost
-//! Nothing per inode without attributes; `2^bits` padded pointers per file system
-//! (`bits` is [`table_bits`] of the CPU count, at least [`MIN_BITS`]). Changing a value
-//! builds a list of pointers; an inode's first and last attribute copy its bucket's map,
-//! which holds about (inodes with attributes) / `2^bits` entries of 16 bytes.
+//! Nothing per inode without attributes. Per file system, `2^bits` padded map pointers
+//! and as many padded writer locks, apart so that a writer's lock word is not on the line
+//! that readers of the bucket's other inodes read (`bits` is [`table_bits`] of the CPU
+//! count, at least [`MIN_BITS`]: 64 KiB with 256 buckets). An inode with attributes has a
+//! cell (8 bytes), a list (a 24-byte vector of 8-byte pointers), a map entry (16 bytes
+//! and a control byte) and per attribute an `Arc` (48 bytes plus the name and value).
+//! Changing a value builds a list of pointers;
+//! an inode's first and last attribute copy its bucket's map, about (inodes with
+//! attributes) / `2^bits` entries. A getxattr costs about 830 instructions against about
+//! 950 with the mutex (`fgetxattr` of one of three attributes, callgrind).
 //!
 //! ## Locks
 //! A bucket's writer lock is a leaf (taken under the VFS inode `rwsem`);
