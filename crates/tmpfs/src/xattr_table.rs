@@ -58,6 +58,12 @@
 //! ## Locks
 //! A bucket's writer lock is a leaf (taken under the VFS inode `rwsem`);
 //! [`HAS_XATTRS`] is set and cleared under it, so the flag's changes follow the map's.
+//!
+//! ## Tests
+//! `xattr_tests` (semantics, frees, a many-thread stress of readers against set, remove
+//! and eviction on inodes sharing two buckets; also run under Miri and ThreadSanitizer)
+//! and `xattr_shuttle_tests` (a model of the two-level publication and its grace
+//! periods).
 
 use crate::xattr::HAS_XATTRS;
 use crossbeam_utils::CachePadded;
