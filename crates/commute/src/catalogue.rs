@@ -150,6 +150,7 @@ ops! {
     };
     "setxattr", 0, false, |e, s| e.p.setxattr(&e.file, &e.xname, b"v", 0).map(|()| 0);
     "getxattr", 0, false, |e, s| e.p.getxattr(&e.file, b"user.x", &mut s.buf[..64]).map(|n| { s.n = n; n as i64 });
+    "listxattr", 0, false, |e, s| e.p.listxattr(&e.file, &mut s.buf[..256]).map(|n| { s.n = n; n as i64 });
     "setlk-wr", needs::FD, false, |e, s| setlk(e, libc::F_SETLK, libc::F_WRLCK);
     "setlk-rd", needs::FD, false, |e, s| setlk(e, libc::F_SETLK, libc::F_RDLCK);
     "ofd-setlk-wr", needs::FD, false, |e, s| setlk(e, libc::F_OFD_SETLK, libc::F_WRLCK);
@@ -306,6 +307,7 @@ const DIFF_DIRS: &[&str] = &[
     "utimens",
     "setxattr",
     "getxattr",
+    "listxattr",
     "setlk-wr",
     "setlk-rd",
     "ofd-setlk-wr",
@@ -355,6 +357,7 @@ const SAME_DIR: &[&str] = &[
     "utimens",
     "setxattr",
     "getxattr",
+    "listxattr",
     "chdir",
 ];
 
@@ -377,6 +380,7 @@ const SAME_FILE: &[&str] = &[
     "close",
     "readlink",
     "getxattr",
+    "listxattr",
     "setlk-rd",
     "ofd-setlk-rd",
     "getlk",

@@ -15,8 +15,10 @@
 //!   reference to the same inode (an entry holds one `InodeRef`; the inode is evicted when
 //!   the last link and the last open reference are gone).
 //! * **Extended attributes** (`user.`, `trusted.`, `security.`) live beside the inodes, in
-//!   a map from inode number to the inode's attributes under a table of hashed mutexes, so
-//!   a file without any costs nothing; they are listed in descending name order, as
+//!   a table from inode number to the inode's attribute list, so a file without any costs
+//!   nothing. Lists are immutable and published through the epoch: `getxattr` and
+//!   `listxattr` take no lock and write no shared line; writers swap pointers under a
+//!   hashed writer lock (`xattr_table`). They are listed in descending name order, as
 //!   Linux's tmpfs lists them. (Linux also charges `user.` attributes to the `nr_inodes=`
 //!   space; we do not limit them.)
 //! * **Limits**: `size=` (bytes, counted in pages) and `nr_inodes=` give `ENOSPC`; writes past
@@ -31,14 +33,15 @@
 //! | `dirmap` | the legacy directory: one map, names stored once, readdir cookies         |
 //! | `file`   | regular files' data: read, write, truncate, fallocate, hole punching, seek |
 //! | `pages`  | the per-file page map and its lock                                        |
-//! | `xattr`  | extended attributes                                                       |
+//! | `xattr`  | extended attributes: Linux's semantics                                    |
+//! | `xattr_table` | the attribute table: lock-free readers, epoch-published lists        |
 //! | this     | the superblock, inodes, limits, statfs, eviction                          |
 //!
 //! Lock order: VFS directory lock (the inode's `rwsem`, or for a hashed directory's name
 //! changes its namespace lock shared plus the names' locks: see the VFS's `core::dirlock`)
 //! -> directory lock or bucket lock -> (nothing; a rename within a hashed directory holds
-//! two buckets, lower index first); VFS inode `rwsem` -> extended-attribute map lock (a
-//! leaf). Cross-directory renames are serialized by the VFS (both directories held
+//! two buckets, lower index first); VFS inode `rwsem` -> extended-attribute writer lock
+//! (a leaf; readers take none). Cross-directory renames are serialized by the VFS (both directories held
 //! exclusively), so tmpfs takes the two directories' locks one after the other, never
 //! nested.
 
@@ -50,13 +53,13 @@ mod file;
 mod hashdir;
 mod pages;
 mod xattr;
+mod xattr_table;
 
 use crossbeam_utils::CachePadded;
 use dir::{directory, Directory};
 #[cfg(test)]
 use dirmap::{NameRef, ThinName};
 use pages::FilePages;
-use scalevfs_primitives::hashed::HashedMutexes;
 #[cfg(test)]
 use scalevfs_vfs::erc::Erc;
 use scalevfs_vfs::fs::DirEmit;
@@ -64,9 +67,10 @@ use scalevfs_vfs::namei::NAME_MAX;
 use scalevfs_vfs::pipe::FifoSlot;
 use scalevfs_vfs::{Errno, FileSystem, Inode, InodeRef, NewInode, Statfs, SuperBlock, SysResult};
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use xattr::{Xattrs, HAS_XATTRS};
+#[cfg(test)]
+use xattr::HAS_XATTRS;
+use xattr_table::XattrTable;
 
 /// Page size of file data chunks.
 pub const PAGE: usize = 4096;
@@ -101,11 +105,10 @@ pub struct Tmpfs {
     used_pages: CachePadded<AtomicU64>,
     used_inodes: CachePadded<AtomicU64>,
     /// Extended attributes, kept beside the inodes rather than in them, so that a file
-    /// without any pays nothing: inode number -> its attributes, under a table of hashed
-    /// mutexes (attributes of different files rarely share a lock).
-    /// An inode with attributes has [`HAS_XATTRS`] set (under its `xattrs` lock), so that
-    /// evicting one without looks at no lock and no shared counter.
-    xattrs: HashedMutexes<HashMap<u64, Xattrs>>,
+    /// without any pays nothing: inode number -> its attribute list, read without a lock
+    /// (`xattr_table`). An inode with attributes has `xattr::HAS_XATTRS` set, so that reading
+    /// or evicting one without looks at no table line.
+    xattrs: XattrTable,
 }
 
 enum Node {
@@ -186,7 +189,7 @@ impl Tmpfs {
             opts,
             used_pages: CachePadded::new(AtomicU64::new(0)),
             used_inodes: CachePadded::new(AtomicU64::new(0)),
-            xattrs: HashedMutexes::new(),
+            xattrs: XattrTable::new(),
         }
     }
 
@@ -295,9 +298,7 @@ impl FileSystem for Tmpfs {
             Node::Dir(d) => drop(d.drain()),
             _ => {}
         }
-        if inode.has_flag(HAS_XATTRS) {
-            self.xattrs.lock_key(inode.ino).remove(&inode.ino);
-        }
+        self.xattrs.remove_inode(inode);
         self.unreserve_inode();
     }
 
@@ -493,3 +494,7 @@ impl FileSystem for Tmpfs {
 mod hashdir_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod xattr_shuttle_tests;
+#[cfg(test)]
+mod xattr_tests;
