@@ -310,9 +310,15 @@ fuse_test! {
         let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
         fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
         const WAITERS: usize = 8;
+        // One waiter at a time, each counted waiting before the next: a burst of requests
+        // larger than the entries the queue has available at that instant can leave one
+        // in the kernel's queue until another request of this CPU is committed (the
+        // kernel hands queued requests to committed entries, not to newly registered
+        // ones: docs/fuse.md, "Answers from other threads"). What this test checks is
+        // that held entries are replaced, so the holder's unlock still gets through.
         let children: Vec<i32> = (0..WAITERS)
-            .map(|_| {
-                fork_child(|| {
+            .map(|n| {
+                let pid = fork_child(|| {
                     // SAFETY: a NUL-terminated path.
                     let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
                     if fd < 0 {
@@ -325,7 +331,9 @@ fuse_test! {
                     // SAFETY: closing our own descriptor (releases the lock).
                     unsafe { libc::close(fd) };
                     0
-                })
+                });
+                wait_for(&server, "the next child waiting", |s| s.waiting == n as u64 + 1);
+                pid
             })
             .collect();
         wait_for(&server, "every child waiting", |s| s.waiting == WAITERS as u64);
