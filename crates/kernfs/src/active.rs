@@ -16,9 +16,12 @@
 //! attribute file gets per-CPU counters at creation, as Linux's `percpu_ref` and sv6's
 //! Refcache count: a slot in one process-wide [`SlotArena`] (see
 //! `scalevfs_primitives::percpu_ref`), i.e. one 8-byte counter per CPU, packed with other
-//! nodes' counters of the same CPU, plus the slot number (8 bytes) in the node. A get or
-//! put adds ±1 to the calling CPU's counter by a compare-exchange that refuses a closed
-//! counter; the true count is the sum (a put may land on another CPU than its get).
+//! nodes' counters of the same CPU, plus a handle on them in the node (a `SlotCounters`:
+//! the slot's chunk and number, 24 bytes). A get or put adds ±1 to the calling CPU's
+//! counter by a compare-exchange that refuses a closed counter; the true count is the sum
+//! (a put may land on another CPU than its get). The CPU is a per-thread hint looked up
+//! every 32 adds (`SlotCounters`' docs say why), so a migrated thread may add to its old
+//! CPU's counter for a few calls: it costs a shared line, never a count.
 //! Attribute files are few and their references are the hot path, so they start per-CPU
 //! (no promotion step: the first two readers do not share a line either). Directories and
 //! symlinks keep the single count (their references are taken by removal and `open`
@@ -119,27 +122,28 @@ mod shuttle_model {
     use shuttle::sync::Arc;
     use shuttle::thread;
 
-    /// One node's count, its counters' arena and the drain queue, with each call made on
-    /// a random CPU.
+    /// The models' per-CPU counters: two CPUs. Not shuttle's objects, so one arena can
+    /// serve every execution (each gives its slot back at its end).
+    static ARENA: std::sync::LazyLock<SlotArena> =
+        std::sync::LazyLock::new(|| SlotArena::with_cpus(2));
+
+    /// One node's count and the drain queue, with each call made on a random CPU.
     struct Node {
         count: ActiveCount,
-        counters: SlotArena,
         q: DrainQueue,
     }
 
     impl Node {
         fn new(percpu: bool) -> Arc<Node> {
-            let counters = SlotArena::with_cpus(2);
             let count = if percpu {
-                let c = ActiveCount::with_percpu(&counters);
-                assert!(c.slot.is_some(), "the model arena has slots");
+                let c = ActiveCount::with_percpu(&ARENA);
+                assert!(c.percpu.is_some(), "the model arena has slots");
                 c
             } else {
                 ActiveCount::new()
             };
             Arc::new(Node {
                 count,
-                counters,
                 q: DrainQueue::new(),
             })
         }
@@ -148,35 +152,34 @@ mod shuttle_model {
         fn migrate() {
             let cpu = (thread_rng().next_u64() % 2) as usize;
             scalevfs_primitives::cpu::set_cpu_override(Some(cpu));
+            scalevfs_primitives::percpu_ref::expire_cpu_hint();
         }
 
         fn try_get(&self) -> bool {
             Self::migrate();
-            self.count.try_get(&self.counters)
+            self.count.try_get()
         }
 
         fn put(&self) {
             Self::migrate();
-            self.count.put(&self.counters, &self.q);
+            self.count.put(&self.q);
         }
 
         fn put_broken(&self) {
             Self::migrate();
-            self.count.put_broken(&self.counters, &self.q);
+            self.count.put_broken(&self.q);
         }
 
         fn deactivate(&self) -> bool {
-            self.count.deactivate(&self.counters, &self.q)
+            self.count.deactivate(&self.q)
         }
 
         /// The end of every model: fully drained, and no count lost or left on a counter.
         fn check_drained(node: Arc<Node>) {
             node.count.drain(&node.q, false);
             let mut node = Arc::try_unwrap(node).unwrap_or_else(|_| panic!("node still shared"));
-            let Node {
-                count, counters, ..
-            } = &mut node;
-            assert_eq!(count.release_slot(counters), 0, "a count left on a counter");
+            let count = &mut node.count;
+            assert_eq!(count.release_slot(&ARENA), 0, "a count left on a counter");
             assert_eq!(
                 count.count.load(sync::Ordering::Relaxed),
                 DEACTIVATED_BIAS,
@@ -423,11 +426,18 @@ mod stress {
     //! than their gets) while two removers race to deactivate and drain it.
     use super::*;
     use scalevfs_primitives::cpu::set_cpu_override;
+    use scalevfs_primitives::percpu_ref::expire_cpu_hint;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     const CPUS: usize = 4;
     const READERS: usize = 8;
     const ROUNDS: usize = 150;
+
+    /// Moves the calling thread to `cpu` (as far as the counters can tell) at once.
+    fn move_to(cpu: Option<usize>) {
+        set_cpu_override(cpu);
+        expire_cpu_hint();
+    }
 
     /// A lost count or wakeup makes a drain wait forever: fail instead of hanging.
     #[test]
@@ -446,16 +456,17 @@ mod stress {
     }
 
     fn hammer_rounds() {
-        let counters = SlotArena::with_cpus(CPUS);
+        static ARENA: std::sync::LazyLock<SlotArena> =
+            std::sync::LazyLock::new(|| SlotArena::with_cpus(CPUS));
         let gets = AtomicUsize::new(0);
         for round in 0..ROUNDS {
-            let mut count = ActiveCount::with_percpu(&counters);
-            assert!(count.slot.is_some());
+            let mut count = ActiveCount::with_percpu(&ARENA);
+            assert!(count.percpu.is_some());
             let q = DrainQueue::new();
             let (inside, freed) = (AtomicUsize::new(0), AtomicBool::new(false));
             let wins = std::thread::scope(|s| {
                 for t in 0..READERS {
-                    let (count, counters, q) = (&count, &counters, &q);
+                    let (count, q) = (&count, &q);
                     let (inside, freed, gets) = (&inside, &freed, &gets);
                     s.spawn(move || {
                         let mut i = t;
@@ -463,37 +474,37 @@ mod stress {
                         let mut refused_in_a_row = 0;
                         while refused_in_a_row < 100 {
                             i += 1;
-                            set_cpu_override(Some(i % CPUS));
-                            if count.try_get(counters) {
+                            move_to(Some(i % CPUS));
+                            if count.try_get() {
                                 refused_in_a_row = 0;
                                 gets.fetch_add(1, Ordering::Relaxed);
                                 inside.fetch_add(1, Ordering::SeqCst);
                                 assert!(!freed.load(Ordering::SeqCst), "a get after the drain");
                                 std::hint::spin_loop();
                                 inside.fetch_sub(1, Ordering::SeqCst);
-                                set_cpu_override(Some((i * 7 + t) % CPUS));
-                                count.put(counters, q);
+                                move_to(Some((i * 7 + t) % CPUS));
+                                count.put(q);
                             } else {
                                 refused_in_a_row += 1;
                             }
                         }
-                        set_cpu_override(None);
+                        move_to(None);
                     });
                 }
                 let removers: Vec<_> = (0..2)
                     .map(|_| {
-                        let (count, counters, q) = (&count, &counters, &q);
+                        let (count, q) = (&count, &q);
                         let (inside, freed) = (&inside, &freed);
                         s.spawn(move || {
                             // Let the readers in first (longer in some rounds).
                             for _ in 0..(round % 7) * 200 {
                                 std::hint::spin_loop();
                             }
-                            let won = count.deactivate(counters, q);
+                            let won = count.deactivate(q);
                             count.drain(q, false);
                             assert_eq!(inside.load(Ordering::SeqCst), 0, "drained too early");
                             freed.store(true, Ordering::SeqCst);
-                            assert!(!count.try_get(counters), "a get after the drain");
+                            assert!(!count.try_get(), "a get after the drain");
                             won
                         })
                     })
@@ -509,7 +520,7 @@ mod stress {
                 DEACTIVATED_BIAS,
                 "round {round}: a count lost or left over"
             );
-            assert_eq!(count.release_slot(&counters), 0, "round {round}");
+            assert_eq!(count.release_slot(&ARENA), 0, "round {round}");
         }
         // The readers did get in: the removals raced with counted callers.
         assert!(gets.load(Ordering::Relaxed) > 0);

@@ -1,7 +1,7 @@
 // The active-reference protocol (shared by `active.rs` and the shuttle model in its tests,
 // which include this file with `sync` bound to std or to shuttle). See `active.rs`.
 
-use scalevfs_primitives::percpu_ref::{SlotArena, SlotId};
+use scalevfs_primitives::percpu_ref::{SlotArena, SlotCounters};
 
 /// `active` after deactivation with no reference held (Linux's `KN_DEACTIVATED_BIAS`).
 pub(crate) const DEACTIVATED_BIAS: i32 = i32::MIN + 1;
@@ -27,7 +27,7 @@ pub(crate) struct ActiveCount {
     /// read only under the drain queue's mutex, so `Relaxed` (the mutex orders it).
     broken: sync::AtomicI32,
     /// The node's per-CPU counters, fixed at creation (`None`: the single count only).
-    slot: Option<SlotId>,
+    percpu: Option<SlotCounters<'static>>,
 }
 
 /// Where drainers sleep. One per file system (as Linux's `root->deactivate_waitq`); only
@@ -43,37 +43,34 @@ impl ActiveCount {
         ActiveCount {
             count: sync::AtomicI32::new(0),
             broken: sync::AtomicI32::new(0),
-            slot: None,
+            percpu: None,
         }
     }
 
-    /// A count whose callers go to per-CPU counters of `counters` until deactivation
+    /// A count whose callers go to per-CPU counters in `arena` until deactivation
     /// (attribute files), or a plain one if the arena has no slot left.
-    pub(crate) fn with_percpu(counters: &SlotArena) -> Self {
-        let Some(id) = counters.alloc() else {
+    pub(crate) fn with_percpu(arena: &'static SlotArena) -> Self {
+        let Some(percpu) = arena.alloc().and_then(|id| arena.counters(id)) else {
             return ActiveCount::new();
         };
         // No other thread knows the slot yet. `open`'s Relaxed stores are published with
         // the node itself (whoever reaches the node got it through a Release/Acquire
         // pair: an `Arc` handed over, a table insert).
-        counters.open(id);
+        arena.open(percpu.id());
         ActiveCount {
             count: sync::AtomicI32::new(PERCPU_BIAS),
             broken: sync::AtomicI32::new(0),
-            slot: Some(id),
+            percpu: Some(percpu),
         }
     }
 
-    /// `kernfs_get_active`: one more caller, unless the node was deactivated. `counters`
-    /// is the arena the node's slot is in (ignored without one).
+    /// `kernfs_get_active`: one more caller, unless the node was deactivated.
     #[inline]
-    pub(crate) fn try_get(&self, counters: &SlotArena) -> bool {
+    pub(crate) fn try_get(&self) -> bool {
         // An open counter: counted there. A closed one (deactivated) refuses, and the
         // single count below is negative by then, so the get fails.
-        if let Some(id) = self.slot {
-            if counters.try_add(id, 1) {
-                return true;
-            }
+        if self.percpu.is_some_and(|c| c.try_add(1)) {
+            return true;
         }
         let mut v = self.count.load(sync::Ordering::Relaxed);
         loop {
@@ -97,14 +94,12 @@ impl ActiveCount {
 
     /// `kernfs_put_active`. The last caller of a deactivated node wakes the drainers.
     #[inline]
-    pub(crate) fn put(&self, counters: &SlotArena, q: &DrainQueue) {
+    pub(crate) fn put(&self, q: &DrainQueue) {
         // An open counter (of any CPU: the caller may have moved since its get) takes the
         // put; its AcqRel add pairs with the close's swap in `deactivate`, which the drain
         // synchronizes with through the switch (see `drain`).
-        if let Some(id) = self.slot {
-            if counters.try_add(id, -1) {
-                return;
-            }
+        if self.percpu.is_some_and(|c| c.try_add(-1)) {
+            return;
         }
         // Release pairs with the Acquire load in `drain`: everything the caller did under
         // its reference happens-before the drainer's return.
@@ -125,7 +120,7 @@ impl ActiveCount {
     /// After the close no counter takes a get, and the single count is negative: every
     /// later get fails. Until the sum is added the count is `DEACTIVATED_BIAS +
     /// PERCPU_BIAS + (puts that met a closed counter)`, which no drain accepts.
-    pub(crate) fn deactivate(&self, counters: &SlotArena, q: &DrainQueue) -> bool {
+    pub(crate) fn deactivate(&self, q: &DrainQueue) -> bool {
         let mut v = self.count.load(sync::Ordering::Relaxed);
         loop {
             if v < 0 {
@@ -145,9 +140,9 @@ impl ActiveCount {
                 Err(cur) => v = cur,
             }
         }
-        if let Some(id) = self.slot {
+        if let Some(percpu) = self.percpu {
             // Only this thread won, so only it closes (the arena's rule: one closer).
-            let sum = counters.close(id);
+            let sum = percpu.close();
             // The sum of in-flight callers fits an i32 (it is at most the threads alive).
             let switch = (sum - i64::from(PERCPU_BIAS)) as i32;
             // AcqRel: Acquire makes the counters' puts (drained by the close) happen-before
@@ -177,14 +172,14 @@ impl ActiveCount {
     }
 
     /// `put` of a broken reference (its node is deactivated, so a drainer may wait).
-    pub(crate) fn put_broken(&self, counters: &SlotArena, q: &DrainQueue) {
+    pub(crate) fn put_broken(&self, q: &DrainQueue) {
         let _g = q.lock.lock().unwrap_or_else(|e| e.into_inner());
         // Unbroken before it is put: `broken` never exceeds the counted references.
         self.broken.fetch_sub(1, sync::Ordering::Relaxed);
         // A counter still open (the winning remover has not closed it yet): the close
         // will sum this put. Otherwise the single count; Release pairs with the Acquire
         // loads in `drain`, as in `put`.
-        let on_counter = self.slot.is_some_and(|id| counters.try_add(id, -1));
+        let on_counter = self.percpu.is_some_and(|c| c.try_add(-1));
         if !on_counter {
             self.count.fetch_sub(1, sync::Ordering::Release);
         }
@@ -231,19 +226,20 @@ impl ActiveCount {
         }
     }
 
-    /// Gives the per-CPU slot back to `counters` (the node is being freed: `&mut`, so no
-    /// caller can be about to add to it). Returns the references that were still
-    /// counted, which is 0 unless a caller leaked one.
-    pub(crate) fn release_slot(&mut self, counters: &SlotArena) -> i64 {
-        let Some(id) = self.slot.take() else {
+    /// Gives the per-CPU slot back to `arena`, the one [`with_percpu`](Self::with_percpu)
+    /// took it from (the node is being freed: `&mut`, so no caller can be about to add
+    /// to it). Returns the references that were still counted, which is 0 unless a caller
+    /// leaked one.
+    pub(crate) fn release_slot(&mut self, arena: &SlotArena) -> i64 {
+        let Some(percpu) = self.percpu.take() else {
             return 0;
         };
         // Closed already if the node was deactivated (then this sums nothing).
-        let left = counters.close(id);
+        let left = percpu.close();
         // SAFETY: not a memory-safety contract (see `SlotArena::free`): the slot is closed
         // on every CPU just above, and `&mut self` means no thread holds the node, so
         // none can be about to add to the slot for it.
-        unsafe { counters.free(id) };
+        unsafe { arena.free(percpu.id()) };
         left
     }
 }

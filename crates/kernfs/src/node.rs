@@ -442,18 +442,18 @@ impl KernfsNode {
     /// `kernfs_get_active`: takes an active reference unless the node was deactivated.
     #[inline]
     pub(crate) fn try_get_active(&self) -> bool {
-        self.active.try_get(percpu_counters())
+        self.active.try_get()
     }
 
     /// `kernfs_put_active`: drops a reference taken by [`try_get_active`](Self::try_get_active).
     #[inline]
     pub(crate) fn put_active(&self) {
-        self.active.put(percpu_counters(), &self.core.drain)
+        self.active.put(&self.core.drain)
     }
 
     /// Stops new active references (see `active.rs`); `false` if it was already done.
     pub(crate) fn deactivate(&self) -> bool {
-        self.active.deactivate(percpu_counters(), &self.core.drain)
+        self.active.deactivate(&self.core.drain)
     }
 
     /// Runs `f` under an active reference recorded as held by this thread (so that `f`
@@ -473,9 +473,7 @@ impl KernfsNode {
                         .is_some_and(|i| h.swap_remove(i).1)
                 });
                 if broken {
-                    self.0
-                        .active
-                        .put_broken(percpu_counters(), &self.0.core.drain);
+                    self.0.active.put_broken(&self.0.core.drain);
                 } else {
                     self.0.put_active();
                 }
