@@ -17,16 +17,17 @@
 //! Refcache count: a slot in one process-wide [`SlotArena`] (see
 //! `scalevfs_primitives::percpu_ref`), i.e. one 8-byte counter per CPU, packed with other
 //! nodes' counters of the same CPU, plus a handle on them in the node (a `SlotCounters`:
-//! the slot's chunk and number, 24 bytes). A get or put adds ±1 to the calling CPU's
-//! counter by a compare-exchange that refuses a closed counter; the true count is the sum
-//! (a put may land on another CPU than its get). The CPU is a per-thread hint looked up
-//! every 32 adds (`SlotCounters`' docs say why), so a migrated thread may add to its old
-//! CPU's counter for a few calls: it costs a shared line, never a count.
-//! Attribute files are few and their references are the hot path, so they start per-CPU
-//! (no promotion step: the first two readers do not share a line either). Directories and
-//! symlinks keep the single count (their references are taken by removal and `open`
-//! only). The arena's memory is `8 * CPUs` bytes per attribute file, allocated in chunks
-//! of 1024 slots per CPU; a node gives its slot back when it is freed.
+//! the slot's chunk and number, 24 bytes that fit in the node's former padding: a node is
+//! still 256 bytes). A get or put adds ±1 to the calling CPU's counter by a
+//! compare-exchange that refuses a closed counter; the true count is the sum (a put may
+//! land on another CPU than its get). The CPU is a per-thread hint looked up every 32 adds
+//! (`SlotCounters`' docs say why), so a migrated thread may add to its old CPU's counter
+//! for a few calls: it costs a shared line, never a count. Attribute files are few and
+//! their references are the hot path, so they start per-CPU (no promotion step: the first
+//! two readers do not share a line either). Directories and symlinks keep the single count
+//! (no caller takes references on them: it only records their deactivation). The arena's
+//! memory is `8 * CPUs` bytes per attribute file, allocated in chunks of 1024 slots per
+//! CPU; a node gives its slot back when it is freed.
 //!
 //! Deactivation is Linux's `percpu_ref_kill`: the winner of the single count's bias
 //! (`deactivate`) closes the node's counters and adds their sum, less the `PERCPU_BIAS`
@@ -41,11 +42,10 @@
 //! ordered. A `try_get` before the deactivation incremented the count, so the drainer waits
 //! for its `put`; a `try_get` after it saw a negative count and failed. With per-CPU
 //! counters the closes play that role: a get before its counter's close is in the sum the
-//! drainer waits for; one after it is refused and then fails on the single count, which
-//! was negative before the first close. The drain accepts no count before the winner's
-//! switch (the count still carries `PERCPU_BIAS`). Callers never block
-//! while holding a reference except inside the embedder's callback, so the drain ends when
-//! the callbacks return.
+//! drainer waits for; one after it is refused and then fails on the single count, which was
+//! negative before the first close. The drain accepts no count before the winner's switch
+//! (the count still carries `PERCPU_BIAS`). Callers never block while holding a reference
+//! except inside the embedder's callback, so the drain ends when the callbacks return.
 //!
 //! ## Removal from inside a callback (`kernfs_remove_self`)
 //!

@@ -207,7 +207,8 @@ pub(crate) enum NodeData {
 /// A kernfs node. See the module docs.
 ///
 /// `repr(C)` to fix the layout: every open, read and close of an attribute writes the
-/// `Arc` count (in the allocation's header, just before the node) and `active`, and reads
+/// `Arc` count (in the allocation's header, just before the node) and, in the legacy
+/// design, `active` (the scalable design writes the CPU's counter in the arena), and reads
 /// the mode, the owner and the open-node pointer (in `data`). They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
 /// a sysfs file use the same node), an open moves those lines, not the more that the

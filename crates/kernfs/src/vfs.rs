@@ -39,7 +39,9 @@
 //! read, partial reads from the buffer, `ENODEV` after removal), `lseek` to its `llseek`
 //! (the 2^31-1 limit, `SEEK_END` relative to 4096, `ENODEV` after removal). The VFS
 //! checked permission with the caller's credentials; kernfs's own open checks (no `w`
-//! bit: `EACCES` even for root) run as root. Dropping the open file is `release`.
+//! bit: `EACCES` even for root) run as root. Dropping the open file is `release`. Reads
+//! leave the file's atime alone, as on sysfs (its inode carries `FS_NOATIME_FL`, which
+//! users cannot see: no `FS_IOC_GETFLAGS` here); listing a directory updates its atime.
 //!
 //! ## Poll and epoll
 //!
