@@ -407,7 +407,7 @@ impl Kernfs {
         let (first, all) = {
             let _tree = self.tree_write();
             let first = self
-                .with_parent_locked(node, |_, _| node.active.deactivate())
+                .with_parent_locked(node, |_, _| node.deactivate())
                 .unwrap_or(false);
             let mut all = vec![node.clone()];
             let mut i = 0;
@@ -416,7 +416,7 @@ impl Kernfs {
                 if let Some(d) = n.dir() {
                     let st = d.lock.lock();
                     for c in st.order.values() {
-                        c.active.deactivate();
+                        c.deactivate();
                         all.push(c.clone());
                     }
                 }

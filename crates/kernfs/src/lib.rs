@@ -205,6 +205,9 @@ pub(crate) struct Core {
     pub(crate) open_file_locks: HashedMutexes<()>,
     pub(crate) open_node_lock: Option<SpinLock<()>>,
     pub(crate) drain: DrainQueue,
+    /// Whether attribute files count active references per CPU (the scalable design;
+    /// legacy keeps Linux's single `kn->active`). See `active.rs`.
+    pub(crate) percpu_active: bool,
 }
 
 /// Told about every removal (a mount's inode map forgets the removed nodes' inodes).
@@ -244,6 +247,7 @@ impl Kernfs {
             open_file_locks: HashedMutexes::new_for_class(locking, &file::OPEN_FILE_MUTEX_CLASS),
             open_node_lock: legacy.then(|| SpinLock::with_class((), &file::OPEN_NODE_LOCK_CLASS)),
             drain: DrainQueue::new(),
+            percpu_active: !legacy,
         });
         let root = Arc::new(KernfsNode::new(
             core.clone(),

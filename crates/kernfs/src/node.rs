@@ -15,7 +15,7 @@ use scalevfs_primitives::lockstat::LockClass;
 use scalevfs_primitives::spinlock::SpinLock;
 use scalevfs_vfs::{Errno, SysResult};
 
-use crate::active::ActiveCount;
+use crate::active::{percpu_counters, ActiveCount, DrainQueue};
 use crate::dir::DirData;
 use crate::file::OpenNode;
 
@@ -207,7 +207,8 @@ pub(crate) enum NodeData {
 /// A kernfs node. See the module docs.
 ///
 /// `repr(C)` to fix the layout: every open, read and close of an attribute writes the
-/// `Arc` count (in the allocation's header, just before the node) and `active`, and reads
+/// `Arc` count (in the allocation's header, just before the node) and, in the legacy
+/// design, `active` (the scalable design writes the CPU's counter in the arena), and reads
 /// the mode, the owner and the open-node pointer (in `data`). They come first, so they
 /// share one or two cache lines: when the node was used last on another CPU (all readers of
 /// a sysfs file use the same node), an open moves those lines, not the more that the
@@ -290,10 +291,15 @@ impl KernfsNode {
         data: NodeData,
     ) -> Self {
         let now = now_ns();
+        // Attribute files of the scalable design count their callers per CPU (active.rs).
+        let active = match data {
+            NodeData::File(_) if core.percpu_active => ActiveCount::with_percpu(percpu_counters()),
+            _ => ActiveCount::new(),
+        };
         KernfsNode {
             core,
             ino,
-            active: ActiveCount::new(),
+            active,
             mode: AtomicU32::new(mode & 0o7777),
             uid: AtomicU32::new(uid),
             gid: AtomicU32::new(gid),
@@ -434,17 +440,30 @@ impl KernfsNode {
         Ok(())
     }
 
+    /// `kernfs_get_active`: takes an active reference unless the node was deactivated.
+    #[inline]
+    pub(crate) fn try_get_active(&self) -> bool {
+        self.active.try_get()
+    }
+
+    /// `kernfs_put_active`: drops a reference taken by [`try_get_active`](Self::try_get_active).
+    #[inline]
+    pub(crate) fn put_active(&self) {
+        self.active.put(&self.core.drain)
+    }
+
+    /// Stops new active references (see `active.rs`); `false` if it was already done.
+    pub(crate) fn deactivate(&self) -> bool {
+        self.active.deactivate(&self.core.drain)
+    }
+
     /// Runs `f` under an active reference recorded as held by this thread (so that `f`
     /// may remove this node without draining itself), or fails with `ENODEV`.
-    pub(crate) fn with_active<R>(
-        &self,
-        q: &crate::active::DrainQueue,
-        f: impl FnOnce() -> SysResult<R>,
-    ) -> SysResult<R> {
-        if !self.active.try_get() {
+    pub(crate) fn with_active<R>(&self, f: impl FnOnce() -> SysResult<R>) -> SysResult<R> {
+        if !self.try_get_active() {
             return Err(Errno::ENODEV);
         }
-        struct Put<'a>(&'a KernfsNode, &'a crate::active::DrainQueue);
+        struct Put<'a>(&'a KernfsNode);
         impl Drop for Put<'_> {
             fn drop(&mut self) {
                 let addr = self.0 as *const KernfsNode as usize;
@@ -455,9 +474,9 @@ impl KernfsNode {
                         .is_some_and(|i| h.swap_remove(i).1)
                 });
                 if broken {
-                    self.0.active.put_broken(self.1);
+                    self.0.active.put_broken(&self.0.core.drain);
                 } else {
-                    self.0.active.put(self.1);
+                    self.0.put_active();
                 }
             }
         }
@@ -465,14 +484,14 @@ impl KernfsNode {
             h.borrow_mut()
                 .push((self as *const KernfsNode as usize, false))
         });
-        let _put = Put(self, q);
+        let _put = Put(self);
         f()
     }
 
     /// Breaks the calling thread's callback references on this (deactivated) node, if it
     /// holds any (see `active.rs`), and tells whether it does: a removal that drains this
     /// node must then wait only for unbroken references.
-    pub(crate) fn break_my_refs(&self, q: &crate::active::DrainQueue) -> bool {
+    pub(crate) fn break_my_refs(&self, q: &DrainQueue) -> bool {
         let addr = self as *const KernfsNode as usize;
         let (held, newly) = HELD.with(|h| {
             let mut h = h.borrow_mut();
@@ -499,6 +518,13 @@ thread_local! {
     /// an ancestor): a removal from a callback must not wait for itself, nor for another
     /// callback doing the same.
     static HELD: RefCell<Vec<(usize, bool)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Drop for KernfsNode {
+    fn drop(&mut self) {
+        let left = self.active.release_slot(percpu_counters());
+        debug_assert_eq!(left, 0, "an active reference outlived its node");
+    }
 }
 
 impl std::fmt::Debug for KernfsNode {

@@ -39,7 +39,9 @@
 //! read, partial reads from the buffer, `ENODEV` after removal), `lseek` to its `llseek`
 //! (the 2^31-1 limit, `SEEK_END` relative to 4096, `ENODEV` after removal). The VFS
 //! checked permission with the caller's credentials; kernfs's own open checks (no `w`
-//! bit: `EACCES` even for root) run as root. Dropping the open file is `release`.
+//! bit: `EACCES` even for root) run as root. Dropping the open file is `release`. Reads
+//! leave the file's atime alone, as on sysfs (its inode carries `FS_NOATIME_FL`, which
+//! users cannot see: no `FS_IOC_GETFLAGS` here); listing a directory updates its atime.
 //!
 //! ## Poll and epoll
 //!
@@ -68,6 +70,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use scalevfs_primitives::hashed::HashedMutexes;
 use scalevfs_primitives::lockstat::LockClass;
 use scalevfs_vfs::epoll::{release_file_from_epoll, EpLinks};
+use scalevfs_vfs::fileattr::FS_NOATIME_FL;
 use scalevfs_vfs::poll::{Pollable, WaitQueue};
 use scalevfs_vfs::{
     DirEmit, Errno, FileSystem, Inode, InodeRef, NewInode, OpenFile, SuperBlock, SysResult,
@@ -198,6 +201,14 @@ impl KernfsFs {
             private: Box::new(node.clone()),
         });
         i.atime.set(ts(a.atime_ns));
+        // Reading a sysfs file does not update its atime (`seq_read_iter` never calls
+        // `file_accessed`; directories' `iterate_dir` does), so attribute files carry the
+        // no-atime flag that the VFS's relatime update checks: two readers of one file
+        // then write nothing of its inode. Users cannot see the flag: kernfs has no
+        // `fileattr_flags`, so `FS_IOC_GETFLAGS` is `ENOTTY`.
+        if a.kind == NodeKind::File {
+            i.set_fs_flags(FS_NOATIME_FL);
+        }
         refresh(&i, &a);
         i
     }

@@ -152,6 +152,29 @@ fn stat_getdents_and_readlink() {
     assert_eq!(st.unwrap().mode, libc::S_IFDIR | 0o700);
 }
 
+/// As on sysfs: reading an attribute file leaves its atime alone (`seq_read_iter` does
+/// not call `file_accessed`), while listing a directory updates the directory's (relatime:
+/// its atime starts equal to its mtime).
+#[test]
+fn reads_leave_atime_alone_and_getdents_updates_it() {
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let (_vfs, _k, _d, p) = setup(locking);
+        let before = p.newfstatat(libc::AT_FDCWD, gid(5), 0).unwrap();
+        let fd = p.openat(libc::AT_FDCWD, gid(5), RO, 0).unwrap();
+        assert_eq!(read_all(&p, fd, 64), gid_string(5).as_bytes());
+        p.close(fd).unwrap();
+        let after = p.newfstatat(libc::AT_FDCWD, gid(5), 0).unwrap();
+        assert_eq!(after.atime, before.atime, "{locking:?}");
+        assert_eq!(before.atime, before.mtime, "{locking:?}");
+
+        let dir = "/sys/class/infiniband/mlx5_0/ports/1";
+        let before = p.newfstatat(libc::AT_FDCWD, dir, 0).unwrap();
+        assert!(names(&p, dir).contains(&"gids".to_string()));
+        let after = p.newfstatat(libc::AT_FDCWD, dir, 0).unwrap();
+        assert!(after.atime > before.atime, "{locking:?}: {after:?}");
+    }
+}
+
 #[test]
 fn knob_writes_reach_store_and_its_errors_reach_the_writer() {
     let (_vfs, _k, d, p) = setup(Locking::Scalable);

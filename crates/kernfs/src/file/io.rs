@@ -32,7 +32,7 @@ impl SeqState {
     fn show(&mut self, of: &KernfsOpenFile) -> SysResult<()> {
         let node = &*of.node;
         let f = node.file().expect("read of an attribute file");
-        node.with_active(&node.core.drain, || {
+        node.with_active(|| {
             if let Some(on) = &of.open {
                 // Acquire pairs with the increment in `notify` (SeqCst, so a release).
                 of.event
@@ -202,7 +202,7 @@ impl KernfsOpenFile {
             .node
             .file()
             .expect("writable files are attribute files");
-        self.node.with_active(&self.node.core.drain, || {
+        self.node.with_active(|| {
             if data.is_empty() {
                 return Ok(0);
             }
@@ -270,11 +270,11 @@ impl KernfsOpenFile {
             return seek();
         }
         // kernfs_fop_llseek: under an active reference (not a callback: no HELD record).
-        if !self.node.active.try_get() {
+        if !self.node.try_get_active() {
             return Err(Errno::ENODEV);
         }
         let r = seek();
-        self.node.active.put(&self.node.core.drain);
+        self.node.put_active();
         r
     }
 

@@ -275,7 +275,7 @@ impl Kernfs {
             return Ok(of);
         }
         // kernfs_fop_open: under an active reference.
-        if !node.active.try_get() {
+        if !node.try_get_active() {
             return Err(Errno::ENODEV);
         }
         let mode = node.mode();
@@ -291,7 +291,7 @@ impl Kernfs {
             of.id = id;
             Ok(of)
         };
-        node.active.put(&self.inner.core.drain);
+        node.put_active();
         r
     }
 

@@ -30,13 +30,13 @@ impl KernfsOpenFile {
         let Some(on) = &self.open else {
             return DEFAULT_POLLMASK;
         };
-        if !self.node.active.try_get() {
+        if !self.node.try_get_active() {
             return DEFAULT_POLLMASK | POLL_CHANGED;
         }
         // SeqCst: Acquire pairs with the increment in `notify`; SeqCst orders this load
         // after a waiter registration before it (`add_waiter`), see the module docs.
         let changed = self.event.load(Ordering::Relaxed) != on.event.load(Ordering::SeqCst);
-        self.node.active.put(&self.node.core.drain);
+        self.node.put_active();
         if changed {
             DEFAULT_POLLMASK | POLL_CHANGED
         } else {

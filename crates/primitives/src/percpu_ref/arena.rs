@@ -13,6 +13,8 @@
 //! [`SlotArena::try_add`] changes an open counter by compare-exchange and refuses a closed
 //! one; [`SlotArena::close`] swaps every CPU's counter to `CLOSED` and returns their sum;
 //! [`SlotArena::open`] sets every closed counter to zero. A free slot is closed on every CPU.
+//! An owner that keeps one slot for its whole life can hold a [`SlotCounters`] instead of
+//! the number: the same adds and close, without the chunk lookup, on a cached CPU hint.
 //!
 //! Orderings: `try_add` and `close` are `AcqRel` read-modify-writes of the counter, so a
 //! `try_add` that a `close` drained is ordered before the code after the close (a put's
@@ -155,26 +157,18 @@ impl SlotArena {
     /// changed) if it is closed.
     #[inline]
     pub fn try_add(&self, id: SlotId, delta: i64) -> bool {
-        let Some(c) = self.counter(id, cpu::current_shard(self.ncpus)) else {
-            return false;
-        };
-        // Relaxed: the compare-exchange below is the ordering point.
-        let mut v = c.load(Ordering::Relaxed);
-        loop {
-            if v == CLOSED {
-                return false;
-            }
-            // AcqRel: see the module docs (pairs with `close`'s swap).
-            match c.compare_exchange_weak(
-                v,
-                v.wrapping_add(delta as u64),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => v = now,
-            }
-        }
+        self.counter(id, cpu::current_shard(self.ncpus))
+            .is_some_and(|c| add_unless_closed(c, delta))
+    }
+
+    /// The counters of `id`, found once (see [`SlotCounters`]); `None` for a slot this
+    /// arena never handed out.
+    pub fn counters(&self, id: SlotId) -> Option<SlotCounters<'_>> {
+        let (k, _) = id.chunk_and_index();
+        Some(SlotCounters {
+            blocks: self.chunks.get(k)?.get()?,
+            id,
+        })
     }
 
     /// Sets every CPU's counter of `id` from closed to zero. Call while no other thread
@@ -194,17 +188,7 @@ impl SlotArena {
     /// ran before a counter closed are in the sum; later ones are refused. Call while no
     /// other thread opens or closes `id` (the owner's lock).
     pub fn close(&self, id: SlotId) -> i64 {
-        let mut sum = 0i64;
-        for cpu in 0..self.ncpus {
-            if let Some(c) = self.counter(id, cpu) {
-                // AcqRel: pairs with `try_add` (module docs).
-                let v = c.swap(CLOSED, Ordering::AcqRel);
-                if v != CLOSED {
-                    sum = sum.wrapping_add(v as i64);
-                }
-            }
-        }
-        sum
+        self.counters(id).map_or(0, |c| c.close())
     }
 
     /// The sum of the open counters of `id` (a racy snapshot; 0 if closed).
@@ -216,6 +200,122 @@ impl SlotArena {
             .filter(|&v| v != CLOSED)
             .fold(0i64, |s, v| s.wrapping_add(v as i64))
     }
+}
+
+/// Adds `delta` to `c` unless it is [`CLOSED`].
+#[inline]
+fn add_unless_closed(c: &AtomicU64, delta: i64) -> bool {
+    // Relaxed: the compare-exchange below is the ordering point.
+    let mut v = c.load(Ordering::Relaxed);
+    loop {
+        if v == CLOSED {
+            return false;
+        }
+        // AcqRel: see the module docs (pairs with `close`'s swap).
+        match c.compare_exchange_weak(
+            v,
+            v.wrapping_add(delta as u64),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return true,
+            Err(now) => v = now,
+        }
+    }
+}
+
+/// One slot's counters ([`SlotArena::counters`]), for an owner that keeps its slot for
+/// its whole life and counts on every call: it holds the slot's chunk, so an add costs
+/// no chunk lookup, and it finds the calling CPU through a thread-local copy of the
+/// CPU, looked up again every [`HINT_USES`] adds, instead of asking on every add. A stale
+/// copy (the thread migrated) only makes the add land on another CPU's counter for a few
+/// calls: the sum is the same.
+#[derive(Clone, Copy)]
+pub struct SlotCounters<'a> {
+    /// The slot's chunk: CPU `c`'s block at index `c`.
+    blocks: &'a [Block],
+    id: SlotId,
+}
+
+impl std::fmt::Debug for SlotCounters<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SlotCounters").field(&self.id).finish()
+    }
+}
+
+impl SlotCounters<'_> {
+    /// The slot.
+    pub fn id(&self) -> SlotId {
+        self.id
+    }
+
+    /// As [`SlotArena::try_add`], on the counter of the calling thread's CPU as last looked
+    /// up (see [`HINT_USES`], [`expire_cpu_hint`]).
+    #[inline]
+    pub fn try_add(&self, delta: i64) -> bool {
+        let (_, i) = self.id.chunk_and_index();
+        let (cpu, n) = (cpu_hint(), self.blocks.len());
+        let shard = if cpu < n { cpu } else { cpu % n };
+        add_unless_closed(&self.blocks[shard].0[i], delta)
+    }
+
+    /// As [`SlotArena::close`].
+    pub fn close(&self) -> i64 {
+        let (_, i) = self.id.chunk_and_index();
+        let mut sum = 0i64;
+        for b in self.blocks {
+            // AcqRel: pairs with `try_add` (module docs).
+            let v = b.0[i].swap(CLOSED, Ordering::AcqRel);
+            if v != CLOSED {
+                sum = sum.wrapping_add(v as i64);
+            }
+        }
+        sum
+    }
+}
+
+/// How many [`SlotCounters::try_add`] calls of a thread reuse one CPU lookup.
+pub const HINT_USES: u32 = 32;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// The calling thread's CPU as last looked up, and how many more adds may use it.
+    static HINT: std::cell::Cell<(usize, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The calling thread's CPU for [`SlotCounters::try_add`]: [`cpu::current_cpu`] (the
+/// kernel's answer or the thread's [`cpu::set_cpu_override`]), asked once every
+/// [`HINT_USES`] calls and kept in a thread-local in between. `sched_getcpu` is a load
+/// natively, but these adds run on every sysfs read, and under valgrind (no rseq area)
+/// it is a vDSO call of ~40 instructions; the override check alone was ~20.
+#[cfg(not(loom))]
+#[inline]
+fn cpu_hint() -> usize {
+    HINT.with(|h| match h.get() {
+        (cpu, left @ 1..) => {
+            h.set((cpu, left - 1));
+            cpu
+        }
+        (_, 0) => {
+            let cpu = cpu::current_cpu();
+            h.set((cpu, HINT_USES - 1));
+            cpu
+        }
+    })
+}
+
+/// Makes the calling thread's next [`SlotCounters::try_add`] look its CPU up again: a
+/// [`cpu::set_cpu_override`] then applies at once (tests that move a thread between
+/// CPUs call both; a thread that sets the override before its first add needs neither).
+pub fn expire_cpu_hint() {
+    #[cfg(not(loom))]
+    HINT.with(|h| h.set((0, 0)));
+}
+
+/// Under loom: the thread's (fixed) CPU, as [`cpu::current_cpu`] answers there.
+#[cfg(loom)]
+fn cpu_hint() -> usize {
+    cpu::current_cpu()
 }
 
 impl Default for SlotArena {

@@ -78,7 +78,7 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use arena::{SlotArena, SlotId};
+pub use arena::{expire_cpu_hint, SlotArena, SlotCounters, SlotId};
 
 use crate::lockref::{LockRef, LockRefGuard};
 use crate::sync::{AtomicU32, Ordering};

@@ -103,6 +103,38 @@ fn arena_counters_of_two_cpus_share_no_line() {
     assert_ne!(p0 / 64, p1 / 64);
 }
 
+/// A `SlotCounters` handle adds to the counter of the thread's CPU (an override applies
+/// once the hint expires), and its close sums and refuses exactly as the arena's.
+#[test]
+fn slot_counters_add_on_the_hinted_cpu_and_close_like_the_arena() {
+    let a = SlotArena::with_cpus(4);
+    let id = a.alloc().unwrap();
+    assert!(a.counters(SlotId::from_raw(SlotId::MAX).unwrap()).is_none());
+    let c = a.counters(id).unwrap();
+    assert_eq!(c.id(), id);
+    assert!(!c.try_add(1), "a new slot is closed");
+    a.open(id);
+    for (cpu, delta) in [(1, 5), (3, -2), (2, 1)] {
+        set_cpu_override(Some(cpu));
+        expire_cpu_hint();
+        assert!(c.try_add(delta));
+        let on_cpu = a.counter(id, cpu).unwrap().load(Ordering::Relaxed);
+        assert_eq!(on_cpu as i64, delta, "cpu {cpu}");
+    }
+    // Past the arena's CPUs: taken modulo, as the arena's own adds are.
+    set_cpu_override(Some(6));
+    expire_cpu_hint();
+    assert!(c.try_add(1));
+    assert_eq!(a.counter(id, 2).unwrap().load(Ordering::Relaxed), 2);
+    set_cpu_override(None);
+    expire_cpu_hint();
+    assert_eq!(a.sum(id), 5);
+    assert_eq!(c.close(), 5);
+    assert!(!c.try_add(1), "closed");
+    assert!(!a.try_add(id, 1), "closed for the arena too");
+    assert_eq!(a.close(id), 0);
+}
+
 #[test]
 fn arena_refuses_bad_slot_numbers() {
     assert!(SlotId::from_raw(0).is_none());
