@@ -168,6 +168,7 @@ impl MountArgs {
             // Freed memory (a deleted file's pages) goes back to the kernel within about
             // a second of going idle, not at some later request.
             on_idle: Some(scalevfs_bench::memory::release_free_memory),
+            ring_entries: defaults.ring_entries,
         }
     }
 }

@@ -270,6 +270,10 @@ pub struct MountOptions {
     /// How requests reach the server ([`Transport`]): with io_uring, one worker per CPU
     /// queue serves requests (`threads` is then the `/dev/fuse` fallback's count).
     pub transport: Transport,
+    /// With io_uring: the entries each CPU queue registers at the start (at least 1;
+    /// default [`proto::uring::ENTRIES_PER_QUEUE`]), each with a `max_write`-sized buffer.
+    /// A queue registers more while lock waiters hold entries.
+    pub ring_entries: usize,
 }
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
@@ -286,6 +290,7 @@ impl Default for MountOptions {
             xattrs: true,
             on_idle: None,
             transport: Transport::default(),
+            ring_entries: proto::uring::ENTRIES_PER_QUEUE,
         }
     }
 }
@@ -476,7 +481,7 @@ impl Server {
         // On any error below, dropping `server` unmounts and stops what runs.
         let uring = uring.and_then(|()| {
             server
-                .start_uring(&first, negotiated.max_write)
+                .start_uring(&first, negotiated.max_write, options.ring_entries)
                 .map_err(|e| Some(e.to_string()))
         });
         match uring.err().flatten() {
@@ -531,7 +536,12 @@ impl Server {
     /// entries; `Err` (with the first failure) if one could not. Those already serving
     /// then stay until the connection ends: the kernel serves the mount through
     /// `/dev/fuse` until every queue has an entry, which it never will.
-    fn start_uring(&mut self, dev: &Arc<Channel>, max_write: u32) -> io::Result<()> {
+    fn start_uring(
+        &mut self,
+        dev: &Arc<Channel>,
+        max_write: u32,
+        entries: usize,
+    ) -> io::Result<()> {
         let queues = transport::possible_cpus();
         let qids = u16::try_from(queues).map_err(|_| io::Error::other("too many CPUs"))?;
         self.inner
@@ -543,10 +553,13 @@ impl Server {
             let dev = dev.clone();
             let idle = self.idle.as_ref().map(|(w, _)| w.clone());
             let tx = tx.clone();
+            let mountpoint = self.mountpoint.clone();
             let w = std::thread::Builder::new()
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || {
-                    transport::ring_worker(&inner, &dev, qid, max_write, idle.as_deref(), tx)
+                    let idle = idle.as_deref();
+                    let sizes = (max_write, entries);
+                    transport::ring_worker(&inner, &dev, qid, sizes, idle, &mountpoint, tx)
                 })?;
             self.workers.push(w);
         }

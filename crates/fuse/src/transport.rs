@@ -21,6 +21,8 @@
 
 use std::fmt;
 use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::idle::IdleWatch;
@@ -197,33 +199,114 @@ pub(crate) fn ring_worker(
     inner: &Arc<Dispatcher>,
     dev: &Arc<Channel>,
     qid: u16,
-    max_write: u32,
+    (max_write, entries): (u32, usize),
     idle: Option<&IdleWatch>,
+    mountpoint: &Path,
     registered: std::sync::mpsc::Sender<io::Result<()>>,
 ) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     // Offline CPU: its queue gets no requests until it comes online; serve it unpinned.
     pin_to(usize::from(qid));
-    let mut queue = match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write) {
-        Ok(q) => {
-            let _ = registered.send(Ok(()));
-            q
-        }
-        Err(e) => {
-            let _ = registered.send(Err(io::Error::new(
-                e.kind(),
-                format!("registering io_uring queue {qid}: {e}"),
-            )));
-            return Ok(());
-        }
-    };
+    let mut queue =
+        match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write, entries) {
+            Ok(q) => {
+                let _ = registered.send(Ok(()));
+                q
+            }
+            Err(e) => {
+                let _ = registered.send(Err(io::Error::new(
+                    e.kind(),
+                    format!("registering io_uring queue {qid}: {e}"),
+                )));
+                return Ok(());
+            }
+        };
     drop(registered);
-    queue.run(|req| {
-        inner.dispatch(req);
-        if let Some(w) = idle {
-            w.request_seen();
+    let kicker = QueueKicker::new(usize::from(qid), mountpoint);
+    queue.run(
+        |req| {
+            inner.dispatch(req);
+            if let Some(w) = idle {
+                w.request_seen();
+            }
+        },
+        || kicker.kick(),
+    )
+}
+
+/// Makes a request arrive on one io_uring queue when the queue asks (see
+/// `proto::uring`, "Requests answered later"): a thread pinned to the queue's CPU,
+/// started at the first kick, asks the mount for its `statfs` (which the kernel never
+/// answers from a cache) once per kick. It holds only the mount point's path, so it
+/// keeps nothing busy; it ends when the queue's worker does.
+struct QueueKicker {
+    cpu: usize,
+    mountpoint: std::path::PathBuf,
+    state: Arc<KickState>,
+    thread: std::cell::OnceCell<Option<std::thread::Thread>>,
+}
+
+#[derive(Default)]
+struct KickState {
+    pending: AtomicBool,
+    stop: AtomicBool,
+}
+
+impl QueueKicker {
+    fn new(cpu: usize, mountpoint: &Path) -> QueueKicker {
+        QueueKicker {
+            cpu,
+            mountpoint: mountpoint.to_path_buf(),
+            state: Arc::default(),
+            thread: std::cell::OnceCell::new(),
         }
-    })
+    }
+
+    fn kick(&self) {
+        // Relaxed: `unpark` below orders it before the kicker's next look (an unpark
+        // happens-before the return of the `park` it ends).
+        self.state.pending.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.get_or_init(|| self.spawn()) {
+            t.unpark();
+        }
+    }
+
+    /// The kicker thread; `None` if it cannot be started (the queue then relies on the
+    /// next request of its CPU, as without kicks).
+    fn spawn(&self) -> Option<std::thread::Thread> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes()).ok()?;
+        let (cpu, state) = (self.cpu, self.state.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("fuse-kick-{cpu}"))
+            .spawn(move || {
+                pin_to(cpu);
+                // Relaxed: see `kick` and `drop` (each store is followed by an unpark).
+                while !state.stop.load(Ordering::Relaxed) {
+                    if state.pending.swap(false, Ordering::Relaxed) {
+                        // SAFETY: `statfs` is plain data; all-zero is a valid value.
+                        let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+                        // SAFETY: a NUL-terminated path and a live, writable statfs. The
+                        // answer is not needed: the request itself is the point.
+                        unsafe { libc::statfs(path.as_ptr(), &mut buf) };
+                    } else {
+                        std::thread::park();
+                    }
+                }
+            })
+            .ok()?;
+        // Detached: it exits at its next wake-up after `drop`.
+        Some(handle.thread().clone())
+    }
+}
+
+impl Drop for QueueKicker {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::Relaxed);
+        if let Some(Some(t)) = self.thread.get() {
+            t.unpark();
+        }
+    }
 }
 
 #[cfg(test)]

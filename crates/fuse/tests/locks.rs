@@ -18,6 +18,43 @@ fn mount_lockme(threads: usize) -> (tempfile::TempDir, scalevfs_fuse::Server) {
     (dir, server)
 }
 
+/// Pins the calling thread (and the children it forks) to CPU 0, so that their
+/// requests all go to one io_uring queue.
+fn pin_to_cpu0() {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU 0 is inside it; 0 is this thread.
+    let pinned = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+    };
+    assert!(pinned, "pin to CPU 0: errno {}", errno());
+}
+
+/// Lets the calling thread run on every CPU again.
+fn unpin() {
+    // SAFETY: a full cpu_set_t; 0 is this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+    }
+}
+
+/// Waits until all of `children` wait for the lock `holder` holds on byte 0, unlocks
+/// it, and checks that every child got the lock in turn and that nobody waits after.
+fn unlock_for_waiters(server: &scalevfs_fuse::Server, holder: &std::fs::File, children: Vec<i32>) {
+    let n = children.len() as u64;
+    wait_for(server, "every child waiting", |s| s.waiting == n);
+    let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
+    fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+    for pid in children {
+        assert_eq!(wait_child(pid), 0, "a waiter did not get the lock");
+    }
+    assert_eq!(server.stats().waiting, 0);
+}
+
 fuse_test! {
     fn posix_and_flock_reach_the_server_as_different_kinds() {
         require_fuse!();
@@ -298,24 +335,14 @@ fuse_test! {
         let (dir, server) = mount_lockme(2);
         let path = dir.path().join("lockme");
         let cpath = cpath(&path);
-        // SAFETY: a zeroed cpu_set_t is the empty set; CPU 0 is inside it; 0 is this
-        // thread (the forked children inherit the mask).
-        let pinned = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
-        };
-        assert!(pinned, "pin to CPU 0: errno {}", errno());
+        pin_to_cpu0();
         let holder = open_rw(&path);
         let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
         fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
         const WAITERS: usize = 8;
-        // One waiter at a time, each counted waiting before the next: a burst of requests
-        // larger than the entries the queue has available at that instant can leave one
-        // in the kernel's queue until another request of this CPU is committed (the
-        // kernel hands queued requests to committed entries, not to newly registered
-        // ones: docs/fuse.md, "Answers from other threads"). What this test checks is
-        // that held entries are replaced, so the holder's unlock still gets through.
+        // One waiter at a time, each counted waiting before the next: this test checks
+        // that held entries are replaced, so the holder's unlock still gets through; the
+        // burst (more requests at once than available entries) is the next test's.
         let children: Vec<i32> = (0..WAITERS)
             .map(|n| {
                 let pid = fork_child(|| {
@@ -336,20 +363,81 @@ fuse_test! {
                 pid
             })
             .collect();
-        wait_for(&server, "every child waiting", |s| s.waiting == WAITERS as u64);
-        let mut fl = flock_struct(libc::F_UNLCK, 0, 1);
+        unlock_for_waiters(&server, &holder, children);
+        unpin();
+    }
+
+}
+
+fuse_test! {
+    /// A burst of blocking lock requests from one CPU, more than its queue has entries
+    /// (one, here): the kernel queues the rest, and hands a queued request only to an
+    /// entry that commits. Each hold registers a new entry and then provokes a request of
+    /// its own on that CPU (`proto::uring`, "Requests answered later"), whose commit
+    /// brings the next queued request in; without it, seven of these waiters would wait
+    /// for a request that never comes. Over `/dev/fuse` the same burst just queues.
+    fn a_burst_of_waiters_on_one_cpu_reaches_the_server_with_one_ring_entry() {
+        require_fuse!();
+        let dir = tempfile::tempdir().unwrap();
+        let opts = scalevfs_fuse::MountOptions {
+            ring_entries: 1,
+            ..options(2)
+        };
+        let server = mount_with(dir.path(), &opts).expect("mount");
+        let path = dir.path().join("lockme");
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        wait_for(&server, "the setup's files released", |s| s.open_files == 0);
+        let cpath = cpath(&path);
+        pin_to_cpu0();
+        let holder = open_rw(&path);
+        let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
         fcntl_lock(holder.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
-        for pid in children {
-            assert_eq!(wait_child(pid), 0, "a waiter did not get the lock");
-        }
-        assert_eq!(server.stats().waiting, 0);
-        // SAFETY: a full cpu_set_t; 0 is this thread.
+        const WAITERS: usize = 8;
+        // The children open the file first, then all ask for the lock at once.
+        let mut fds = [0i32; 2];
+        // SAFETY: `fds` is a live array of two descriptors for pipe(2) to fill.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (go_r, go_w) = (fds[0], fds[1]);
+        let children: Vec<i32> = (0..WAITERS)
+            .map(|_| {
+                fork_child(|| {
+                    // SAFETY: a NUL-terminated path.
+                    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
+                    if fd < 0 {
+                        return 1;
+                    }
+                    // Real-time, so that once let go all eight ask before the queue's
+                    // (normal-priority) worker runs again on this CPU: a true burst.
+                    let rt = libc::sched_param { sched_priority: 1 };
+                    // SAFETY: a live sched_param; 0 is this process.
+                    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &rt) } != 0 {
+                        return 4;
+                    }
+                    let mut byte = 0u8;
+                    // SAFETY: reading one byte into a live byte from our pipe end.
+                    if unsafe { libc::read(go_r, (&mut byte as *mut u8).cast(), 1) } != 1 {
+                        return 3;
+                    }
+                    let mut fl = flock_struct(libc::F_WRLCK, 0, 1);
+                    if fcntl_lock(fd, libc::F_SETLKW, &mut fl).is_err() {
+                        return 2;
+                    }
+                    // SAFETY: closing our own descriptor (releases the lock).
+                    unsafe { libc::close(fd) };
+                    0
+                })
+            })
+            .collect();
+        wait_for(&server, "every child's open answered", |s| s.open_files == 1 + WAITERS as u64);
+        let go = [0u8; WAITERS];
+        // SAFETY: writing WAITERS bytes from a live buffer to our pipe end.
+        assert_eq!(unsafe { libc::write(go_w, go.as_ptr().cast(), WAITERS) }, WAITERS as isize);
+        unlock_for_waiters(&server, &holder, children);
+        // SAFETY: our own pipe ends, closed once.
         unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for cpu in 0..libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(cpu, &mut set);
-            }
-            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            libc::close(go_r);
+            libc::close(go_w);
         }
+        unpin();
     }
 }

@@ -25,6 +25,18 @@
 //! entries serving, another entry is registered, so no number of waiting lockers can take
 //! every entry of a queue (the request that would release them must still get through).
 //!
+//! A new entry alone is not enough. A request that arrives while every entry of the
+//! queue is in user space waits in the kernel's queue, and the kernel hands such a
+//! request only to an entry that *commits* (`fuse_uring_commit_fetch`), never to one
+//! that registers (`fuse_uring_do_register` only makes it available). If every entry
+//! that took a request of a burst is then held, the request left over would wait for the
+//! next request of that CPU, and if it is the unlock the holders wait for, with them.
+//! So after such a hold, once the new entry's registration is submitted, the queue
+//! *kicks*: the caller's `kick` makes a request arrive on this CPU (a `statfs` of the
+//! mount from a thread pinned here). It finds the new entry available, is answered, and
+//! its commit hands the entry the oldest waiting request, if any; that one, if held
+//! too, kicks again. A kick that finds nothing waiting costs one `statfs`.
+//!
 //! ## Locks
 //!
 //! The mailbox's mutex protects its list only; it is a leaf (the eventfd write happens
@@ -53,7 +65,7 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::abi::{self, uring as ring_abi};
 use super::session::{Origin, Replier, Request};
 
-/// Entries registered per queue at the start.
+/// Entries registered per queue at the start, by default (`MountOptions::ring_entries`).
 pub const ENTRIES_PER_QUEUE: usize = 4;
 /// Entries of a queue kept serving while others are held for a later answer.
 pub const SPARE_ENTRIES: usize = 2;
@@ -237,13 +249,18 @@ pub struct RingQueue {
     slot: Slot,
     /// Completions seen while registering, served first by `run`.
     early: Vec<(u64, i32)>,
+    /// A hold left fewer than [`SPARE_ENTRIES`] entries serving: once the new entry's
+    /// registration is submitted, provoke a request on this queue (see "Requests
+    /// answered later" in the module docs).
+    kick_pending: bool,
 }
 
 impl RingQueue {
     /// Sets up queue `qid` on the connection of `dev` (which must outlive the queue) and
-    /// registers its first entries, with payload buffers for `max_write`-byte requests.
-    /// An error if the kernel refuses the ring or the registration.
-    pub fn register(dev: RawFd, qid: u16, max_write: u32) -> io::Result<RingQueue> {
+    /// registers its first `entries` entries (at least one), with payload buffers for
+    /// `max_write`-byte requests. An error if the kernel refuses the ring or the
+    /// registration.
+    pub fn register(dev: RawFd, qid: u16, max_write: u32, entries: usize) -> io::Result<RingQueue> {
         let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
         // Only this thread submits, and it runs the task work (the kernel's copy of each
         // request into an entry) when it waits.
@@ -279,8 +296,9 @@ impl RingQueue {
             mailbox,
             counter: Box::new(0),
             early: Vec::new(),
+            kick_pending: false,
         };
-        for _ in 0..ENTRIES_PER_QUEUE {
+        for _ in 0..entries.max(1) {
             q.add_entry()?;
         }
         q.arm_mailbox()?;
@@ -407,8 +425,12 @@ impl RingQueue {
         self.push(&sqe)
     }
 
-    /// Serves requests with `serve` until the connection ends.
-    pub fn run(&mut self, mut serve: impl FnMut(Request<'_>)) -> io::Result<()> {
+    /// Serves requests with `serve` until the connection ends. `kick` must make a
+    /// request arrive on this queue soon, from another thread (the caller's worker pins
+    /// a thread to this queue's CPU that asks the mount for its `statfs`); it is called
+    /// after a hold that left the queue short of serving entries, once the entry
+    /// registered in its place has been submitted.
+    pub fn run(&mut self, mut serve: impl FnMut(Request<'_>), kick: impl Fn()) -> io::Result<()> {
         let mut done = Vec::new();
         // A command failed because the connection is over.
         let mut ended = false;
@@ -446,6 +468,12 @@ impl RingQueue {
                 }
                 self.entries[idx].used = true;
                 self.serve_entry(idx, &mut serve)?;
+            }
+            if std::mem::take(&mut self.kick_pending) && !ended {
+                // The new entry must be available before the provoked request arrives
+                // (the kernel would queue that one too): submit its REGISTER first.
+                self.ring.submit()?;
+                kick();
             }
             let serving = self.entries.iter().any(|e| !e.failed && !e.held);
             if !serving && (ended || self.entries.iter().all(|e| e.failed)) {
@@ -501,6 +529,7 @@ impl RingQueue {
             let serving = self.entries.iter().filter(|e| !e.held && !e.failed).count();
             if serving < SPARE_ENTRIES {
                 self.add_entry()?;
+                self.kick_pending = true;
             }
             return Ok(());
         }
