@@ -4,6 +4,11 @@
 //! shows it, and notes when a listed case starts agreeing (so the list only shrinks). Every
 //! entry must also appear, with its reason, in the crate README.
 
+use std::collections::{HashMap, HashSet};
+
+use crate::op::{Fd, Op, Outcome, Slot};
+use crate::script::Script;
+
 /// A case (by script name) that is allowed to differ, and why.
 #[derive(Clone, Copy, Debug)]
 pub struct KnownDifference {
@@ -29,4 +34,148 @@ pub fn known_difference(case: &str) -> Option<&'static str> {
         .iter()
         .find(|k| k.case == case)
         .map(|k| k.reason)
+}
+
+/// Why a directory listing that resumes at a position the directory never returned may
+/// differ (a step-level rule: it applies to any script, the random ones included).
+pub const UNRETURNED_POSITION: &str =
+    "scalable design only: a getdents64 that resumes a directory at a position set by \
+     lseek to a number the directory never returned (3 up to the end); scalevfs numbers \
+     entries by (bucket, slot) where Linux counts them, see getdents/seek-to-positions";
+
+/// The `getdents64` steps of `script` that read a directory from a position an `lseek`
+/// set to a number the directory never returned, judged from outcomes `out` (either
+/// target's: when the steps up to here agree, both give the same answer).
+///
+/// Positions 0, 1 and 2 and the end (`i32::MAX`) are the same on every tmpfs, so a seek to
+/// one of them does not count. The position belongs to the open file description, so the
+/// rule follows it through `dup`/`dup2`/`dup3`/`F_DUPFD`; a listing to the end leaves the
+/// description at the end, a position again common to both.
+pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize> {
+    const END: i64 = i32::MAX as i64;
+    let mut slots: HashMap<Slot, i32> = HashMap::new();
+    // fd number -> open file description (numbered in order of opening).
+    let mut desc: HashMap<i32, usize> = HashMap::new();
+    let mut unreturned: HashSet<usize> = HashSet::new();
+    let mut next_desc = 0;
+    let mut found = Vec::new();
+    for (i, op) in script.steps.iter().enumerate() {
+        let Some(o) = out.get(i) else { break };
+        let num = |slots: &HashMap<Slot, i32>, fd: &Fd| match fd {
+            Fd::Slot(s) => slots.get(s).copied(),
+            Fd::Raw(n) => Some(*n),
+            Fd::Cwd => None,
+        };
+        // A new fd: its description is the source's (a dup) or a fresh one.
+        let mut new_fd = |slots: &mut HashMap<Slot, i32>, to: Slot, src: Option<i32>| match o {
+            Outcome::Fd(n) => {
+                let d = match src.and_then(|s| desc.get(&s).copied()) {
+                    Some(d) => d,
+                    None => {
+                        next_desc += 1;
+                        next_desc
+                    }
+                };
+                desc.insert(*n, d);
+                slots.insert(to, *n);
+            }
+            _ => {
+                slots.remove(&to);
+            }
+        };
+        match op {
+            Op::Open { to, .. } => new_fd(&mut slots, *to, None),
+            Op::Dup { fd, to } => {
+                let src = num(&slots, fd);
+                new_fd(&mut slots, *to, src)
+            }
+            Op::Dup2 { old, to, .. } | Op::Dup3 { old, to, .. } => {
+                let src = num(&slots, old);
+                new_fd(&mut slots, *to, src)
+            }
+            Op::Fcntl {
+                fd, to: Some(to), ..
+            } => {
+                let src = num(&slots, fd);
+                new_fd(&mut slots, *to, src)
+            }
+            Op::Close(fd) => {
+                if let (Some(n), Outcome::Ok) = (num(&slots, fd), o) {
+                    desc.remove(&n);
+                    slots.retain(|_, v| *v != n);
+                }
+            }
+            Op::Lseek { fd, .. } => {
+                if let (Some(d), Outcome::Val(pos)) =
+                    (num(&slots, fd).and_then(|n| desc.get(&n)), o)
+                {
+                    if (3..END).contains(pos) {
+                        unreturned.insert(*d);
+                    } else {
+                        unreturned.remove(d);
+                    }
+                }
+            }
+            Op::Getdents(fd) | Op::GetdentsOnce { fd, .. } => {
+                if let Some(d) = num(&slots, fd).and_then(|n| desc.get(&n)) {
+                    if unreturned.contains(d) {
+                        found.push(i);
+                        if matches!(op, Op::Getdents(_)) {
+                            unreturned.remove(d);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libc::{O_DIRECTORY, O_RDONLY, SEEK_SET};
+
+    /// Outcomes for `s`: `Fd(n)` for the k-th fd-producing step (n = 3 + k), `Val` of the
+    /// requested offset for a seek, `Ok` otherwise (what a target would return).
+    fn outcomes(s: &Script) -> Vec<Outcome> {
+        let mut next = 3;
+        s.steps
+            .iter()
+            .map(|op| match op {
+                Op::Open { .. } | Op::Dup { .. } => {
+                    next += 1;
+                    Outcome::Fd(next - 1)
+                }
+                Op::Lseek { off, .. } => Outcome::Val(*off),
+                _ => Outcome::Ok,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_listing_after_a_seek_to_a_number_never_returned_is_covered() {
+        let mut s = Script::new("t");
+        s.mkdir("d", 0o755); // 0
+        let d = s.open("d", O_RDONLY | O_DIRECTORY, 0); // 1
+        s.lseek(d, 4, SEEK_SET).getdents(d); // 2, 3
+        s.getdents(d); // 4: from the end, common to both
+        assert_eq!(unreturned_position_reads(&s, &outcomes(&s)), vec![3]);
+    }
+
+    #[test]
+    fn the_rule_follows_the_description_through_dup_and_stops_at_a_common_position() {
+        let mut s = Script::new("t");
+        let d = s.open("d", O_RDONLY | O_DIRECTORY, 0); // 0
+        let e = s.dup(d); // 1
+        let other = s.open("d", O_RDONLY | O_DIRECTORY, 0); // 2
+        s.lseek(d, 5, SEEK_SET); // 3
+        s.getdents_once(other, 64); // 4: another description
+        s.getdents_once(e, 64); // 5: shares d's position
+        s.lseek(e, 2, SEEK_SET).getdents(d); // 6, 7: position 2 is common
+        s.lseek(d, i64::from(i32::MAX), SEEK_SET).getdents(d); // 8, 9: so is the end
+        s.lseek(d, 3, SEEK_SET).close(d).getdents(e); // 10, 11, 12: e still holds it
+        assert_eq!(unreturned_position_reads(&s, &outcomes(&s)), vec![5, 12]);
+    }
 }
