@@ -344,6 +344,8 @@ fn lookups_in_a_directory_of_100k_names_visit_about_one_entry() {
 #[test]
 fn freed_slots_are_reused_and_emptied_buckets_give_their_arrays_back() {
     use crate::hashdir::BUCKETS;
+    // About 62 names a bucket at the peak.
+    const N: usize = BUCKETS * 62;
     let (fs, _sb, root) = setup_with(TmpfsOptions::default(), Locking::Scalable);
     let sizes = || -> Vec<(usize, usize)> {
         (0..BUCKETS)
@@ -354,15 +356,15 @@ fn freed_slots_are_reused_and_emptied_buckets_give_their_arrays_back() {
         let inode = fs.lookup(&root, n.as_bytes()).unwrap().unwrap();
         fs.unlink(&root, n.as_bytes(), &inode).unwrap();
     };
-    for i in 0..1000 {
+    for i in 0..N {
         fs.create(&root, format!("a{i}").as_bytes(), REG, 0, 0)
             .unwrap();
     }
-    for i in (0..1000).step_by(2) {
+    for i in (0..N).step_by(2) {
         unlink(&format!("a{i}"));
     }
     let before = sizes();
-    for i in 0..500 {
+    for i in 0..N / 2 {
         fs.create(&root, format!("b{i}").as_bytes(), REG, 0, 0)
             .unwrap();
     }
@@ -370,14 +372,14 @@ fn freed_slots_are_reused_and_emptied_buckets_give_their_arrays_back() {
     for (b, ((_, slots_before), (entries, slots))) in before.iter().zip(sizes()).enumerate() {
         assert_eq!(slots, entries.max(*slots_before), "bucket {b}");
     }
-    for i in 0..1000 {
+    for i in 0..N {
         if i % 2 == 1 {
             unlink(&format!("a{i}"));
         }
-        if i < 500 {
+        if i < N / 2 {
             unlink(&format!("b{i}"));
         }
     }
-    // About 60 names a bucket: past KEEP_WHEN_EMPTY, so emptied buckets freed theirs.
+    // About 62 names a bucket: past KEEP_WHEN_EMPTY, so emptied buckets freed theirs.
     assert!(sizes().iter().all(|&s| s == (0, 0)), "{:?}", sizes());
 }

@@ -6,18 +6,33 @@
 //! ## Buckets
 //! A bucket's entries live in a slot array with a hash index by name (`slots`): lookup,
 //! insertion and removal cost O(1) expected whatever the directory's size, and an entry
-//! keeps its slot, and so its position, for life. The bucket array is allocated at the
-//! directory's first entry and a bucket's slot array at the bucket's first entry, so an
-//! empty directory costs one pointer and one with entries [`BUCKETS`] cache lines
-//! (1 KiB), one more line for each bucket in use, and about 29 bytes an entry besides
-//! its name (`slots` module docs). A name's bucket comes from a fixed hash, the same in
-//! every run: two given names share a bucket in every run or in none (one pair in 16
-//! does). The keys are not secret, so names can be chosen to pile into one bucket; that
-//! serializes their changes on one lock but costs no more per operation.
+//! keeps its slot, and so its position, for life. A name's bucket comes from a fixed
+//! hash, the same in every run: two given names share a bucket in every run or in none
+//! (one pair in 256 does). The keys are not secret, so names can be chosen to pile into
+//! one bucket; that serializes their changes on one lock but costs no more per operation.
+//!
+//! ## The bucket table, and what it costs
+//! The [`BUCKETS`] buckets sit in a two-level table: 16 groups of 16 buckets. The first
+//! level, allocated at the directory's first entry, is 16 `OnceBox` pointers, each on a
+//! cache line of its own (1 KiB); a group, its 16 one-line buckets together (1 KiB), is
+//! allocated when the first name that hashes into it arrives and then stays until the
+//! directory is freed. A group pointer is written once (a compare-and-swap: a racing
+//! maker's group is dropped unused) and afterwards only read, and it has its line to
+//! itself, so two changes in different buckets write no common line: not in the table,
+//! and not in the buckets, whose lines are their own. What two changes can share is the
+//! making of one group, when both are the first in it.
+//!
+//! An empty directory costs one pointer; one with entries 2 KiB, and 1 KiB more for each
+//! further group in use (17 KiB once all 16 are), besides about 29 bytes an entry and its
+//! name (`slots` module docs); a bucket's slot arrays come at its first entry. The 16
+//! fixed buckets this replaced cost 1 KiB from the first entry. `stat` and `rmdir`'s
+//! emptiness check visit the buckets of the groups in use, so on a large directory they
+//! read 256 lines.
 //!
 //! ## Positions (`getdents64` cookies)
 //! Position 0 is `.`, 1 is `..` and 2 the first entry, as in Linux's tmpfs; an entry's
-//! position is `3 + (bucket << 26) + slot`, below 2^30 + 3 < `DIR_OFFSET_EOD`. A scan
+//! position is `3 + (bucket << 22) + slot` (2^22 slots a bucket), below 2^30 + 3 <
+//! `DIR_OFFSET_EOD`. A scan
 //! goes bucket by bucket and within a bucket by slot, resuming at the first entry at or
 //! after the position it was given. As Linux's, each entry reports as its `d_off` the
 //! position of the entry that follows it (`..` that of the first entry), and the last
@@ -54,18 +69,22 @@ pub(crate) use slots::VISITS;
 use crate::dirmap::ThinName;
 use crate::BOGO_DIRENT_SIZE;
 use crate::{DIR_OFFSET_EOD, DIR_OFFSET_MIN};
+use once_cell::race::OnceBox;
 use parking_lot::{Mutex, MutexGuard};
 use scalevfs_vfs::fs::{DirAttrs, DirEmit};
 use scalevfs_vfs::{Errno, Inode, InodeRef, SysResult, Timespec};
 use slots::{Entry, Slots, SLOT_LIMIT};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
-use std::sync::OnceLock;
 
 /// log2 of [`BUCKETS`].
-const BUCKET_BITS: u32 = 4;
+const BUCKET_BITS: u32 = 8;
 /// Buckets per directory.
 pub(crate) const BUCKETS: usize = 1 << BUCKET_BITS;
+/// Buckets per group, the second level of the table.
+const GROUP: usize = 16;
+/// Groups, the first level of the table.
+const GROUPS: usize = BUCKETS / GROUP;
 /// Slot bits of a position (`SLOT_LIMIT` slots per bucket).
 const SLOT_BITS: u32 = SLOT_LIMIT.trailing_zeros();
 
@@ -89,7 +108,7 @@ fn hash_name(name: &[u8]) -> u64 {
 }
 
 /// One bucket: its entries under its lock (allocated at its first entry), and the
-/// counters `stat` folds (module docs).
+/// counters `stat` folds (module docs). One cache line.
 #[repr(align(64))]
 #[derive(Default)]
 struct Bucket {
@@ -100,6 +119,11 @@ struct Bucket {
 }
 
 type Locked<'a> = MutexGuard<'a, Option<Box<Slots>>>;
+
+/// The locked bucket's slots, allocated if it has none yet.
+fn slots_of<'g>(g: &'g mut Locked<'_>) -> &'g mut Slots {
+    g.get_or_insert_with(Box::default)
+}
 
 impl Bucket {
     /// Records a change made under the lock: `count`/`subdirs` deltas and the time.
@@ -118,10 +142,27 @@ impl Bucket {
     }
 }
 
-/// The locked bucket's slots, allocated if it has none yet.
-fn slots_of<'g>(g: &'g mut Locked<'_>) -> &'g mut Slots {
-    g.get_or_insert_with(Box::default)
+/// The second level of the bucket table: [`GROUP`] buckets, allocated together when the
+/// first of them is needed.
+#[derive(Default)]
+struct Group([Bucket; GROUP]);
+
+/// A pointer to a group, on a cache line of its own (64 bytes: `CachePadded` would take
+/// 128 on x86-64, for the adjacent-line prefetcher, doubling the first level).
+#[repr(align(64))]
+struct GroupPointer(OnceBox<Group>);
+
+/// The first level: [`GROUPS`] pointers to groups.
+struct Table([GroupPointer; GROUPS]);
+
+impl Default for Table {
+    fn default() -> Self {
+        Table(std::array::from_fn(|_| GroupPointer(OnceBox::new())))
+    }
 }
+
+/// A bucket and its slots, locked.
+type BucketSlots<'a> = (&'a Bucket, &'a mut Slots);
 
 /// An entry copied out of its bucket, emitted once the position after it is known
 /// (`readdir`).
@@ -165,7 +206,7 @@ impl Pending {
 /// See the module docs.
 #[derive(Default)]
 pub(crate) struct HashedDir {
-    buckets: OnceLock<Box<[Bucket]>>,
+    table: OnceBox<Table>,
 }
 
 fn now_ns() -> i64 {
@@ -187,9 +228,37 @@ fn new_entry(hash: u32, name: &[u8], inode: InodeRef) -> Entry {
 }
 
 impl HashedDir {
-    fn buckets(&self) -> &[Bucket] {
-        self.buckets
-            .get_or_init(|| (0..BUCKETS).map(|_| Bucket::default()).collect())
+    /// Bucket `b`, if it was ever allocated. Reads only: each level's pointer is written
+    /// once, when its first bucket is made.
+    fn bucket(&self, b: usize) -> Option<&Bucket> {
+        Some(&self.table.get()?.0[b / GROUP].0.get()?.0[b % GROUP])
+    }
+
+    /// Bucket `b`, allocated (with the levels above it) if it was not. Racing makers of
+    /// one level agree: `OnceBox` keeps the first box published and drops the others.
+    fn bucket_or_new(&self, b: usize) -> &Bucket {
+        &self.table.get_or_init(Box::default).0[b / GROUP]
+            .0
+            .get_or_init(Box::default)
+            .0[b % GROUP]
+    }
+
+    /// The buckets allocated so far, in index order, from `first` on.
+    fn buckets_from(&self, first: usize) -> impl Iterator<Item = (usize, &Bucket)> {
+        let groups = self.table.get().map(|t| &t.0[..]).unwrap_or(&[]);
+        groups
+            .iter()
+            .enumerate()
+            .skip(first / GROUP)
+            .filter_map(|(g, group)| Some((g, group.0.get()?)))
+            .flat_map(|(g, group)| {
+                group
+                    .0
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, b)| (g * GROUP + i, b))
+            })
+            .skip_while(move |(b, _)| *b < first)
     }
 
     /// The bucket of `name` and the hash kept beside its entry.
@@ -199,9 +268,8 @@ impl HashedDir {
     }
 
     pub(crate) fn get(&self, name: &[u8]) -> Option<InodeRef> {
-        let buckets = self.buckets.get()?;
         let (b, h) = Self::slot(name);
-        let g = buckets[b].slots.lock();
+        let g = self.bucket(b)?.slots.lock();
         let s = g.as_deref()?;
         s.find(h, name).map(|i| s.entry(i).inode.clone())
     }
@@ -210,7 +278,7 @@ impl HashedDir {
     /// no free position.
     pub(crate) fn insert(&self, name: &[u8], inode: InodeRef) -> SysResult<()> {
         let (b, h) = Self::slot(name);
-        let bucket = &self.buckets()[b];
+        let bucket = self.bucket_or_new(b);
         let mut g = bucket.slots.lock();
         let s = slots_of(&mut g);
         if s.find(h, name).is_some() {
@@ -243,31 +311,36 @@ impl HashedDir {
 
     /// Removes `name`; returns its inode.
     pub(crate) fn remove(&self, name: &[u8]) -> Option<InodeRef> {
-        let buckets = self.buckets.get()?;
         let (b, h) = Self::slot(name);
-        let mut g = buckets[b].slots.lock();
-        let gone = Self::take(&buckets[b], g.as_deref_mut()?, h, name)?;
+        let bucket = self.bucket(b)?;
+        let mut g = bucket.slots.lock();
+        let gone = Self::take(bucket, g.as_deref_mut()?, h, name)?;
         Self::trim(&mut g);
         Some(gone.inode)
     }
 
-    /// Runs `f` with the slots of buckets `a` and `b` (the second `None` when they are
-    /// one), both locked, the lower index first; `ENOENT` if the directory never had an
-    /// entry.
+    /// Runs `f` with buckets `a` (which must exist: `ENOENT` if it never did) and `b`
+    /// (made if need be), both locked, the lower index first; the second is `None` when
+    /// they are one.
     fn with_two<R>(
         &self,
         a: usize,
         b: usize,
-        f: impl FnOnce(&[Bucket], &mut Slots, Option<&mut Slots>) -> R,
+        f: impl FnOnce(BucketSlots<'_>, Option<BucketSlots<'_>>) -> R,
     ) -> SysResult<R> {
-        let buckets = self.buckets.get().ok_or(Errno::ENOENT)?;
-        let mut lo = buckets[a.min(b)].slots.lock();
-        let mut hi = (a != b).then(|| buckets[a.max(b)].slots.lock());
-        Ok(match hi.as_mut() {
-            None => f(buckets, slots_of(&mut lo), None),
-            Some(h) if a < b => f(buckets, slots_of(&mut lo), Some(slots_of(h))),
-            Some(h) => f(buckets, slots_of(h), Some(slots_of(&mut lo))),
-        })
+        let ba = self.bucket(a).ok_or(Errno::ENOENT)?;
+        if a == b {
+            return Ok(f((ba, slots_of(&mut ba.slots.lock())), None));
+        }
+        let bb = self.bucket_or_new(b);
+        let (mut ga, mut gb) = if a < b {
+            let ga = ba.slots.lock();
+            (ga, bb.slots.lock())
+        } else {
+            let gb = bb.slots.lock();
+            (ba.slots.lock(), gb)
+        };
+        Ok(f((ba, slots_of(&mut ga)), Some((bb, slots_of(&mut gb)))))
     }
 
     /// Within this directory: `from` (which must exist) takes the name `to`, replacing what
@@ -275,19 +348,18 @@ impl HashedDir {
     /// one sees neither name or both.
     pub(crate) fn rename_within(&self, from: &[u8], to: &[u8]) -> SysResult<Option<InodeRef>> {
         let ((fb, fh), (tb, th)) = (Self::slot(from), Self::slot(to));
-        self.with_two(fb, tb, |buckets, src, dst| {
-            Self::move_entry(buckets, (fb, fh, from), (tb, th, to), src, dst)
+        self.with_two(fb, tb, |src, dst| {
+            Self::move_entry((fh, from), (th, to), src, dst)
         })?
     }
 
     /// `rename_within` with the buckets locked: `dst` is `None` when both names share the
     /// source bucket.
     fn move_entry(
-        buckets: &[Bucket],
-        (fb, fh, from): (usize, u32, &[u8]),
-        (tb, th, to): (usize, u32, &[u8]),
-        src: &mut Slots,
-        dst: Option<&mut Slots>,
+        (fh, from): (u32, &[u8]),
+        (th, to): (u32, &[u8]),
+        (sb, src): BucketSlots<'_>,
+        dst: Option<BucketSlots<'_>>,
     ) -> SysResult<Option<InodeRef>> {
         src.find(fh, from).ok_or(Errno::ENOENT)?;
         if from == to {
@@ -299,8 +371,8 @@ impl HashedDir {
         macro_rules! target {
             () => {
                 match dst {
-                    Some(ref mut d) => (&buckets[tb], &mut **d),
-                    None => (&buckets[fb], &mut *src),
+                    Some((b, ref mut d)) => (b, &mut **d),
+                    None => (sb, &mut *src),
                 }
             };
         }
@@ -310,9 +382,7 @@ impl HashedDir {
             let (b, d) = target!();
             Self::take(b, d, th, to)
         };
-        let inode = Self::take(&buckets[fb], src, fh, from)
-            .expect("found above")
-            .inode;
+        let inode = Self::take(sb, src, fh, from).expect("found above").inode;
         let (b, d) = target!();
         Self::fill(b, d, slot, new_entry(th, to, inode));
         Ok(old.map(|e| e.inode))
@@ -322,7 +392,7 @@ impl HashedDir {
     /// replacing what it named (returned), under one bucket lock.
     pub(crate) fn replace(&self, name: &[u8], inode: InodeRef) -> SysResult<Option<InodeRef>> {
         let (b, h) = Self::slot(name);
-        let bucket = &self.buckets()[b];
+        let bucket = self.bucket_or_new(b);
         let mut g = bucket.slots.lock();
         let s = slots_of(&mut g);
         let slot = s.reserve().ok_or(Errno::ENOSPC)?;
@@ -334,13 +404,14 @@ impl HashedDir {
     /// `RENAME_EXCHANGE`: the existing entry `name` keeps its position and now names
     /// `inode`; returns what it named.
     pub(crate) fn swap_inode(&self, name: &[u8], inode: InodeRef) -> Option<InodeRef> {
-        let buckets = self.buckets.get()?;
         let (b, h) = Self::slot(name);
-        let mut g = buckets[b].slots.lock();
+        let bucket = self.bucket(b)?;
+        let mut g = bucket.slots.lock();
         let s = g.as_deref_mut()?;
-        let e = s.entry_mut(s.find(h, name)?);
+        let i = s.find(h, name)?;
+        let e = s.entry_mut(i);
         let d = subdir(&inode) - subdir(&e.inode);
-        buckets[b].changed(0, d, now_ns());
+        bucket.changed(0, d, now_ns());
         Some(std::mem::replace(&mut e.inode, inode))
     }
 
@@ -349,31 +420,31 @@ impl HashedDir {
     /// sees one name changed and not the other.
     pub(crate) fn exchange_within(&self, a: &[u8], b: &[u8]) -> SysResult<()> {
         let ((ab, ah), (bb, bh)) = (Self::slot(a), Self::slot(b));
-        self.with_two(ab, bb, |buckets, sa, sb| {
-            Self::swap_entries(buckets, [(ab, ah, a), (bb, bh, b)], (sa, sb))
+        self.with_two(ab, bb, |la, lb| {
+            Self::swap_entries([(ah, a), (bh, b)], la, lb)
         })?
     }
 
-    /// `exchange_within` with the buckets locked: `sb` is `None` when both names share
+    /// `exchange_within` with the buckets locked: `lb` is `None` when both names share
     /// `a`'s bucket.
     fn swap_entries(
-        buckets: &[Bucket],
-        [(ab, ah, a), (bb, bh, b)]: [(usize, u32, &[u8]); 2],
-        (sa, sb): (&mut Slots, Option<&mut Slots>),
+        [(ah, a), (bh, b)]: [(u32, &[u8]); 2],
+        (ba, sa): BucketSlots<'_>,
+        lb: Option<BucketSlots<'_>>,
     ) -> SysResult<()> {
         let ai = sa.find(ah, a).ok_or(Errno::ENOENT)?;
-        match sb {
+        match lb {
             None => {
                 let bi = sa.find(bh, b).ok_or(Errno::ENOENT)?;
                 sa.swap_inodes(ai, bi);
-                buckets[ab].changed(0, 0, now_ns());
+                ba.changed(0, 0, now_ns());
             }
-            Some(sb) => {
+            Some((bb, sb)) => {
                 let bi = sb.find(bh, b).ok_or(Errno::ENOENT)?;
                 std::mem::swap(&mut sa.entry_mut(ai).inode, &mut sb.entry_mut(bi).inode);
                 let d = subdir(&sa.entry(ai).inode) - subdir(&sb.entry(bi).inode);
-                buckets[ab].changed(0, d, now_ns());
-                buckets[bb].changed(0, -d, now_ns());
+                ba.changed(0, d, now_ns());
+                bb.changed(0, -d, now_ns());
             }
         }
         Ok(())
@@ -383,18 +454,14 @@ impl HashedDir {
     /// as `rmdir` does by holding the directory exclusively).
     pub(crate) fn is_empty(&self) -> bool {
         // Relaxed: the caller's lock orders the counts' last changes before this read.
-        self.buckets
-            .get()
-            .is_none_or(|bs| bs.iter().all(|b| b.count.load(Ordering::Relaxed) == 0))
+        self.buckets_from(0)
+            .all(|(_, b)| b.count.load(Ordering::Relaxed) == 0)
     }
 
     /// Takes every entry out (unmount, eviction); the counters are left as they were.
     pub(crate) fn drain(&self) -> Vec<InodeRef> {
-        let Some(buckets) = self.buckets.get() else {
-            return Vec::new();
-        };
         let mut all = Vec::new();
-        for b in buckets.iter() {
+        for (_, b) in self.buckets_from(0) {
             if let Some(s) = b.slots.lock().take() {
                 all.extend(s.into_entries().map(|e| e.inode));
             }
@@ -412,19 +479,15 @@ impl HashedDir {
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
     ) -> bool {
         let mut pending = first;
-        let start = self
-            .buckets
-            .get()
-            .zip(split_position(pos.max(DIR_OFFSET_MIN)));
-        if let Some((buckets, (first_bucket, mut from))) = start {
-            for (b, bucket) in buckets.iter().enumerate().skip(first_bucket) {
+        if let Some((first_bucket, first_slot)) = split_position(pos.max(DIR_OFFSET_MIN)) {
+            for (b, bucket) in self.buckets_from(first_bucket) {
                 // An empty bucket is not locked (a scan writes no lock word it need not).
                 // Relaxed: an entry added before the scan began (happens-before it) made
                 // this count non-zero; one added concurrently may be missed, as allowed.
                 if bucket.count.load(Ordering::Relaxed) == 0 {
-                    from = 0;
                     continue;
                 }
+                let from = if b == first_bucket { first_slot } else { 0 };
                 let g = bucket.slots.lock();
                 for (slot, e) in g.as_deref().into_iter().flat_map(|s| s.iter_from(from)) {
                     if let Some(p) = pending.take() {
@@ -434,7 +497,6 @@ impl HashedDir {
                     }
                     pending = Some(Pending::of(e));
                 }
-                from = 0;
             }
         }
         pending.is_none_or(|p| p.emit(DIR_OFFSET_EOD, emit))
@@ -444,7 +506,7 @@ impl HashedDir {
     /// the link count base (0 once removed) and the times set explicitly.
     pub(crate) fn attrs(&self, dir: &Inode) -> DirAttrs {
         let (mut count, mut subdirs, mut changed) = (0u64, 0u32, 0i64);
-        for b in self.buckets.get().into_iter().flatten() {
+        for (_, b) in self.buckets_from(0) {
             // Relaxed: a snapshot (module docs).
             count += u64::from(b.count.load(Ordering::Relaxed));
             subdirs = subdirs.wrapping_add(b.subdirs.load(Ordering::Relaxed));
@@ -472,7 +534,7 @@ impl HashedDir {
     /// The directory's times were set explicitly (`utimensat`, with the directory held
     /// exclusively): the buckets' change times no longer count.
     pub(crate) fn clear_times(&self) {
-        for b in self.buckets.get().into_iter().flatten() {
+        for (_, b) in self.buckets_from(0) {
             let _g = b.slots.lock();
             b.changed_ns.store(0, Ordering::Relaxed);
         }
@@ -481,14 +543,10 @@ impl HashedDir {
     /// Entries and slots of bucket `b` (tests: slot reuse).
     #[cfg(test)]
     pub(crate) fn bucket_sizes(&self, b: usize) -> (usize, usize) {
-        self.buckets
-            .get()
-            .and_then(|bs| {
-                bs[b]
-                    .slots
-                    .lock()
-                    .as_deref()
-                    .map(|s| (s.len(), s.slot_count()))
+        self.bucket(b)
+            .and_then(|bucket| {
+                let g = bucket.slots.lock();
+                g.as_deref().map(|s| (s.len(), s.slot_count()))
             })
             .unwrap_or((0, 0))
     }
@@ -508,7 +566,30 @@ mod tests {
     }
 
     #[test]
-    fn a_bucket_is_one_cache_line() {
+    fn a_bucket_is_one_cache_line_and_a_group_pointer_too() {
         assert_eq!(std::mem::size_of::<Bucket>(), 64);
+        assert_eq!(std::mem::size_of::<Group>(), 64 * GROUP);
+        assert_eq!(std::mem::size_of::<Table>(), 64 * GROUPS);
+    }
+
+    #[test]
+    fn a_scan_of_the_table_visits_made_buckets_in_order_from_any_start() {
+        let d = HashedDir::default();
+        assert_eq!(d.buckets_from(0).count(), 0);
+        // Groups 0, 1 and 12 (of 16 buckets each).
+        for b in [200, 3, 17] {
+            d.bucket_or_new(b);
+        }
+        let from = |f| d.buckets_from(f).map(|(b, _)| b).collect::<Vec<_>>();
+        let groups = |g: &[usize]| -> Vec<usize> {
+            g.iter().flat_map(|g| g * GROUP..(g + 1) * GROUP).collect()
+        };
+        assert_eq!(from(0), groups(&[0, 1, 12]));
+        assert_eq!(from(16), groups(&[1, 12]));
+        assert_eq!(from(17), groups(&[1, 12])[1..]);
+        assert_eq!(from(201), groups(&[12])[9..]);
+        assert!(std::ptr::eq(d.bucket(17).unwrap(), d.bucket_or_new(17)));
+        assert!(d.bucket(18).is_some());
+        assert!(d.bucket(32).is_none());
     }
 }

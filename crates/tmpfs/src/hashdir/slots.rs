@@ -16,7 +16,7 @@ use hashbrown::HashTable;
 use scalevfs_vfs::InodeRef;
 
 /// Slots a bucket may hold: positions have this many numbers per bucket (`hashdir`).
-pub(super) const SLOT_LIMIT: u32 = 1 << 26;
+pub(super) const SLOT_LIMIT: u32 = 1 << 22;
 
 /// The end of the free list.
 const NO_SLOT: u32 = u32::MAX;
