@@ -11,14 +11,17 @@
 //! * Nodes are never changed after publication (a rename removes the old node and inserts a
 //!   new one), so a lookup never sees a half-updated key.
 //!
-//! * **Each node owns its cache line** (`#[repr(align(64))]`). A remove writes the
-//!   `next` field of the node before the one it unlinks; were nodes packed with other
-//!   small objects of their size class, that store would land on a line where another
-//!   thread's allocator is handing out memory (the checker saw exactly that: one process
-//!   renaming across directories while the other allocated). The cost is memory: a dcache
-//!   node grows from 40 to 64 bytes, an icache node from 24 to 64 (24 and 40 bytes more
-//!   per cached dentry and inode, on top of the dentry's 88 and the inode itself); a
-//!   lookup, which touches one line per node either way, costs no more instructions.
+//! * **Nodes may own their cache lines** (the `A` parameter: [`LineAligned`] for the
+//!   dcache). A remove writes the `next` field of the node before the one it unlinks, and
+//!   every walk reads the nodes it passes; were nodes packed with other small objects of
+//!   their size class, those accesses would land on a line where another thread's
+//!   allocator is handing out memory (the checker saw exactly that: one process renaming
+//!   a file across directories while the other allocated). Aligned to 64 bytes, a node
+//!   shares its line with nothing. The cost is memory: a dcache node grows from 40 to 64
+//!   bytes (24 bytes more per cached dentry: an empty tmpfs file took 488 bytes in all,
+//!   now 512); a lookup touches one line per node either way and costs the same
+//!   instructions. The icache, which changes only when an inode is made or evicted, keeps
+//!   packed 24-byte nodes ([`Packed`]): aligned, they would cost 40 bytes more per inode.
 //!
 //! Lock order: a bucket mutex is a leaf lock (nothing is taken while holding it).
 
@@ -27,27 +30,34 @@ use parking_lot::Mutex;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Shared};
 use std::sync::atomic::Ordering;
 
-/// One entry, alone on its cache line (module docs).
+/// Node alignment: nodes packed by their size class (module docs).
+pub struct Packed;
+
+/// Node alignment: each node alone on its 64-byte cache line (module docs).
 #[repr(align(64))]
-struct Node<K, V> {
+pub struct LineAligned;
+
+/// One entry; `A` sets its alignment (a zero-length array of it takes no space).
+struct Node<K, V, A> {
+    _align: [A; 0],
     hash: u64,
     key: K,
     val: V,
-    next: Atomic<Node<K, V>>,
+    next: Atomic<Node<K, V, A>>,
 }
 
-struct Bucket<K, V> {
-    head: Atomic<Node<K, V>>,
+struct Bucket<K, V, A> {
+    head: Atomic<Node<K, V, A>>,
     lock: Mutex<()>,
 }
 
-/// See the module docs.
-pub struct RcuHash<K, V> {
-    buckets: Box<[CachePadded<Bucket<K, V>>]>,
+/// See the module docs. `A`: [`Packed`] or [`LineAligned`] nodes.
+pub struct RcuHash<K, V, A = Packed> {
+    buckets: Box<[CachePadded<Bucket<K, V, A>>]>,
     mask: usize,
 }
 
-impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
+impl<K: Send + 'static, V: Send + Copy + 'static, A: Send + 'static> RcuHash<K, V, A> {
     /// A table of `1 << bits` buckets.
     pub fn new(bits: u32) -> Self {
         let n = 1usize << bits;
@@ -64,7 +74,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
         }
     }
 
-    fn bucket(&self, hash: u64) -> &Bucket<K, V> {
+    fn bucket(&self, hash: u64) -> &Bucket<K, V, A> {
         &self.buckets[(hash as usize ^ (hash >> 32) as usize) & self.mask]
     }
 
@@ -106,6 +116,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
             cur = n.next.load(Ordering::Relaxed, &guard);
         }
         let node = Owned::new(Node {
+            _align: [],
             hash,
             key,
             val,
@@ -122,9 +133,9 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
         let b = self.bucket(hash);
         let _l = b.lock.lock();
         let guard = scalevfs_primitives::epoch::pin();
-        let mut link: &Atomic<Node<K, V>> = &b.head;
+        let mut link: &Atomic<Node<K, V, A>> = &b.head;
         loop {
-            let cur: Shared<'_, Node<K, V>> = link.load(Ordering::Relaxed, &guard);
+            let cur: Shared<'_, Node<K, V, A>> = link.load(Ordering::Relaxed, &guard);
             // SAFETY: the bucket lock is held, so the chain cannot change under us.
             let Some(n) = (unsafe { cur.as_ref() }) else {
                 return false;
@@ -157,7 +168,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static> RcuHash<K, V> {
     }
 }
 
-impl<K, V> Drop for RcuHash<K, V> {
+impl<K, V, A> Drop for RcuHash<K, V, A> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no lookup can be running; free the chains directly.
         unsafe {
@@ -241,22 +252,22 @@ mod tests {
     }
 
     #[test]
-    fn nodes_own_one_cache_line() {
-        // icache: keyed by the hash alone; dcache: (parent id, thin name pointer). Both
-        // fit one line, and no other object shares it.
-        for (size, align) in [
-            (
-                std::mem::size_of::<Node<(), usize>>(),
-                std::mem::align_of::<Node<(), usize>>(),
-            ),
-            (
-                std::mem::size_of::<Node<(u64, usize), usize>>(),
-                std::mem::align_of::<Node<(u64, usize), usize>>(),
-            ),
-        ] {
-            assert_eq!((size, align), (64, 64));
-        }
-        let t: RcuHash<u64, usize> = RcuHash::new(0);
+    fn node_sizes() {
+        use std::mem::{align_of, size_of};
+        // icache: keyed by the hash alone, packed; dcache: (parent id, thin name
+        // pointer), one cache line each.
+        assert_eq!(size_of::<Node<(), usize, Packed>>(), 24);
+        assert_eq!(size_of::<Node<(u64, usize), usize, Packed>>(), 40);
+        let line = (size_of::<Node<(u64, usize), usize, LineAligned>>(), 64);
+        assert_eq!(
+            line,
+            (align_of::<Node<(u64, usize), usize, LineAligned>>(), 64)
+        );
+    }
+
+    #[test]
+    fn line_aligned_nodes_start_cache_lines() {
+        let t: RcuHash<u64, usize, LineAligned> = RcuHash::new(0);
         for i in 0..4u64 {
             t.insert_unique(i, i, 0, |k| *k == i).unwrap();
         }
@@ -270,6 +281,8 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 4);
+        assert!(t.remove(2, |k, _| *k == 2));
+        assert_eq!(t.lookup(3, &g, |k| *k == 3), Some(0));
     }
 
     #[test]
