@@ -687,3 +687,108 @@ fn rmdir_races_changes_inside_and_renames() {
         }
     }
 }
+
+/// Files renamed across two directories in both directions at once (in the scalable
+/// design both parents held shared), while the temporary parents they also move between
+/// are made and removed, one of them is replaced by a directory renamed onto it, and a
+/// directory moves between the two: nothing deadlocks; a rename that succeeds leaves the
+/// file where it said, never in a removed or replaced directory; one that fails leaves it
+/// where it was; and nothing leaks.
+#[test]
+fn file_renames_across_directories_race_rmdir_and_directory_renames() {
+    const MOVERS: usize = if cfg!(miri) { 2 } else { 6 };
+    const ROUNDS: usize = if cfg!(miri) { 10 } else { 1500 };
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let v = vfs(locking);
+        let p = Process::new(&v, Credentials::root());
+        for d in ["/a", "/b", "/a/d"] {
+            p.mkdir(d, 0o755).unwrap();
+        }
+        let side = |i: usize| (["/a", "/b"][i % 2], ["/b", "/a"][i % 2]);
+        for i in 0..MOVERS {
+            p.write_file(format!("{}/f{i}", side(i).0), b"").unwrap();
+        }
+        let base = v.inode_count();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
+            let (p, stop) = (&p, &stop);
+            let movers: Vec<_> = (0..MOVERS)
+                .map(|i| {
+                    s.spawn(move || {
+                        let (mut here, mut there) = side(i);
+                        for _ in 0..ROUNDS {
+                            p.rename(format!("{here}/f{i}"), format!("{there}/f{i}"))
+                                .unwrap();
+                            std::mem::swap(&mut here, &mut there);
+                            // A file of its own from /a/t to /b/t, each may be missing.
+                            let (src, dst) = (format!("/a/t/m{i}"), format!("/b/t/m{i}"));
+                            if p.write_file(&src, b"") == Err(Errno::ENOENT) {
+                                continue;
+                            }
+                            match p.rename(&src, &dst) {
+                                Ok(()) => p.unlink(&dst).unwrap(),
+                                Err(e) => {
+                                    assert_eq!(e, Errno::ENOENT);
+                                    p.unlink(&src).unwrap();
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            s.spawn(move || {
+                let ok = [Errno::EEXIST, Errno::ENOENT, Errno::ENOTEMPTY];
+                while !stop.load(Ordering::Relaxed) {
+                    for r in [
+                        p.mkdir("/a/t", 0o755),
+                        p.mkdir("/b/t", 0o755),
+                        p.rmdir("/a/t"),
+                        p.rmdir("/b/t"),
+                    ] {
+                        assert!(r.is_ok() || ok.contains(&r.unwrap_err()), "{r:?}");
+                    }
+                }
+            });
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    // Replaces /b/t when it is empty (or makes it when it is missing).
+                    p.mkdir("/x", 0o755).unwrap();
+                    match p.rename("/x", "/b/t") {
+                        Ok(()) => {}
+                        Err(e) => {
+                            assert_eq!(e, Errno::ENOTEMPTY);
+                            p.rmdir("/x").unwrap();
+                        }
+                    }
+                }
+            });
+            s.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    p.rename("/a/d", "/b/d").unwrap();
+                    p.rename("/b/d", "/a/d").unwrap();
+                }
+            });
+            for m in movers {
+                m.join().unwrap();
+            }
+        });
+        for i in 0..MOVERS {
+            let (start, other) = side(i);
+            let (at, gone) = if ROUNDS.is_multiple_of(2) {
+                (start, other)
+            } else {
+                (other, start)
+            };
+            assert!(p.lstat(format!("{at}/f{i}")).is_ok(), "{locking:?}: f{i}");
+            assert_eq!(p.lstat(format!("{gone}/f{i}")), Err(Errno::ENOENT));
+        }
+        for d in ["/a/t", "/b/t"] {
+            let r = p.rmdir(d);
+            assert!(r.is_ok() || r == Err(Errno::ENOENT), "{d}: {r:?}");
+        }
+        assert!(p.lstat("/a/d").is_ok());
+        v.drop_caches();
+        assert_eq!(v.inode_count(), base, "{locking:?}: leaked inodes");
+    }
+}

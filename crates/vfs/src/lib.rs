@@ -54,7 +54,7 @@
 //! └─ Inode::rwsem ... (both directories, by address)
 //! Inode::rwsem (directory contents; a file's size and data for writes;   [inode]
 //!    attributes; xattr changes. Two at once: parent before child, else
-//!    by address)
+//!    by address; a directory a rename replaces after both parents)
 //! ├─ Inode::ns_lock, written (a directory held exclusively: after its    [core dirlock]
 //! │  own rwsem; the locks below as under the rwsem)
 //! ├─ name lock (a lookup that misses the dcache, under the directory's   [core dirlock]
@@ -70,8 +70,10 @@
 //!       │  child)
 //!       └─ dentry hash bucket, LRU shard (leaves)                       [dentry, rcuhash]
 //! Inode::ns_lock, shared (a directory held shared for adding or         [core dirlock]
-//!    removing one name, or renaming non-directories within it; the only
-//!    directory lock taken under it is the rmdir victim's, a child)
+//!    removing one name, or renaming non-directories within it or across
+//!    directories; the only directory locks taken under it are tried:
+//!    the rmdir victim's, a child, and the other directory's ns_lock,
+//!    shared, of a rename across directories)
 //! └─ name lock(s) (`VfsCore::name_locks`, hashed by (parent, name); two:
 //!    │  lowest index first)
 //!    ├─ Inode::rwsem of the non-directory unlinked or linked

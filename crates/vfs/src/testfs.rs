@@ -13,6 +13,9 @@ pub struct TestFs {
     pub next: AtomicU64,
     /// Behave like kernfs: names may change behind the VFS's back (revalidate).
     pub changes_behind: bool,
+    /// Take changes of different names concurrently (each directory's one map has its own
+    /// lock), so that the VFS runs them holding directories shared (`core::dirlock`).
+    pub shared_names: bool,
     /// Per-open hooks: opens and releases seen.
     pub opens: AtomicU64,
     pub releases: AtomicU64,
@@ -142,6 +145,9 @@ impl FileSystem for TestFs {
     fn release(&self, _: &Inode, private: Box<dyn std::any::Any + Send + Sync>) {
         assert_eq!(private.downcast_ref::<u32>(), Some(&42));
         self.releases.fetch_add(1, Ordering::Relaxed);
+    }
+    fn shared_name_changes(&self, _dir: &Inode) -> bool {
+        self.shared_names
     }
     fn revalidates(&self) -> bool {
         self.changes_behind

@@ -64,18 +64,26 @@ fn loom_seqrwlock_no_torn_pair() {
     });
 }
 
+/// A thread that increments the plain cell under the write lock.
+fn spawn_incrementing_writer(
+    lock: &Arc<SeqRwLock>,
+    data: &Arc<UnsafeCell<u64>>,
+) -> thread::JoinHandle<()> {
+    let (lock, data) = (lock.clone(), data.clone());
+    thread::spawn(move || {
+        let _g = lock.write_lock();
+        // SAFETY: the write lock excludes every other accessor (what the models check).
+        data.with_mut(|p| unsafe { *p += 1 });
+    })
+}
+
 /// `read_lock` vs `write_lock`: one writer and two shared readers on a plain cell.
 #[test]
 fn loom_seqrwlock_readers_vs_writer() {
     loom::model(|| {
         let lock = Arc::new(SeqRwLock::with_shards(2));
         let data = Arc::new(UnsafeCell::new(0u64));
-        let (l2, d2) = (lock.clone(), data.clone());
-        let w = thread::spawn(move || {
-            let _g = l2.write_lock();
-            // SAFETY: the write lock excludes every other accessor (what this model checks).
-            d2.with_mut(|p| unsafe { *p += 1 });
-        });
+        let w = spawn_incrementing_writer(&lock, &data);
         let (l3, d3) = (lock.clone(), data.clone());
         let r = thread::spawn(move || {
             let _g = l3.read_lock();
@@ -280,5 +288,30 @@ fn loom_seqrwlock_try_write_vs_reader_and_writer() {
         // SAFETY: all other threads have been joined.
         assert_eq!(data.with(|p| unsafe { *p }), 1 + tried);
         assert_eq!(lock.sequence(), 2 * (1 + tried as u32));
+    });
+}
+
+/// `try_read_lock` against a writer: when it gets in it excludes the writer (the plain
+/// cell reports any overlap); when it is turned away it leaves nothing behind, so the
+/// writer finishes and a later reader gets in (no hang, no lost count).
+#[test]
+fn loom_seqrwlock_try_read_vs_writer() {
+    loom::model(|| {
+        let lock = Arc::new(SeqRwLock::with_shards(2));
+        let data = Arc::new(UnsafeCell::new(0u64));
+        let w = spawn_incrementing_writer(&lock, &data);
+        if let Some(_g) = lock.try_read_lock_on(1) {
+            // SAFETY: the writer is excluded while the shared lock is held.
+            let v = data.with(|p| unsafe { *p });
+            assert!(v <= 1);
+        }
+        w.join().unwrap();
+        {
+            let _g = lock.read_lock();
+            // SAFETY: as above.
+            assert_eq!(data.with(|p| unsafe { *p }), 1);
+        }
+        assert!(format!("{lock:?}").contains("readers: 0"));
+        assert_eq!(lock.sequence(), 2);
     });
 }

@@ -95,6 +95,9 @@
 //! between the outer and the inner `read_lock` blocks the inner one (that is what keeps
 //! writers from starving) while waiting for the outer one: deadlock. The same holds for
 //! `read_or_lock` called from inside a shared section or another `read_or_lock` closure.
+//! `try_read_lock` never waits (a writer present turns it away), so it may be taken
+//! inside any shared section, where a blocking `read_lock` of a second lock could wait for
+//! a writer that itself waits for the first lock's readers to drain.
 //!
 //! # Waiting
 //!

@@ -307,6 +307,24 @@ impl SeqRwLock {
         self.read_lock_on(hint)
     }
 
+    /// Takes the lock shared if no writer is present (holding it or draining readers to
+    /// take it); `None` otherwise, at once. The fast path alone: never registers as a
+    /// waiting reader, so a failed try leaves no trace. For callers that hold locks a
+    /// writer of this one may be waiting for.
+    #[inline]
+    pub fn try_read_lock(&self) -> Option<SeqReadGuard<'_>> {
+        let hint = CPU_HINT.with(Cell::get);
+        self.try_read_lock_on(hint)
+    }
+
+    /// `try_read_lock` through shard `hint % shards` (tests and loom models pick it).
+    #[inline]
+    pub(super) fn try_read_lock_on(&self, hint: usize) -> Option<SeqReadGuard<'_>> {
+        let cpu = &self.shards[hint & (self.shards.len() - 1)];
+        self.read_fast(cpu)
+            .map(|ind| SeqReadGuard { lock: self, ind })
+    }
+
     /// `read_lock` through shard `hint % shards` (tests and loom models pick the shard).
     #[inline]
     pub(super) fn read_lock_on(&self, hint: usize) -> SeqReadGuard<'_> {

@@ -12,12 +12,14 @@
 //! * unlink: the parent shared with the name, else exclusively; rmdir: the parent and the
 //!   victim exclusively. The victim is dropped from the dcache.
 //! * rename: same directory, of non-directories: shared with both names, else
-//!   exclusively; across directories, of non-directories (scalable): both exclusively, by
-//!   address, the second `rwsem` only tried; otherwise (a directory on either side, the
-//!   try failed, or legacy) the superblock's rename mutex, then both exclusively, an
-//!   ancestor before its descendant, else by address. The dcache update runs under the
-//!   rename lock (write) when a directory moves or is replaced (legacy: always); see the
-//!   `dentry` module docs for why path walks need no more.
+//!   exclusively; across directories, of non-directories (scalable): both shared with
+//!   both names, the second namespace lock only tried; if that fails, both exclusively,
+//!   by address, the second `rwsem` only tried; otherwise (a directory on either side,
+//!   both tries failed, or legacy) the superblock's rename mutex, then both exclusively,
+//!   an ancestor before its descendant, else by address. A directory being replaced is
+//!   held exclusively after both parents. The dcache update runs under the rename lock
+//!   (write) when a directory moves or is replaced (legacy: always); see the `dentry`
+//!   module docs for why path walks need no more.
 //! * write/truncate/fallocate: the file's `rwsem` exclusively; read takes no inode lock
 //!   (tmpfs pages have their own lock).
 //! * chmod/chown/utimes: the inode's `rwsem` exclusively (attribute + ctime together).

@@ -368,12 +368,28 @@ impl VfsCore {
                 return Ok(());
             }
         }
-        if !same && self.locking == Locking::Scalable && !self.cached_dir(odp, &[&olast.name]) {
-            // First without the rename mutex, which only a rename that moves a directory
-            // needs (it keeps the ancestry stable): both parents by address, the second
-            // only tried, so this cannot deadlock with a rename that holds the mutex and
-            // locks an ancestor before its descendant. A directory found on either side
-            // sends the rename to the locked path below.
+        let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        let mut exclusive_only = same
+            || self.locking != Locking::Scalable
+            || self.cached_dir(odp, &[&olast.name])
+            || exchange && self.cached_dir(ndp, &[&nlast.name]);
+        if !exclusive_only {
+            // Non-directories across directories, first with both parents shared and
+            // both names locked (`dirlock`, "Renames across directories"); a directory
+            // found on either side goes to the locked path below.
+            let old = (&*odp.dentry, odir, &olast.name[..]);
+            if let Some(_l) = self.lock_names_across(old, (&ndp.dentry, ndir, &nlast.name)) {
+                match self.rename_locked(&rename, false)? {
+                    Renamed::Done => return Ok(()),
+                    Renamed::MovesDir => exclusive_only = true,
+                }
+            }
+        }
+        if !exclusive_only {
+            // Then exclusively but still without the rename mutex, which only a rename
+            // that moves a directory needs (it keeps the ancestry stable): both parents
+            // by address, the second only tried, so this cannot deadlock with a rename
+            // that holds the mutex and locks an ancestor before its descendant.
             let (a, b) = if (odir as *const Inode) < (ndir as *const Inode) {
                 (odir, ndir)
             } else {
@@ -381,9 +397,10 @@ impl VfsCore {
             };
             let _la = a.rwsem.write();
             if let Some(_lb) = b.rwsem.try_write() {
-                // The namespace locks after both `rwsem`s: shared changes in either
-                // directory take no other directory's lock, so waiting for them to drain
-                // cannot deadlock (`dirlock`).
+                // The namespace locks after both `rwsem`s: a shared change waits for no
+                // directory lock while it holds one (a rename across directories only
+                // tries its second), so waiting for them to drain cannot deadlock
+                // (`dirlock`).
                 let _na = a.ns_lock().map(|l| l.write_lock());
                 let _nb = b.ns_lock().map(|l| l.write_lock());
                 if let Renamed::Done = self.rename_locked(&rename, false)? {
@@ -505,6 +522,14 @@ impl VfsCore {
                 }
             }
         }
+        // A directory about to be replaced is held exclusively, as `rmdir` holds its
+        // victim: no shared change (a create, a rename of a file into it) runs in it
+        // between the file system's emptiness check and its death, and no mount is made
+        // on it. After both parents, child after parent (Linux's `vfs_rename` locks it
+        // too). Only reachable with `may_move_dir`.
+        let _victim = tgt
+            .filter(|t| t.is_dir() && !exchange)
+            .map(|t| self.lock_dir(t));
         if od.is_mounted() || nd.is_mounted() {
             return Err(Errno::EBUSY);
         }

@@ -335,3 +335,149 @@ fn lookup_with_stats_uncounted_during_unlink_and_rename_stress() {
         assert!(stat_once().is_ok());
     }
 }
+
+/// A core whose file system takes changes of different names concurrently, so that
+/// renames of files run on `dirlock`'s shared paths.
+fn sharing_core() -> Arc<VfsCore> {
+    let fs = crate::testfs::TestFs {
+        shared_names: true,
+        ..Default::default()
+    };
+    let opts = super::CoreOptions {
+        locking: Locking::Scalable,
+        ..Default::default()
+    };
+    VfsCore::new(opts, Arc::new(fs)).unwrap()
+}
+
+/// A rename of a file across directories holds neither parent's `rwsem`: it completes
+/// while lookups hold both shared, where taking either exclusively would wait for them.
+/// A directory rename between the same two waits for them, as it must; so does a file
+/// rename while a writer holds the target's namespace lock (its try fails, and it takes
+/// the directories exclusively instead).
+#[test]
+fn file_rename_across_directories_holds_both_parents_shared() {
+    let c = sharing_core();
+    for d in ["/a", "/b", "/a/sub"] {
+        mkdir(&c, d);
+    }
+    creat(&c, "/a/f");
+    let (a, b) = (look(&c, "/a").unwrap(), look(&c, "/b").unwrap());
+    let (a, b) = (a.dentry.inode_ref().unwrap(), b.dentry.inode_ref().unwrap());
+    let finished = |done: &AtomicBool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !done.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        done.load(Ordering::Acquire)
+    };
+    let (file_done, dir_done) = (AtomicBool::new(false), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        {
+            // Held in the scope's closure: a failed assertion drops them before the
+            // scope joins the renamers, which then finish.
+            let _lookups = (a.rwsem.read(), b.rwsem.read());
+            let (c, file_done, dir_done) = (&c, &file_done, &dir_done);
+            s.spawn(move || {
+                rename(c, "/a/f", "/b/g", 0).unwrap();
+                file_done.store(true, Ordering::Release);
+                rename(c, "/a/sub", "/b/sub", 0).unwrap();
+                dir_done.store(true, Ordering::Release);
+            });
+            assert!(finished(file_done), "the file rename waited for a lookup");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!dir_done.load(Ordering::Acquire));
+        }
+        assert!(finished(&dir_done));
+    });
+    assert!(look(&c, "/b/g").is_ok() && look(&c, "/b/sub").is_ok());
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        {
+            let _writer = a.ns_lock().unwrap().write_lock();
+            let (c, done) = (&c, &done);
+            s.spawn(move || {
+                rename(c, "/b/g", "/a/f", 0).unwrap();
+                done.store(true, Ordering::Release);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!done.load(Ordering::Acquire));
+        }
+        assert!(finished(&done));
+    });
+    assert!(look(&c, "/a/f").is_ok());
+    assert_eq!(look(&c, "/b/g").err(), Some(Errno::ENOENT));
+}
+
+/// Renames of files across directories on the shared path fail as Linux's do, in both
+/// address orders of the two parents: a directory on the target side (`EISDIR`, found
+/// under the shared locks and answered on the exclusive path), a trailing slash on a file
+/// (`ENOTDIR`), `RENAME_NOREPLACE` over a file (`EEXIST`), `RENAME_EXCHANGE` with nothing
+/// to exchange and a missing source (`ENOENT`), a removed target directory (`ENOENT`),
+/// and a sticky source directory (`EPERM`).
+#[test]
+fn file_renames_across_directories_fail_as_linux_does() {
+    let c = sharing_core();
+    mkdir(&c, "/a");
+    mkdir(&c, "/b");
+    for (from, to) in [("/a", "/b"), ("/b", "/a")] {
+        let p = |dir: &str, name: &str| format!("{dir}/{name}");
+        creat(&c, &p(from, "f"));
+        mkdir(&c, &p(to, "d"));
+        creat(&c, &p(to, "e"));
+        assert_eq!(
+            rename(&c, &p(from, "f"), &p(to, "d"), 0),
+            Err(Errno::EISDIR)
+        );
+        assert_eq!(
+            rename(&c, &p(from, "f/"), &p(to, "x"), 0),
+            Err(Errno::ENOTDIR)
+        );
+        let noreplace = libc::RENAME_NOREPLACE;
+        assert_eq!(
+            rename(&c, &p(from, "f"), &p(to, "e"), noreplace),
+            Err(Errno::EEXIST)
+        );
+        let exchange = libc::RENAME_EXCHANGE;
+        assert_eq!(
+            rename(&c, &p(from, "f"), &p(to, "x"), exchange),
+            Err(Errno::ENOENT)
+        );
+        assert_eq!(
+            rename(&c, &p(from, "nothing"), &p(to, "x"), 0),
+            Err(Errno::ENOENT)
+        );
+        // Into a directory removed after the walk found it (as through a descriptor).
+        let dead = look(&c, &p(to, "d")).unwrap();
+        with_ctx(&c, |ctx, root| {
+            c.unlink(ctx, root, p(to, "d").as_bytes(), true)
+        })
+        .unwrap();
+        let into_dead = with_ctx(&c, |ctx, root| {
+            c.rename(ctx, root, p(from, "f").as_bytes(), &dead, b"x", 0)
+        });
+        assert_eq!(into_dead, Err(Errno::ENOENT));
+        // Then the rename that works, and the names it leaves.
+        rename(&c, &p(from, "f"), &p(to, "f"), 0).unwrap();
+        assert!(look(&c, &p(to, "f")).is_ok());
+        assert_eq!(look(&c, &p(from, "f")).err(), Some(Errno::ENOENT));
+        with_ctx(&c, |ctx, root| {
+            c.unlink(ctx, root, p(to, "f").as_bytes(), false)
+        })
+        .unwrap();
+    }
+    // Sticky: a user may not move another user's file out of a sticky directory.
+    mkdir(&c, "/s");
+    creat(&c, "/s/root-owned");
+    for (dir, mode) in [("/s", 0o1777), ("/b", 0o777)] {
+        with_ctx(&c, |ctx, root| {
+            let d = c.lookup(ctx, root, dir.as_bytes(), true, false).unwrap();
+            c.chmod(ctx, &d, mode)
+        })
+        .unwrap();
+    }
+    let (root, user) = (c.root(), Cred::user(1000, 1000));
+    let ctx = Ctx::new(&user, &root);
+    let moved = c.rename(&ctx, &root, b"/s/root-owned", &root, b"/b/mine", 0);
+    assert_eq!(moved, Err(Errno::EPERM));
+}

@@ -11,7 +11,9 @@ thread_local! {
 pub struct Dcache {
     /// Keyed by (parent id, the dentry's own name buffer): the node shares the name rather
     /// than copying it (see [`NameRef`]).
-    pub(super) hash: RcuHash<(u64, NameRef), usize>,
+    /// Line-aligned nodes: a rename or unlink in one directory reads and writes no line
+    /// another thread allocates on (`rcuhash` module docs).
+    pub(super) hash: RcuHash<(u64, NameRef), usize, LineAligned>,
     pub(super) lru: Lru,
     /// The rename lock: written by d_move and mount changes, read by path walks and `d_path`.
     pub rename_lock: RenameLock,

@@ -139,7 +139,7 @@
 use crate::erc::{Erc, ErcInner};
 use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::prims::{DRef, DRefGuard, RenameLock};
-use crate::rcuhash::{hash_name, RcuHash};
+use crate::rcuhash::{hash_name, LineAligned, RcuHash};
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Pointer, Shared};

@@ -4,7 +4,8 @@
 //! Linux serializes every change of a directory's names on the directory's `i_rwsem`.
 //! Here a change that adds or removes one name in one directory (create by
 //! `open(O_CREAT)`, `mknod`, `mkdir`, `symlink`, `link`; `unlink`; `rmdir`) or renames
-//! non-directories within the directory may instead take:
+//! non-directories within the directory or across two directories (below) may instead
+//! take:
 //!
 //! 1. the directory's **namespace lock** ([`Inode::ns_lock`], a per-CPU reader/writer
 //!    lock, Linux's `percpu_rw_semaphore`, allocated by the directory's first namespace
@@ -20,7 +21,8 @@
 //! which keep the directory's size, link count and times per bucket). Everything else
 //! takes the directory **exclusively**: its `rwsem` for writing, then its namespace lock
 //! for writing, which waits for the shared changes in progress and keeps new ones out.
-//! That covers renames that move or replace a directory or cross directories, the
+//! That covers renames that move or replace a directory (and a directory being replaced,
+//! as `vfs_rename` locks it), a rename across directories whose try below failed, the
 //! directory being removed by `rmdir` (below), a directory being mounted on, and every
 //! change in the legacy design.
 //!
@@ -46,15 +48,62 @@
 //!   must not wait for those to drain either. If the try fails, `rmdir` lets everything
 //!   go and starts again with the parent exclusive (and no name lock), as before.
 //!
-//! Lock order (also in the crate's lock-order tree): `rwsem` (write) -> namespace lock
-//! (write) for an exclusive change; namespace lock (read) -> name lock(s) -> the
-//! non-directory's own `rwsem` (unlink, link), or a tried exclusive lock of the directory
-//! `rmdir` removes -> file-system locks for a shared one. Two
-//! name locks are taken lowest index first (`lock_two_at`). A shared change waits for no
-//! directory lock after its namespace lock (`rmdir` only tries its victim's), so an
-//! exclusive locker waiting for the readers to drain always sees them finish. Name locks are taken last among directory
-//! locks and nothing but the non-directory's `rwsem` and file-system leaves is taken
-//! under them, so the hash collisions of the table cannot close a cycle.
+//! # Renames across directories
+//!
+//! A rename of a non-directory from one directory to another (and, for
+//! `RENAME_EXCHANGE`, of a non-directory target back) moves no directory, so it needs
+//! neither the superblock's rename mutex nor the loop checks, and it changes one name in
+//! each directory. It holds both directories shared
+//! ([`VfsCore::lock_names_across`]): the namespace lock of the directory at the lower
+//! address *waited for*, the other's only *tried* (`SeqRwLock::try_read_lock`), then the
+//! two names' locks together, lowest index first. A failed try lets everything go, and
+//! the rename takes both directories exclusively instead (by address with the second
+//! `rwsem` tried, else under the rename mutex, ancestor first); so does one that finds
+//! a directory on either side once it holds the names (the dcache's answer beforehand is
+//! only a hint that skips the shared attempt). Only the second lock is tried because an
+//! exclusive locker may hold one directory's namespace lock for writing while it waits
+//! for the other's readers to drain (a rename under the mutex locks an ancestor before
+//! its descendant, `rmdir`'s retry the parent before the victim, whatever their
+//! addresses): waiting for the second could close a cycle; waiting for the first, with
+//! nothing held, cannot. Against the others:
+//! * **`rmdir` of either directory** needs it exclusively: its shared attempt only tries
+//!   the victim, which fails while the rename holds it shared, and its retry waits for
+//!   the rename to leave; a rename that comes second finds the directory dead (its link
+//!   count 0: `may_create`'s or `may_delete`'s `ENOENT`), as the exclusive path did.
+//! * **A directory rename** that moves either directory holds only the two parents it
+//!   changes (exclusively, under the mutex), not the moved directory, so it runs beside
+//!   the file's rename: that rename works on the directories' inodes and dentries, which
+//!   keep their identity wherever they move, and a file's dentry moves under its `d_lock`
+//!   alone (`dentry` module docs). A rename that *replaces* either directory holds it
+//!   exclusively (above), so a file is never moved into a directory between the file
+//!   system's emptiness check and its death.
+//! * **`mount`** on either directory holds it exclusively, so it waits for the rename or
+//!   turns its try away; the rename moves no mountpoint (only directories are mounted on).
+//! * **Lookups** of either name wait on its lock, as for a change in one directory.
+//!   `getdents` of the two directories may, while the rename runs, list the file in both
+//!   (tmpfs adds the new name, then removes the old one), as it may list a name created
+//!   and another unlinked meanwhile in one directory: changes made while a listing runs
+//!   are unspecified by POSIX, and the shared design gave up listing snapshots already.
+//!
+//! # Lock order
+//!
+//! (Also in the crate's lock-order tree.) An exclusive change: `rwsem` (write) ->
+//! namespace lock (write), for each directory it holds, parents before the child they
+//! contain (a replaced directory, `rmdir`'s victim), two parents under the rename mutex
+//! ancestor first, else by address with the second only tried. A shared change:
+//! namespace lock (read) [-> the other directory's namespace lock (read), only tried, for
+//! a rename across directories] -> name lock(s) -> the non-directory's own `rwsem`
+//! (unlink, link), or a tried exclusive lock of the directory `rmdir` removes ->
+//! file-system locks. Two name locks are taken lowest index first (`lock_two_at`). A
+//! shared change waits for no directory lock once it holds one (a rename across
+//! directories only tries its second, `rmdir` only tries its victim), so an exclusive
+//! locker waiting for the readers to drain always sees them finish, and Linux's
+//! argument (`directory-locking.rst`, "Deadlock avoidance") covers the exclusive locks
+//! alone. Name locks are taken last among directory locks and nothing but the
+//! non-directory's `rwsem` and file-system leaves is taken under them, so the hash
+//! collisions of the table cannot close a cycle. Shuttle models: `shuttle_tests.rs`
+//! (one directory), `across_shuttle_tests.rs` (renames across directories against
+//! `rmdir` and an exclusive holder of both).
 //!
 //! [`Inode::ns_lock`]: crate::inode::Inode::ns_lock
 //! [`FileSystem::shared_name_changes`]: crate::fs::FileSystem::shared_name_changes
@@ -86,6 +135,15 @@ pub(crate) struct ExclusiveDir<'a> {
 pub(crate) struct SharedNames<'a> {
     _names: (MutexGuard<'a, ()>, Option<MutexGuard<'a, ()>>),
     _ns: SeqReadGuard<'a>,
+}
+
+/// Two directories held shared for a rename of non-directories from one to the other
+/// ([`VfsCore::lock_names_across`]): both namespace locks shared, and the two names' locks.
+pub(crate) struct SharedAcross<'a> {
+    // Dropped in declaration order: the name locks, then the namespace locks.
+    _names: (MutexGuard<'a, ()>, Option<MutexGuard<'a, ()>>),
+    _tried: SeqReadGuard<'a>,
+    _waited: SeqReadGuard<'a>,
 }
 
 /// How a namespace change holds its directory (a guard: held only to be dropped).
@@ -155,6 +213,43 @@ impl VfsCore {
         })
     }
 
+    /// Locks the two directories of a rename of non-directories across them (module
+    /// docs, "Renames across directories"): `old` = (parent dentry, directory, name) of the
+    /// source, `new` of the target. Both namespace locks shared, the one at the lower
+    /// address waited for and the other only tried, then both names' locks. `None`, with
+    /// nothing held, where either directory takes no shared changes or a writer holds (or
+    /// is draining) the second namespace lock: the caller then takes the directories
+    /// exclusively.
+    pub(crate) fn lock_names_across<'a>(
+        &'a self,
+        old: (&Dentry, &'a Inode, &[u8]),
+        new: (&Dentry, &'a Inode, &[u8]),
+    ) -> Option<SharedAcross<'a>> {
+        if !self.shares_names(old.1) || !self.shares_names(new.1) {
+            return None;
+        }
+        let (first, second) = if (old.1 as *const Inode) < (new.1 as *const Inode) {
+            (old.1, new.1)
+        } else {
+            (new.1, old.1)
+        };
+        let waited = first
+            .ns_lock()
+            .expect("checked by shares_names")
+            .read_lock();
+        let tried = second
+            .ns_lock()
+            .expect("checked by shares_names")
+            .try_read_lock()?;
+        let a = self.name_lock_index(old.0, old.2);
+        let b = self.name_lock_index(new.0, new.2);
+        Some(SharedAcross {
+            _names: self.name_locks.lock_two_at(a, b),
+            _tried: tried,
+            _waited: waited,
+        })
+    }
+
     /// The lock a lookup that misses the dcache takes on `name` in `dir` (module docs):
     /// `None` where name changes never run shared.
     pub(crate) fn lookup_name_lock(
@@ -168,6 +263,8 @@ impl VfsCore {
     }
 }
 
+#[cfg(test)]
+mod across_shuttle_tests;
 #[cfg(test)]
 mod shuttle_tests;
 

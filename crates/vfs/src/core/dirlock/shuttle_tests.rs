@@ -33,14 +33,40 @@ fn name_lock_of(name: &str) -> usize {
 }
 
 /// The per-CPU reader/writer lock's Dekker pair (module docs).
-struct NsLock {
+pub(super) struct NsLock {
     shards: [AtomicUsize; 2],
     writer: AtomicBool,
     writers: Mutex<()>,
 }
 
 impl NsLock {
-    fn read(&self, cpu: usize) {
+    pub(super) fn new() -> NsLock {
+        NsLock {
+            shards: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            writer: AtomicBool::new(false),
+            writers: Mutex::new(()),
+        }
+    }
+    /// `try_read_lock`: the fast path alone; backs out if a writer is present.
+    pub(super) fn try_read(&self, cpu: usize) -> bool {
+        self.shards[cpu].fetch_add(1, SeqCst);
+        if !self.writer.load(SeqCst) {
+            return true;
+        }
+        self.shards[cpu].fetch_sub(1, SeqCst);
+        false
+    }
+    /// `try_write_lock`: gives up if another writer holds it or a reader is in.
+    pub(super) fn try_write(&self) -> Option<shuttle::sync::MutexGuard<'_, ()>> {
+        let g = self.writers.try_lock().ok()?;
+        self.writer.store(true, SeqCst);
+        if self.shards.iter().any(|s| s.load(SeqCst) != 0) {
+            self.writer.store(false, SeqCst);
+            return None;
+        }
+        Some(g)
+    }
+    pub(super) fn read(&self, cpu: usize) {
         loop {
             self.shards[cpu].fetch_add(1, SeqCst);
             if !self.writer.load(SeqCst) {
@@ -52,10 +78,10 @@ impl NsLock {
             }
         }
     }
-    fn read_unlock(&self, cpu: usize) {
+    pub(super) fn read_unlock(&self, cpu: usize) {
         self.shards[cpu].fetch_sub(1, SeqCst);
     }
-    fn write(&self) -> shuttle::sync::MutexGuard<'_, ()> {
+    pub(super) fn write(&self) -> shuttle::sync::MutexGuard<'_, ()> {
         let g = self.writers.lock().unwrap();
         self.writer.store(true, SeqCst);
         while self.shards.iter().any(|s| s.load(SeqCst) != 0) {
@@ -63,7 +89,7 @@ impl NsLock {
         }
         g
     }
-    fn write_unlock(&self, g: shuttle::sync::MutexGuard<'_, ()>) {
+    pub(super) fn write_unlock(&self, g: shuttle::sync::MutexGuard<'_, ()>) {
         self.writer.store(false, SeqCst);
         drop(g);
     }
@@ -86,11 +112,7 @@ impl Dir {
     fn new() -> Dir {
         Dir {
             rwsem: RwLock::new(()),
-            ns: NsLock {
-                shards: [AtomicUsize::new(0), AtomicUsize::new(0)],
-                writer: AtomicBool::new(false),
-                writers: Mutex::new(()),
-            },
+            ns: NsLock::new(),
             names: [Mutex::new(()), Mutex::new(())],
             entries: Mutex::new(BTreeMap::new()),
             dcache: Mutex::new(BTreeMap::new()),
@@ -214,7 +236,7 @@ impl Dir {
 }
 
 /// Random schedules, then PCT schedules (bugs of depth 3).
-fn explore(model: fn()) {
+pub(super) fn explore(model: fn()) {
     shuttle::check_random(model, ITERS);
     shuttle::check_pct(model, ITERS, 3);
 }
