@@ -282,6 +282,14 @@ impl Base {
                 .map_err(|x| ("symlink", x))?;
         }
         p.mkdir(&e.sub, 0o755).map_err(|x| ("mkdir", x))?;
+        // The second directory, the target of renames across directories, has had a name
+        // come and go, as the first has had the threads' files: a directory's namespace
+        // lock and its hash buckets are made at its first change, once in its life, and
+        // the calls are measured in the steady state after that.
+        let scratch = format!("{}/w{}", e.dir2, e.t);
+        p.write_file(&scratch, b"")
+            .map_err(|x| ("scratch file", x))?;
+        p.unlink(&scratch).map_err(|x| ("unlink scratch", x))?;
         if self.scenario == Scenario::SameFile {
             // A shared file is a hot one: counted from both threads' CPUs before the calls,
             // as a file every thread opens is (the dcache switches a dentry to per-CPU
