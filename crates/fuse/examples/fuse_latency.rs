@@ -1,0 +1,204 @@
+//! One-thread request latency of scalevfs FUSE mounts set up differently, against host
+//! tmpfs, interleaved in one run: `open`+`close` (OPEN, FLUSH, RELEASE) and an
+//! `F_SETLK` lock+unlock (two SETLK), each client thread (`--threads`, default 1) on its
+//! own file, in rounds; each round runs every
+//! side once, in turn, for `--ms` milliseconds per loop. It prints each side's median
+//! operations per second and its median ratio to host tmpfs (the ratio of each round to
+//! that round's host figure, so that a slow stretch of a noisy machine affects both).
+//!
+//! ```text
+//! cargo run --release -p scalevfs-fuse --example fuse_latency -- \
+//!     [--rounds N] [--ms MS] [--threads N] SIDE...
+//! ```
+//! A side is `dev` (`/dev/fuse`, 2 workers) or `uring[:spin=MICROS]` (io_uring;
+//! `spin` is `MountOptions::ring_spin`, default `scalevfs_fuse::RING_SPIN`); default
+//! sides: `dev uring:spin=0 uring`. Needs root and
+//! /dev/fuse; io_uring sides switch the fuse module's `enable_uring` on through the
+//! tests' guard, which puts the old value back when the run ends.
+
+#[path = "../tests/common/uring_guard.rs"]
+mod uring_guard;
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use scalevfs_fuse::{MountOptions, Server, Transport};
+
+struct Side {
+    name: String,
+    dir: PathBuf,
+    server: Option<Server>,
+    /// One file per client thread, with a descriptor open for its locks.
+    files: Vec<(CString, i32)>,
+}
+
+fn make_side(name: &str, root: &Path, threads: usize) -> Result<Side, String> {
+    let dir = root.join(name.replace([':', '='], "_"));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let server = if name == "host" {
+        None
+    } else {
+        let mut options = MountOptions {
+            threads: 2,
+            auto_unmount: false,
+            ..MountOptions::default()
+        };
+        let mut parts = name.split(':');
+        match parts.next() {
+            Some("dev") => options.transport = Transport::Dev,
+            Some("uring") => options.transport = Transport::Uring,
+            _ => return Err(format!("unknown side {name}")),
+        }
+        for p in parts {
+            if let Some(us) = p.strip_prefix("spin=") {
+                let us: u64 = us.parse().map_err(|_| format!("bad spin in {name}"))?;
+                options.ring_spin = Duration::from_micros(us);
+            } else {
+                return Err(format!("unknown setting {p} in {name}"));
+            }
+        }
+        Some(Server::mount_with(&dir, &options).map_err(|e| format!("{name}: {e}"))?)
+    };
+    let mut files = Vec::new();
+    for t in 0..threads {
+        let path = dir.join(format!("f{t}"));
+        std::fs::write(&path, b"x").map_err(|e| e.to_string())?;
+        let file = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        let lock_fd = unsafe { libc::open(file.as_ptr(), libc::O_RDWR) };
+        if lock_fd < 0 {
+            return Err(format!("{name}: open: {}", std::io::Error::last_os_error()));
+        }
+        files.push((file, lock_fd));
+    }
+    Ok(Side {
+        name: name.to_string(),
+        dir,
+        server,
+        files,
+    })
+}
+
+/// Operations per second of `op` run on every file of `side` by a thread each, for `ms`
+/// milliseconds.
+fn rate(ms: u64, side: &Side, op: fn(&Side, usize)) -> f64 {
+    let until = Duration::from_millis(ms);
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..side.files.len())
+            .map(|t| {
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    while start.elapsed() < until {
+                        for _ in 0..64 {
+                            op(side, t);
+                        }
+                        n += 64;
+                    }
+                    n
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn open_close(side: &Side, t: usize) {
+    // SAFETY: a NUL-terminated path; the descriptor is closed at once.
+    unsafe {
+        let fd = libc::open(side.files[t].0.as_ptr(), libc::O_RDONLY);
+        assert!(fd >= 0, "{}: open failed", side.name);
+        libc::close(fd);
+    }
+}
+
+fn lock_unlock(side: &Side, t: usize) {
+    for ty in [libc::F_WRLCK, libc::F_UNLCK] {
+        // SAFETY: flock is plain data; all-zero is valid.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = ty as i16;
+        fl.l_whence = libc::SEEK_SET as i16;
+        fl.l_len = 1;
+        // SAFETY: an open descriptor and a live flock.
+        let r = unsafe { libc::fcntl(side.files[t].1, libc::F_SETLK, &fl) };
+        assert_eq!(r, 0, "{}: F_SETLK failed", side.name);
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (mut rounds, mut ms, mut threads, mut names) = (9usize, 300u64, 1usize, Vec::new());
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rounds" => {
+                rounds = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--rounds N")
+            }
+            "--threads" => {
+                threads = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--threads N")
+            }
+            "--ms" => ms = args.next().and_then(|v| v.parse().ok()).expect("--ms MS"),
+            _ => names.push(a),
+        }
+    }
+    if names.is_empty() {
+        names = vec!["dev".into(), "uring:spin=0".into(), "uring".into()];
+    }
+    names.insert(0, "host".into());
+    let _guard = if names.iter().any(|n| n.starts_with("uring")) {
+        Some(uring_guard::EnableUring::acquire().expect("enable_uring"))
+    } else {
+        None
+    };
+    let root = tempfile::Builder::new()
+        .prefix("fuse-latency")
+        .tempdir_in("/dev/shm")
+        .expect("temp dir");
+    let sides: Vec<Side> = names
+        .iter()
+        .map(|n| make_side(n, root.path(), threads.max(1)).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    type Loop = fn(&Side, usize);
+    let loops: [(&str, Loop); 2] = [("open+close", open_close), ("lock+unlock", lock_unlock)];
+    for (what, op) in loops {
+        let mut rates = vec![Vec::new(); sides.len()];
+        for _ in 0..rounds {
+            for (i, side) in sides.iter().enumerate() {
+                rates[i].push(rate(ms, side, op));
+            }
+        }
+        println!("{what}: {threads} thread(s), {rounds} rounds of {ms} ms");
+        for (i, side) in sides.iter().enumerate() {
+            let mut ratios: Vec<f64> = (0..rounds).map(|r| rates[i][r] / rates[0][r]).collect();
+            println!(
+                "  {:<24} {:>10.0} ops/s  {:.3}x host",
+                side.name,
+                median(&mut rates[i].clone()),
+                median(&mut ratios)
+            );
+        }
+    }
+    for side in sides {
+        for (_, fd) in &side.files {
+            // SAFETY: our own descriptor, closed once.
+            unsafe { libc::close(*fd) };
+        }
+        if let Some(s) = side.server {
+            s.unmount().expect("unmount");
+        }
+        let _ = std::fs::remove_dir(&side.dir);
+    }
+}
