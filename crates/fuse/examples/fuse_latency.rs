@@ -4,7 +4,9 @@
 //! own file, in rounds; each round runs every
 //! side once, in turn, for `--ms` milliseconds per loop. It prints each side's median
 //! operations per second and its median ratio to host tmpfs (the ratio of each round to
-//! that round's host figure, so that a slow stretch of a noisy machine affects both).
+//! that round's host figure, so that a slow stretch of a noisy machine affects both),
+//! then the time of a pipe round trip between two threads on one CPU and on two: what
+//! one request that wakes a server thread and waits for it costs at least.
 //!
 //! ```text
 //! cargo run --release -p scalevfs-fuse --example fuse_latency -- \
@@ -128,6 +130,61 @@ fn lock_unlock(side: &Side, t: usize) {
     }
 }
 
+fn pin_to(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data (all-zero: empty); `cpu` is below CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+    }
+}
+
+/// Microseconds per round trip of one byte between two threads through two pipes, the
+/// client on CPU 0 and the echoing thread on `server_cpu`: the floor of any request
+/// that wakes another thread and waits for its answer.
+fn pipe_round_trip_us(server_cpu: usize, trips: usize) -> f64 {
+    let mut fds = [[0i32; 2]; 2];
+    for p in &mut fds {
+        // SAFETY: a live array of two descriptors.
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+    }
+    let ([to_read, to_write], [back_read, back_write]) = (fds[0], fds[1]);
+    let byte = |fd: i32, write: bool| {
+        let mut b = 0u8;
+        let p = (&mut b as *mut u8).cast();
+        // SAFETY: one byte from or into a live u8.
+        let n = unsafe {
+            if write {
+                libc::write(fd, p, 1)
+            } else {
+                libc::read(fd, p, 1)
+            }
+        };
+        assert_eq!(n, 1);
+    };
+    let took = std::thread::scope(|s| {
+        s.spawn(move || {
+            pin_to(server_cpu);
+            for _ in 0..trips {
+                byte(to_read, false);
+                byte(back_write, true);
+            }
+        });
+        pin_to(0);
+        let start = Instant::now();
+        for _ in 0..trips {
+            byte(to_write, true);
+            byte(back_read, false);
+        }
+        start.elapsed()
+    });
+    for fd in fds.iter().flatten() {
+        // SAFETY: our own descriptors, closed once.
+        unsafe { libc::close(*fd) };
+    }
+    took.as_secs_f64() * 1e6 / trips as f64
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -190,6 +247,16 @@ fn main() {
                 median(&mut ratios)
             );
         }
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut same: Vec<f64> = (0..rounds).map(|_| pipe_round_trip_us(0, 20_000)).collect();
+    println!(
+        "pipe round trip between two threads on one CPU: {:.2} us",
+        median(&mut same)
+    );
+    if cpus > 1 {
+        let mut across: Vec<f64> = (0..rounds).map(|_| pipe_round_trip_us(1, 2_000)).collect();
+        println!("on two CPUs: {:.2} us", median(&mut across));
     }
     for side in sides {
         for (_, fd) in &side.files {
