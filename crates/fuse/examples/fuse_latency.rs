@@ -1,12 +1,13 @@
-//! One-thread request latency of scalevfs FUSE mounts set up differently, against host
-//! tmpfs, interleaved in one run: `open`+`close` (OPEN, FLUSH, RELEASE) and an
-//! `F_SETLK` lock+unlock (two SETLK), each client thread (`--threads`, default 1) on its
-//! own file, in rounds; each round runs every
-//! side once, in turn, for `--ms` milliseconds per loop. It prints each side's median
-//! operations per second and its median ratio to host tmpfs (the ratio of each round to
-//! that round's host figure, so that a slow stretch of a noisy machine affects both),
-//! then the time of a pipe round trip between two threads on one CPU and on two: what
-//! one request that wakes a server thread and waits for it costs at least.
+//! Request latency of scalevfs FUSE mounts set up differently, against host tmpfs, in
+//! one run: `open`+`close` (OPEN, FLUSH, RELEASE) and an `F_SETLK` lock+unlock (two
+//! SETLK), each client thread (`--threads`, default 1) on its own file. Each round runs
+//! every side once for `--ms` milliseconds, starting at another side each round (the
+//! side that runs first after a pause runs differently, which must not favour one). It
+//! prints each side's median operations per second and its median ratio to host tmpfs
+//! (the ratio of each round to that round's host figure, so that a slow stretch of a
+//! noisy machine affects both), then the time of a pipe round trip between two threads
+//! on one CPU and on two: what one request that wakes a server thread and waits for it
+//! costs at least.
 //!
 //! ```text
 //! cargo run --release -p scalevfs-fuse --example fuse_latency -- \
@@ -232,9 +233,12 @@ fn main() {
     let loops: [(&str, Loop); 2] = [("open+close", open_close), ("lock+unlock", lock_unlock)];
     for (what, op) in loops {
         let mut rates = vec![Vec::new(); sides.len()];
-        for _ in 0..rounds {
-            for (i, side) in sides.iter().enumerate() {
-                rates[i].push(rate(ms, side, op));
+        for r in 0..rounds {
+            // Each round starts at another side: whichever runs first after a pause
+            // (or after another loop) runs differently, and that must not favour one.
+            for k in 0..sides.len() {
+                let i = (r + k) % sides.len();
+                rates[i].push(rate(ms, &sides[i], op));
             }
         }
         println!("{what}: {threads} thread(s), {rounds} rounds of {ms} ms");

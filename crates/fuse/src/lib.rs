@@ -275,18 +275,18 @@ pub struct MountOptions {
     /// A queue registers more while lock waiters hold entries.
     pub ring_entries: usize,
     /// With io_uring: how long a queue's worker watches for the next request after
-    /// answering one before it sleeps (default [`RING_SPIN`]; zero: it sleeps at once).
-    /// Spinning saves the sleep and the wake-up when requests follow each other closely,
-    /// at the price of up to this much CPU time after each answer; a worker that has
-    /// answered nothing since it last slept never spins.
+    /// answering one before it sleeps (default [`RING_SPIN`], zero: it sleeps at once).
+    /// Spinning saves the sleep and the wake-up when the next request comes within the
+    /// bound, at the price of up to this much CPU time after each answer; a worker that
+    /// has answered nothing since it last slept never spins.
     pub ring_spin: std::time::Duration,
 }
 
-/// The default of [`MountOptions::ring_spin`]: long enough to span the caller's turn
-/// between two requests (its next system call after the answer, a few microseconds),
-/// short enough that a spin nobody ends costs a few percent of a CPU even at a few
-/// thousand answers per second.
-pub const RING_SPIN: std::time::Duration = std::time::Duration::from_micros(20);
+/// The default of [`MountOptions::ring_spin`]: none. The caller and the worker of a
+/// queue share a CPU, so a spinning worker mostly delays the caller it has just woken;
+/// on the 2-vCPU VM every bound tried (5-100 µs) was slower than sleeping at once
+/// (`docs/fuse.md`, "Where the time of a request goes").
+pub const RING_SPIN: std::time::Duration = std::time::Duration::ZERO;
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
 

@@ -218,11 +218,14 @@ pub(crate) fn ring_worker(
     use std::os::fd::AsRawFd;
     // Offline CPU: its queue gets no requests until it comes online; serve it unpinned.
     pin_to(usize::from(qid));
-    let (max_write, entries) = (settings.max_write, settings.entries);
+    let RingSettings {
+        max_write,
+        entries,
+        spin,
+    } = settings;
     let mut queue =
-        match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write, entries) {
-            Ok(mut q) => {
-                q.spin_before_sleeping(settings.spin);
+        match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write, entries, spin) {
+            Ok(q) => {
                 let _ = registered.send(Ok(()));
                 q
             }

@@ -1,4 +1,4 @@
-//! How the workers wait for requests: an io_uring worker watches for the next request
+//! How the workers wait for requests: an io_uring worker may watch for the next request
 //! for a short while after answering one (`MountOptions::ring_spin`) before it sleeps.
 //! An idle mount's workers must still sleep (no CPU time while nothing is asked), and
 //! many clients, lock waiters among them, must be served exactly as without the spin.
@@ -37,8 +37,8 @@ fn open_close(p: &std::path::Path, n: usize) {
 }
 
 /// After a burst of requests, a mount's workers use next to no CPU over the next second,
-/// with the default spin and with one of 5 ms (which each worker may spend once, after
-/// its last answer).
+/// without a spin (the default) and with one of 5 ms (which each worker may spend once,
+/// after its last answer).
 fn idle_workers_sleep(spin: Duration) {
     let dir = tempfile::tempdir().unwrap();
     let options = scalevfs_fuse::MountOptions {
@@ -79,12 +79,18 @@ fuse_test! {
     /// write lock (`F_OFD_SETLKW`, so most of them wait in the server and are answered
     /// from another thread) to increment a counter in the file, opening and closing
     /// another file between turns: every increment lands (the lock excluded the others),
-    /// and nothing is left waiting or open.
+    /// and nothing is left waiting or open. The io_uring workers spin 20 µs after each
+    /// answer, so answers posted by the waiters' threads meet spinning workers too.
     fn lock_waiters_and_open_close_from_many_threads() {
         require_fuse!();
         const THREADS: usize = 8;
         const TURNS: u64 = 300;
-        let (dir, server) = mount(2);
+        let dir = tempfile::tempdir().unwrap();
+        let options = scalevfs_fuse::MountOptions {
+            ring_spin: Duration::from_micros(20),
+            ..options(2)
+        };
+        let server = mount_with(dir.path(), &options).unwrap();
         let counter = dir.path().join("counter");
         std::fs::write(&counter, 0u64.to_ne_bytes()).unwrap();
         let other = dir.path().join("other");

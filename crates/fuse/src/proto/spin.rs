@@ -3,8 +3,10 @@
 //! A thread that sleeps in the kernel until its next request pays for the sleep and for
 //! the wake-up (the waker's `try_to_wake_up`, the scheduler switching the sleeper back
 //! in, and on a virtual machine the exit from an idle CPU's halt). When the next request
-//! comes within a few microseconds of the last answer, watching shared memory for it
-//! costs less. [`spin_until`] watches for at most a given time and then gives up, so a
+//! comes within a few microseconds of the last answer and nothing else needs the CPU,
+//! watching shared memory for it can cost less (for the io_uring workers, which share
+//! their CPU with their callers, it measured slower: `proto::uring`, "Waiting").
+//! [`spin_until`] watches for at most a given time and then gives up, so a
 //! thread that calls it only after it has just answered a request spins at most that
 //! long per request, and an idle thread, which answered nothing since its last sleep,
 //! never spins: it costs no CPU.

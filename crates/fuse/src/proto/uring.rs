@@ -42,22 +42,22 @@
 //! The ring is set up with `DEFER_TASKRUN`: the kernel's copy of a request into an entry
 //! is task work of the queue's thread, run only when that thread enters the kernel to
 //! wait, so a new request never shows in the completion queue by itself. With
-//! `TASKRUN_FLAG` the kernel also sets `IORING_SQ_TASKRUN` in the ring's shared flags
-//! when it queues such work. After a round that answered a request, the thread submits
-//! its answers and then watches that flag and the completion queue for up to the
-//! queue's spin time ([`RingQueue::spin_before_sleeping`], `spin::spin_until`) before
-//! it waits in `io_uring_enter`. The wait itself is unchanged: if the flag showed,
-//! the enter runs the work and returns at once; if not, it sleeps as before. The spin
-//! is a hint and never decides what is served, so it cannot lose a request.
+//! `TASKRUN_FLAG` (asked for only when the queue spins) the kernel also sets
+//! `IORING_SQ_TASKRUN` in the ring's shared flags when it queues such work. After a
+//! round that answered a request, a spinning thread submits its answers and then
+//! watches that flag and the completion queue for up to its spin time (an argument of
+//! [`RingQueue::register`]; `spin::spin_until`) before it waits in `io_uring_enter`.
+//! The wait itself is unchanged: if the flag showed, the enter runs the work and
+//! returns at once; if not, it sleeps as before. The spin is a hint and never decides
+//! what is served, so it cannot lose a request.
 //!
-//! Why it pays although the caller and the worker share a CPU: the answer wakes the
-//! caller, which usually preempts the worker as it returns from the submit, makes its
-//! next request (which needs no wake-up of the worker, which is runnable, not asleep)
-//! and blocks; the worker is switched back in, finds the flag set and fetches the
-//! request. The sleep, the wake-up and the wait's setup are saved. The cost is CPU
-//! time: when no request follows, the worker spins its whole bound once and then
-//! sleeps; a thread that answered nothing since it last slept (an idle mount) never
-//! spins.
+//! The spin is off by default. It could save the sleep and the wake-up only if the
+//! caller it has just woken, on the same CPU, preempted the worker at once, made its next
+//! request and blocked; the scheduler does not reliably preempt, and then the worker
+//! spins while the caller it is waiting for waits for the CPU. Measured on a 2-vCPU VM,
+//! every bound tried was slower than sleeping at once (`docs/fuse.md`). A thread that
+//! answered nothing since it last slept never spins, so even with a spin an idle mount
+//! costs no CPU.
 //!
 //! ## Locks
 //!
@@ -283,20 +283,27 @@ pub struct RingQueue {
 impl RingQueue {
     /// Sets up queue `qid` on the connection of `dev` (which must outlive the queue) and
     /// registers its first `entries` entries (at least one), with payload buffers for
-    /// `max_write`-byte requests. An error if the kernel refuses the ring or the
+    /// `max_write`-byte requests. After answering a request the queue's thread watches
+    /// for the next one for up to `spin` before it sleeps (zero: it sleeps at once; see
+    /// "Waiting" in the module docs). An error if the kernel refuses the ring or the
     /// registration.
-    pub fn register(dev: RawFd, qid: u16, max_write: u32, entries: usize) -> io::Result<RingQueue> {
+    pub fn register(
+        dev: RawFd,
+        qid: u16,
+        max_write: u32,
+        entries: usize,
+        spin: std::time::Duration,
+    ) -> io::Result<RingQueue> {
         let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
         // Only this thread submits, and it runs the task work (the kernel's copy of each
         // request into an entry) when it waits.
-        // The task-run flag shows in shared memory that a request is waiting to be
-        // copied in, which is what a spinning worker watches (`wait_briefly`).
-        let ring = match builder
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_taskrun_flag()
-            .build(RING_DEPTH)
-        {
+        builder.setup_single_issuer().setup_defer_taskrun();
+        if !spin.is_zero() {
+            // The task-run flag shows in shared memory that a request is waiting to be
+            // copied in, which is what a spinning thread watches (`wait_briefly`).
+            builder.setup_taskrun_flag();
+        }
+        let ring = match builder.build(RING_DEPTH) {
             Ok(r) => r,
             Err(_) => IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(RING_DEPTH)?,
         };
@@ -325,7 +332,7 @@ impl RingQueue {
             counter: Box::new(0),
             early: Vec::new(),
             kick_pending: false,
-            spin: std::time::Duration::ZERO,
+            spin,
         };
         for _ in 0..entries.max(1) {
             q.add_entry()?;
@@ -355,12 +362,6 @@ impl RingQueue {
             Some(e) => Err(e),
             None => Ok(q),
         }
-    }
-
-    /// After answering a request, watch for the next one for up to `spin` before
-    /// sleeping (zero, the default: sleep at once).
-    pub fn spin_before_sleeping(&mut self, spin: std::time::Duration) {
-        self.spin = spin;
     }
 
     /// Submits the answers queued so far, then watches the ring's shared memory for up
