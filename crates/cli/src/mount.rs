@@ -169,6 +169,7 @@ impl MountArgs {
             // a second of going idle, not at some later request.
             on_idle: Some(scalevfs_bench::memory::release_free_memory),
             ring_entries: defaults.ring_entries,
+            ring_spin: defaults.ring_spin,
         }
     }
 }

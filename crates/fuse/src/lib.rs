@@ -274,7 +274,19 @@ pub struct MountOptions {
     /// default [`proto::uring::ENTRIES_PER_QUEUE`]), each with a `max_write`-sized buffer.
     /// A queue registers more while lock waiters hold entries.
     pub ring_entries: usize,
+    /// With io_uring: how long a queue's worker watches for the next request after
+    /// answering one before it sleeps (default [`RING_SPIN`], zero: it sleeps at once).
+    /// Spinning saves the sleep and the wake-up when the next request comes within the
+    /// bound, at the price of up to this much CPU time after each answer; a worker that
+    /// has answered nothing since it last slept never spins.
+    pub ring_spin: std::time::Duration,
 }
+
+/// The default of [`MountOptions::ring_spin`]: none. The caller and the worker of a
+/// queue share a CPU, so a spinning worker mostly delays the caller it has just woken;
+/// on the 2-vCPU VM every bound tried (5-50 µs) was slower than sleeping at once
+/// (`docs/fuse.md`, "Where the time of a request goes").
+pub const RING_SPIN: std::time::Duration = std::time::Duration::ZERO;
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
 
@@ -291,6 +303,7 @@ impl Default for MountOptions {
             on_idle: None,
             transport: Transport::default(),
             ring_entries: proto::uring::ENTRIES_PER_QUEUE,
+            ring_spin: RING_SPIN,
         }
     }
 }
@@ -481,7 +494,7 @@ impl Server {
         // On any error below, dropping `server` unmounts and stops what runs.
         let uring = uring.and_then(|()| {
             server
-                .start_uring(&first, negotiated.max_write, options.ring_entries)
+                .start_uring(&first, negotiated.max_write, options)
                 .map_err(|e| Some(e.to_string()))
         });
         match uring.err().flatten() {
@@ -540,8 +553,13 @@ impl Server {
         &mut self,
         dev: &Arc<Channel>,
         max_write: u32,
-        entries: usize,
+        options: &MountOptions,
     ) -> io::Result<()> {
+        let settings = transport::RingSettings {
+            max_write,
+            entries: options.ring_entries,
+            spin: options.ring_spin,
+        };
         let queues = transport::possible_cpus();
         let qids = u16::try_from(queues).map_err(|_| io::Error::other("too many CPUs"))?;
         self.inner
@@ -558,8 +576,7 @@ impl Server {
                 .name(format!("fuse-ring-{qid}"))
                 .spawn(move || {
                     let idle = idle.as_deref();
-                    let sizes = (max_write, entries);
-                    transport::ring_worker(&inner, &dev, qid, sizes, idle, &mountpoint, tx)
+                    transport::ring_worker(&inner, &dev, qid, settings, idle, &mountpoint, tx)
                 })?;
             self.workers.push(w);
         }

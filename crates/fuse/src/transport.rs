@@ -192,6 +192,17 @@ pub(crate) fn dev_worker(
     }
 }
 
+/// How each io_uring queue is set up (from `MountOptions`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingSettings {
+    /// The connection's `max_write`: each entry's payload buffer holds that much.
+    pub max_write: u32,
+    /// Entries registered at the start.
+    pub entries: usize,
+    /// How long the worker watches for the next request after an answer.
+    pub spin: std::time::Duration,
+}
+
 /// An io_uring worker for queue `qid`: pins itself to CPU `qid`, registers the queue's
 /// entries on `dev`'s connection, says how that went through `registered`, then serves
 /// the queue until the connection ends.
@@ -199,7 +210,7 @@ pub(crate) fn ring_worker(
     inner: &Arc<Dispatcher>,
     dev: &Arc<Channel>,
     qid: u16,
-    (max_write, entries): (u32, usize),
+    settings: RingSettings,
     idle: Option<&IdleWatch>,
     mountpoint: &Path,
     registered: std::sync::mpsc::Sender<io::Result<()>>,
@@ -207,8 +218,13 @@ pub(crate) fn ring_worker(
     use std::os::fd::AsRawFd;
     // Offline CPU: its queue gets no requests until it comes online; serve it unpinned.
     pin_to(usize::from(qid));
+    let RingSettings {
+        max_write,
+        entries,
+        spin,
+    } = settings;
     let mut queue =
-        match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write, entries) {
+        match proto::uring::RingQueue::register(dev.as_raw_fd(), qid, max_write, entries, spin) {
             Ok(q) => {
                 let _ = registered.send(Ok(()));
                 q

@@ -10,6 +10,7 @@ pub mod dirents;
 pub mod mount;
 pub mod op;
 pub mod session;
+pub mod spin;
 pub mod uring;
 
 pub use mount::Mounter;

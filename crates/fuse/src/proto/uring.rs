@@ -37,6 +37,28 @@
 //! its commit hands the entry the oldest waiting request, if any; that one, if held
 //! too, kicks again. A kick that finds nothing waiting costs one `statfs`.
 //!
+//! ## Waiting
+//!
+//! The ring is set up with `DEFER_TASKRUN`: the kernel's copy of a request into an entry
+//! is task work of the queue's thread, run only when that thread enters the kernel to
+//! wait, so a new request never shows in the completion queue by itself. With
+//! `TASKRUN_FLAG` (asked for only when the queue spins) the kernel also sets
+//! `IORING_SQ_TASKRUN` in the ring's shared flags when it queues such work. After a
+//! round that answered a request, a spinning thread submits its answers and then
+//! watches that flag and the completion queue for up to its spin time (an argument of
+//! [`RingQueue::register`]; `spin::spin_until`) before it waits in `io_uring_enter`.
+//! The wait itself is unchanged: if the flag showed, the enter runs the work and
+//! returns at once; if not, it sleeps as before. The spin is a hint and never decides
+//! what is served, so it cannot lose a request.
+//!
+//! The spin is off by default. It could save the sleep and the wake-up only if the
+//! caller it has just woken, on the same CPU, preempted the worker at once, made its next
+//! request and blocked; the scheduler does not reliably preempt, and then the worker
+//! spins while the caller it is waiting for waits for the CPU. Measured on a 2-vCPU VM,
+//! every bound tried was slower than sleeping at once (`docs/fuse.md`). A thread that
+//! answered nothing since it last slept never spins, so even with a spin an idle mount
+//! costs no CPU.
+//!
 //! ## Locks
 //!
 //! The mailbox's mutex protects its list only; it is a leaf (the eventfd write happens
@@ -253,22 +275,35 @@ pub struct RingQueue {
     /// registration is submitted, provoke a request on this queue (see "Requests
     /// answered later" in the module docs).
     kick_pending: bool,
+    /// How long to watch for the next request after answering one, before sleeping
+    /// (see "Waiting" in the module docs; zero: sleep at once).
+    spin: std::time::Duration,
 }
 
 impl RingQueue {
     /// Sets up queue `qid` on the connection of `dev` (which must outlive the queue) and
     /// registers its first `entries` entries (at least one), with payload buffers for
-    /// `max_write`-byte requests. An error if the kernel refuses the ring or the
+    /// `max_write`-byte requests. After answering a request the queue's thread watches
+    /// for the next one for up to `spin` before it sleeps (zero: it sleeps at once; see
+    /// "Waiting" in the module docs). An error if the kernel refuses the ring or the
     /// registration.
-    pub fn register(dev: RawFd, qid: u16, max_write: u32, entries: usize) -> io::Result<RingQueue> {
+    pub fn register(
+        dev: RawFd,
+        qid: u16,
+        max_write: u32,
+        entries: usize,
+        spin: std::time::Duration,
+    ) -> io::Result<RingQueue> {
         let mut builder = IoUring::<squeue::Entry128, cqueue::Entry>::builder();
         // Only this thread submits, and it runs the task work (the kernel's copy of each
         // request into an entry) when it waits.
-        let ring = match builder
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(RING_DEPTH)
-        {
+        builder.setup_single_issuer().setup_defer_taskrun();
+        if !spin.is_zero() {
+            // The task-run flag shows in shared memory that a request is waiting to be
+            // copied in, which is what a spinning thread watches (`wait_briefly`).
+            builder.setup_taskrun_flag();
+        }
+        let ring = match builder.build(RING_DEPTH) {
             Ok(r) => r,
             Err(_) => IoUring::<squeue::Entry128, cqueue::Entry>::builder().build(RING_DEPTH)?,
         };
@@ -297,6 +332,7 @@ impl RingQueue {
             counter: Box::new(0),
             early: Vec::new(),
             kick_pending: false,
+            spin,
         };
         for _ in 0..entries.max(1) {
             q.add_entry()?;
@@ -326,6 +362,23 @@ impl RingQueue {
             Some(e) => Err(e),
             None => Ok(q),
         }
+    }
+
+    /// Submits the answers queued so far, then watches the ring's shared memory for up
+    /// to `self.spin` for a request (or any other completion) to arrive.
+    fn wait_briefly(&mut self) -> io::Result<()> {
+        match self.ring.submit() {
+            Ok(_) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => {}
+            Err(e) => return Err(e),
+        }
+        let ring = &mut *self.ring;
+        super::spin::spin_until(self.spin, || {
+            // Deferred task work (a request to copy into an entry, the mailbox's read)
+            // sets the flag; completions already posted show in the queue's tail.
+            ring.submission().taskrun() || !ring.completion().is_empty()
+        });
+        Ok(())
     }
 
     fn push(&mut self, sqe: &squeue::Entry128) -> io::Result<()> {
@@ -435,9 +488,14 @@ impl RingQueue {
         // A command failed because the connection is over.
         let mut ended = false;
         let mut early = std::mem::take(&mut self.early);
+        // The last round served a request: watch for the next before sleeping.
+        let mut answered = false;
         loop {
             done.clear();
             if early.is_empty() {
+                if answered && !self.spin.is_zero() {
+                    self.wait_briefly()?;
+                }
                 match self.ring.submit_and_wait(1) {
                     Ok(_) => {}
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
@@ -448,6 +506,9 @@ impl RingQueue {
                 done.append(&mut early);
             }
             done.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+            answered = done
+                .iter()
+                .any(|&(user_data, r)| user_data != MAILBOX && r >= 0);
             for &(user_data, result) in &done {
                 if user_data == MAILBOX {
                     self.answer_posted()?;
