@@ -20,14 +20,16 @@
 //! maker's group is dropped unused) and afterwards only read, and it has its line to
 //! itself, so two changes in different buckets write no common line: not in the table,
 //! and not in the buckets, whose lines are their own. What two changes can share is the
-//! making of one group, when both are the first in it.
+//! making of one group, when both are the first in it. Nothing in the table is freed
+//! before the directory itself, so a caller, who holds the directory's inode, can follow
+//! any pointer it finds published (`OnceBox` publishes with Release and reads with
+//! Acquire).
 //!
 //! An empty directory costs one pointer; one with entries 2 KiB, and 1 KiB more for each
 //! further group in use (17 KiB once all 16 are), besides about 29 bytes an entry and its
-//! name (`slots` module docs); a bucket's slot arrays come at its first entry. The 16
-//! fixed buckets this replaced cost 1 KiB from the first entry. `stat` and `rmdir`'s
-//! emptiness check visit the buckets of the groups in use, so on a large directory they
-//! read 256 lines.
+//! name (`slots` module docs); a bucket's slot arrays come at its first entry. `stat`
+//! and `rmdir`'s emptiness check visit the buckets of the groups in use, so on a large
+//! directory they read 256 lines.
 //!
 //! ## Positions (`getdents64` cookies)
 //! Position 0 is `.`, 1 is `..` and 2 the first entry, as in Linux's tmpfs; an entry's
