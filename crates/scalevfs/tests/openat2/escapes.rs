@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// A scoped walk never ends outside its root, even while directories are renamed out of
+/// it: `a/b/../../secret` taken while `a/b` moves outside could reach `/secret`; the walk
+/// sees the rename and answers EAGAIN instead (as Linux does), or finds the file inside.
 #[test]
 fn renames_do_not_let_a_beneath_walk_escape() {
     let vfs = Vfs::new(VfsOptions::default());

@@ -46,10 +46,6 @@ fn no_xdev_stops_at_mounts() {
     assert!(p.openat2(root, "g", &how(O_RDONLY)).is_ok());
 }
 
-/// A scoped walk never ends outside its root, even while directories are renamed out of
-/// it: `a/b/../../secret` taken while `a/b` moves outside could reach `/secret`; the walk
-/// sees the rename and answers EAGAIN instead (as Linux does), or finds the file inside.
-
 /// (dirfd, path, flags, mode, resolve), run in order.
 pub(super) fn mount_cases() -> Vec<(MDir, &'static str, i32, u64, u64)> {
     use MDir::*;
