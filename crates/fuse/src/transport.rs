@@ -22,7 +22,7 @@
 use std::fmt;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::idle::IdleWatch;
@@ -254,7 +254,10 @@ pub(crate) fn ring_worker(
 /// `proto::uring`, "Requests answered later"): a thread pinned to the queue's CPU,
 /// started at the first kick, asks the mount for its `statfs` (which the kernel never
 /// answers from a cache) once per kick. It holds only the mount point's path, so it
-/// keeps nothing busy; it ends when the queue's worker does.
+/// keeps nothing busy; it ends when the queue's worker does. A kick that finds that
+/// thread still inside its `statfs` (which may be waiting in the kernel's queue behind
+/// the very requests the kick is for) also asks once from a one-shot thread pinned to
+/// the same CPU, at most [`EXTRA_KICKERS`] alive at a time.
 struct QueueKicker {
     cpu: usize,
     mountpoint: std::path::PathBuf,
@@ -266,7 +269,15 @@ struct QueueKicker {
 struct KickState {
     pending: AtomicBool,
     stop: AtomicBool,
+    /// The kicker thread is inside a `statfs` (which waits in the kernel's queue if it
+    /// found no free entry).
+    busy: AtomicBool,
+    /// One-shot kicker threads alive (see [`QueueKicker::kick`]).
+    extra: AtomicUsize,
 }
+
+/// One-shot kicker threads a queue may have alive at once.
+const EXTRA_KICKERS: usize = 4;
 
 impl QueueKicker {
     fn new(cpu: usize, mountpoint: &Path) -> QueueKicker {
@@ -285,13 +296,40 @@ impl QueueKicker {
         if let Some(t) = self.thread.get_or_init(|| self.spawn()) {
             t.unpark();
         }
+        // A kicker whose `statfs` is still waiting may be waiting in the kernel's queue,
+        // behind the requests this kick is for; then a request from another thread is
+        // what brings them in. Relaxed: a hint; a stale answer costs one `statfs` more
+        // or one repeat of the queue's re-kick later.
+        if self.state.busy.load(Ordering::Relaxed) {
+            if self.state.extra.fetch_add(1, Ordering::Relaxed) < EXTRA_KICKERS {
+                let (cpu, state, path) = (self.cpu, self.state.clone(), self.path());
+                let spawned = std::thread::Builder::new()
+                    .name(format!("fuse-kick-{cpu}+"))
+                    .spawn(move || {
+                        pin_to(cpu);
+                        if let Some(path) = path {
+                            statfs_of(&path);
+                        }
+                        state.extra.fetch_sub(1, Ordering::Relaxed);
+                    });
+                if spawned.is_err() {
+                    self.state.extra.fetch_sub(1, Ordering::Relaxed);
+                }
+            } else {
+                self.state.extra.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn path(&self) -> Option<std::ffi::CString> {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes()).ok()
     }
 
     /// The kicker thread; `None` if it cannot be started (the queue then relies on the
     /// next request of its CPU, as without kicks).
     fn spawn(&self) -> Option<std::thread::Thread> {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(self.mountpoint.as_os_str().as_bytes()).ok()?;
+        let path = self.path()?;
         let (cpu, state) = (self.cpu, self.state.clone());
         let handle = std::thread::Builder::new()
             .name(format!("fuse-kick-{cpu}"))
@@ -300,11 +338,9 @@ impl QueueKicker {
                 // Relaxed: see `kick` and `drop` (each store is followed by an unpark).
                 while !state.stop.load(Ordering::Relaxed) {
                     if state.pending.swap(false, Ordering::Relaxed) {
-                        // SAFETY: `statfs` is plain data; all-zero is a valid value.
-                        let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
-                        // SAFETY: a NUL-terminated path and a live, writable statfs. The
-                        // answer is not needed: the request itself is the point.
-                        unsafe { libc::statfs(path.as_ptr(), &mut buf) };
+                        state.busy.store(true, Ordering::Relaxed);
+                        statfs_of(&path);
+                        state.busy.store(false, Ordering::Relaxed);
                     } else {
                         std::thread::park();
                     }
@@ -314,6 +350,15 @@ impl QueueKicker {
         // Detached: it exits at its next wake-up after `drop`.
         Some(handle.thread().clone())
     }
+}
+
+/// Asks the mount at `path` for its `statfs`: a request on the caller's CPU's queue. The
+/// answer is not needed; the request itself is the point.
+fn statfs_of(path: &std::ffi::CStr) {
+    // SAFETY: `statfs` is plain data; all-zero is a valid value.
+    let mut buf: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a live, writable statfs.
+    unsafe { libc::statfs(path.as_ptr(), &mut buf) };
 }
 
 impl Drop for QueueKicker {

@@ -35,7 +35,12 @@
 //! *kicks*: the caller's `kick` makes a request arrive on this CPU (a `statfs` of the
 //! mount from a thread pinned here). It finds the new entry available, is answered, and
 //! its commit hands the entry the oldest waiting request, if any; that one, if held
-//! too, kicks again. A kick that finds nothing waiting costs one `statfs`.
+//! too, kicks again. A kick that finds nothing waiting costs one `statfs`. Kicks are
+//! also a liveness net: while an entry is held, a queue that sees no request for
+//! [`REKICK_FIRST`] kicks again, backing off to one kick per [`REKICK_LAST`], until a
+//! request arrives: a burst of holds within one round registers entries for one kick,
+//! and a kick whose `statfs` found no free entry waits in the kernel's queue itself (the
+//! caller's `kick` then also asks from a one-shot thread).
 //!
 //! ## Waiting
 //!
@@ -91,6 +96,12 @@ use super::session::{Origin, Replier, Request};
 pub const ENTRIES_PER_QUEUE: usize = 4;
 /// Entries of a queue kept serving while others are held for a later answer.
 pub const SPARE_ENTRIES: usize = 2;
+/// While an entry is held and nothing arrives, the queue kicks again after this long,
+/// then after twice as long each time, up to [`REKICK_LAST`]; any request resets it.
+const REKICK_FIRST: std::time::Duration = std::time::Duration::from_millis(10);
+/// The longest wait between kicks while an entry is held (one `statfs` a second per
+/// queue while a lock waiter waits and nothing else arrives).
+const REKICK_LAST: std::time::Duration = std::time::Duration::from_secs(1);
 /// The `user_data` of the mailbox's eventfd read (entries use their index).
 const MAILBOX: u64 = u64::MAX;
 /// Submission queue size (the completion queue is twice that; the kernel keeps
@@ -490,16 +501,30 @@ impl RingQueue {
         let mut early = std::mem::take(&mut self.early);
         // The last round served a request: watch for the next before sleeping.
         let mut answered = false;
+        // How long to wait, while an entry is held, before kicking again.
+        let mut rekick = REKICK_FIRST;
         loop {
             done.clear();
             if early.is_empty() {
                 if answered && !self.spin.is_zero() {
                     self.wait_briefly()?;
                 }
-                match self.ring.submit_and_wait(1) {
+                // While an entry is held, wait at most `rekick` (module docs, "Requests
+                // answered later": a kick is a liveness net, so it is repeated, backing
+                // off, until a request arrives).
+                let holding = self.entries.iter().any(|e| e.held && !e.failed);
+                let waited = if holding && !ended {
+                    let ts = types::Timespec::from(rekick);
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(1, &args)
+                } else {
+                    self.ring.submit_and_wait(1)
+                };
+                match waited {
                     Ok(_) => {}
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                     Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::ETIME) => {}
                     Err(e) => return Err(e),
                 }
             } else {
@@ -509,6 +534,14 @@ impl RingQueue {
             answered = done
                 .iter()
                 .any(|&(user_data, r)| user_data != MAILBOX && r >= 0);
+            if answered {
+                rekick = REKICK_FIRST;
+            } else if done.is_empty() && self.entries.iter().any(|e| e.held && !e.failed) {
+                // Nothing arrived within `rekick` while entries are held: a request may
+                // be waiting in the kernel for a commit that no entry will make.
+                self.kick_pending = true;
+                rekick = (rekick * 2).min(REKICK_LAST);
+            }
             for &(user_data, result) in &done {
                 if user_data == MAILBOX {
                     self.answer_posted()?;
