@@ -257,7 +257,7 @@ pub(crate) fn ring_worker(
 /// keeps nothing busy; it ends when the queue's worker does. A kick that finds that
 /// thread still inside its `statfs` (which may be waiting in the kernel's queue behind
 /// the very requests the kick is for) also asks once from a one-shot thread pinned to
-/// the same CPU, at most [`EXTRA_KICKERS`] alive at a time.
+/// the same CPU, at most `EXTRA_KICKERS` alive at a time.
 struct QueueKicker {
     cpu: usize,
     mountpoint: std::path::PathBuf,

@@ -37,7 +37,7 @@
 //! its commit hands the entry the oldest waiting request, if any; that one, if held
 //! too, kicks again. A kick that finds nothing waiting costs one `statfs`. Kicks are
 //! also a liveness net: while an entry is held, a queue that sees no request for
-//! [`REKICK_FIRST`] kicks again, backing off to one kick per [`REKICK_LAST`], until a
+//! `REKICK_FIRST` kicks again, backing off to one kick per `REKICK_LAST`, until a
 //! request arrives: a burst of holds within one round registers entries for one kick,
 //! and a kick whose `statfs` found no free entry waits in the kernel's queue itself (the
 //! caller's `kick` then also asks from a one-shot thread).
