@@ -152,11 +152,16 @@ fn stress_get_put_against_switching() {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     const THREADS: usize = 6;
     let iters = if cfg!(miri) { 50 } else { 20_000 };
+    // Under Miri its scheduler interleaves the threads anyway.
+    let min_switches = if cfg!(miri) { 0 } else { 4 };
     let a = SlotArena::with_cpus(4);
     let r = promoted(&a, 1);
     let stop = AtomicBool::new(false);
+    // Switches so far: the workers keep going until the switcher has made a few, so the
+    // test races them even when a loaded machine runs the switcher late.
+    let switched = std::sync::atomic::AtomicU64::new(0);
     let switches = std::thread::scope(|s| {
-        let (a, r, stop) = (&a, &r, &stop);
+        let (a, r, stop, switched) = (&a, &r, &stop, &switched);
         let switcher = s.spawn(move || {
             let mut switches = 0u64;
             while !stop.load(Relaxed) {
@@ -168,6 +173,7 @@ fn stress_get_put_against_switching() {
                     r.promote(&mut g, a);
                 }
                 switches += 1;
+                switched.store(switches, Relaxed);
                 drop(g);
                 std::thread::yield_now();
             }
@@ -177,7 +183,13 @@ fn stress_get_put_against_switching() {
             .map(|t| {
                 s.spawn(move || {
                     set_cpu_override(Some(t % 4));
-                    for i in 0..iters {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                    let mut i = 0;
+                    while i < iters
+                        || switched.load(Relaxed) < min_switches
+                            && std::time::Instant::now() < deadline
+                    {
+                        i += 1;
                         r.get(Some(a));
                         if i % 3 == 0 {
                             r.get(Some(a));
