@@ -183,25 +183,45 @@ fn returns_to_lockless_after_contention() {
     let r = Arc::new(LockRef::new(1));
     let threads = 4;
     let started = Arc::new(Barrier::new(threads + 1));
+    // Each worker's uncontended phase runs alone, holding this turn lock, so that no
+    // compare-exchange can fail there and any lock taken would be a real regression.
+    let turn = Arc::new(std::sync::Mutex::new(()));
+    let contended_done = Arc::new(Barrier::new(threads));
     let g = r.lock();
     let hs: Vec<_> = (0..threads)
         .map(|_| {
             let (r, started) = (r.clone(), started.clone());
+            let (turn, contended_done) = (turn.clone(), contended_done.clone());
             thread::spawn(move || {
                 started.wait();
                 let before = thread_stats();
                 r.get(); // finds the lock held (main holds it until all have waited)
                 let during = thread_stats().since(before);
                 // Fewer under Miri, which interprets (about 1000x slower).
-                for _ in 0..if cfg!(miri) { 100 } else { 1000 } {
+                let rounds = if cfg!(miri) { 100 } else { 1000 };
+                // Contended: the fast paths race each other.
+                for _ in 0..rounds {
                     r.get();
                     // The count stays > 1 (this thread holds a reference), so this
                     // always drops one: locklessly, or under the lock if the budget
                     // ran out.
                     assert!(r.put_or_lock().is_none());
                 }
-                let after = thread_stats().since(before);
-                (during, after)
+                let contended = thread_stats().since(before);
+                contended_done.wait();
+                // Uncontended: once every worker has left the race, each in turn is
+                // alone on the word, and every operation is one lockless
+                // compare-exchange.
+                let alone = {
+                    let _turn = turn.lock().unwrap();
+                    let start = thread_stats();
+                    for _ in 0..rounds {
+                        r.get();
+                        assert!(r.put_or_lock().is_none());
+                    }
+                    thread_stats().since(start)
+                };
+                (during, contended, alone)
             })
         })
         .collect();
@@ -210,24 +230,25 @@ fn returns_to_lockless_after_contention() {
     wait_for_waiters(&r.word, threads);
     drop(g);
     for h in hs {
-        let (during, after) = h.join().unwrap();
+        let (during, contended, alone) = h.join().unwrap();
         assert!(
             during.waits >= 1,
             "{during:?}: the fast path saw the lock held"
         );
         assert_eq!(during.locked, 0, "{during:?}: and did not queue on it");
-        // Back on the lockless path: the lock is taken only where a fast path ran
-        // out of its budget of compare-exchanges, never because it had been held.
-        // Against 3 other fast paths the budget is rarely exhausted, but a thread
-        // that is descheduled or slowed (ThreadSanitizer, 4 threads on 2 cores) can
-        // lose it now and then; a few in 2000 operations is still lockless.
+        // While the fast paths race, the lock is taken only where one ran out of its
+        // budget of compare-exchanges, never because it had been held. How often that
+        // happens depends on scheduling (4 threads on 2 cores, or under TSan), so it
+        // is not bounded here; it is a cost the benchmarks measure.
         assert_eq!(
-            after.locked, after.fallbacks,
-            "{after:?}: locked only on budget"
+            contended.locked, contended.fallbacks,
+            "{contended:?}: locked only on budget"
         );
-        assert!(
-            after.fallbacks <= 20,
-            "{after:?}: back on the lockless path"
+        // Alone, nothing makes a fast path fail: back on the lockless path.
+        assert_eq!(
+            (alone.waits, alone.fallbacks, alone.locked),
+            (0, 0, 0),
+            "{alone:?}: back on the lockless path"
         );
     }
     assert_eq!(r.count(), 1 + threads as i32);
