@@ -189,6 +189,11 @@ where
         Self::from_fn(bits, None, |_| L::Data::default())
     }
 
+    /// [`with_bits`](Self::with_bits) with every lock of class `class`.
+    pub fn with_bits_and_class(bits: u32, class: &'static LockClass) -> Self {
+        Self::from_fn(bits, Some(class), |_| L::Data::default())
+    }
+
     /// The "before" design: one global lock behind the same API.
     pub fn legacy() -> Self {
         Self::with_bits(0)

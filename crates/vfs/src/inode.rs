@@ -440,7 +440,10 @@ impl SuperBlock {
             inodes: InodeList::with_locking(locking),
             // Miri (Tree Borrows) spends seconds per superblock on 4096 buckets, and the
             // bucket count changes no code path: 16 there.
-            icache: RcuHash::new(if cfg!(miri) { 4 } else { 12 }),
+            icache: RcuHash::with_class(
+                if cfg!(miri) { 4 } else { 12 },
+                &crate::lockclass::INODE_HASH_BUCKET,
+            ),
             rename_mutex: parking_lot::Mutex::new(()),
             revalidates: fs.revalidates(),
             dentries: PerCpuCounter::new(locking == Locking::Scalable),

@@ -22,6 +22,7 @@
 //! | [`erc`]     | counted pointers with synchronous release and epoch-deferred free      |
 //! | [`prims`]   | adapters selecting the scalable or legacy primitive                    |
 //! | [`locks`]   | POSIX, OFD and flock locks: per-inode state, hashed wait-for graph     |
+//! | [`lockclass`] | the lock classes `--lockstat` reports (file locks, epoll, caches)    |
 //! | [`epoll`]   | refcounted epoll instances, no global lock on release                 |
 //! | [`poll`]    | wait queues, the `Pollable` trait, poll/ppoll                          |
 //! | [`pipe`], [`eventfd`] | pollable pipes and eventfds                                  |
@@ -128,6 +129,7 @@ pub mod fileattr;
 pub mod fs;
 pub mod handle;
 pub mod inode;
+pub mod lockclass;
 pub mod locks;
 pub mod mount;
 pub mod namei;

@@ -26,8 +26,8 @@
 //! Lock order: a bucket mutex is a leaf lock (nothing is taken while holding it).
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Shared};
+use scalevfs_primitives::lockstat::{LockClass, Mutex};
 use std::sync::atomic::Ordering;
 
 /// Node alignment: nodes packed by their size class (module docs).
@@ -60,13 +60,25 @@ pub struct RcuHash<K, V, A = Packed> {
 impl<K: Send + 'static, V: Send + Copy + 'static, A: Send + 'static> RcuHash<K, V, A> {
     /// A table of `1 << bits` buckets.
     pub fn new(bits: u32) -> Self {
+        Self::build(bits, None)
+    }
+
+    /// A table of `1 << bits` buckets whose mutexes are of lock class `class`.
+    pub fn with_class(bits: u32, class: &'static LockClass) -> Self {
+        Self::build(bits, Some(class))
+    }
+
+    fn build(bits: u32, class: Option<&'static LockClass>) -> Self {
         let n = 1usize << bits;
         RcuHash {
             buckets: (0..n)
                 .map(|_| {
                     CachePadded::new(Bucket {
                         head: Atomic::null(),
-                        lock: Mutex::new(()),
+                        lock: match class {
+                            Some(c) => Mutex::with_class((), c),
+                            None => Mutex::new(()),
+                        },
                     })
                 })
                 .collect(),

@@ -13,10 +13,15 @@
 //! assert!(lockstat::report().contains("rename_lock"));
 //! ```
 //!
-//! Every lock in scalevfs is one of the instrumented wrappers [`Mutex`], [`RwLock`] (over
-//! `parking_lot`, over `loom`'s locks under `--cfg loom`) and
-//! [`SpinLock`](crate::spinlock::SpinLock). Each is either unclassed (`new(v)`: never
-//! recorded) or belongs to one class (`with_class(v, &CLASS)`).
+//! The instrumented wrappers are [`Mutex`], [`RwLock`] (over `parking_lot`, over `loom`'s
+//! locks under `--cfg loom`) and [`SpinLock`](crate::spinlock::SpinLock). Each is either
+//! unclassed (`new(v)`: never recorded) or belongs to one class (`with_class(v, &CLASS)`).
+//! The locks that threads meet on are classed: this crate's hashed tables and dlist
+//! shards, kernfs's locks, and the VFS's file-lock, epoll, cache and directory locks
+//! (`scalevfs_vfs::lockclass`, `scalevfs_tmpfs`'s directory buckets). The rest (a dentry's
+//! `d_lock`, a pipe's state, a file's position, ...) are plain `parking_lot` locks and are
+//! not recorded: a wrapper is 16 bytes larger (its class and hold stamp), which objects
+//! made by the million do not pay.
 //!
 //! ## What is recorded (the hooks of Documentation/locking/lockstat.rst)
 //!

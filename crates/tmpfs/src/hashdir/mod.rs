@@ -57,7 +57,7 @@
 //! Linux's `stat` may see a size and a time from different moments.
 //!
 //! ## Locks
-//! One `parking_lot::Mutex` per bucket, a leaf below the VFS's directory locks. A rename
+//! One mutex per bucket (lock class [`BUCKET_CLASS`] for `--lockstat`), a leaf below the VFS's directory locks. A rename
 //! within the directory that touches two buckets locks them in index order; a rename
 //! across directories locks one bucket at a time (the VFS serializes it against other
 //! changes of the same names); a scan holds one bucket at a time and skips empty ones
@@ -72,7 +72,7 @@ use crate::dirmap::ThinName;
 use crate::BOGO_DIRENT_SIZE;
 use crate::{DIR_OFFSET_EOD, DIR_OFFSET_MIN};
 use once_cell::race::OnceBox;
-use parking_lot::{Mutex, MutexGuard};
+use scalevfs_primitives::lockstat::{LockClass, Mutex, MutexGuard};
 use scalevfs_vfs::fs::{DirAttrs, DirEmit};
 use scalevfs_vfs::{Errno, Inode, InodeRef, SysResult, Timespec};
 use slots::{Entry, Slots, SLOT_LIMIT};
@@ -109,15 +109,28 @@ fn hash_name(name: &[u8]) -> u64 {
     std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default().hash_one(name)
 }
 
+/// The lock class of the bucket mutexes, as `scalevfs bench --lockstat` reports them.
+pub(crate) static BUCKET_CLASS: LockClass = LockClass::new("tmpfs dir bucket");
+
 /// One bucket: its entries under its lock (allocated at its first entry), and the
 /// counters `stat` folds (module docs). One cache line.
 #[repr(align(64))]
-#[derive(Default)]
 struct Bucket {
     slots: Mutex<Option<Box<Slots>>>,
     count: AtomicU32,
     subdirs: AtomicU32,
     changed_ns: AtomicI64,
+}
+
+impl Default for Bucket {
+    fn default() -> Self {
+        Bucket {
+            slots: Mutex::with_class(None, &BUCKET_CLASS),
+            count: AtomicU32::new(0),
+            subdirs: AtomicU32::new(0),
+            changed_ns: AtomicI64::new(0),
+        }
+    }
 }
 
 type Locked<'a> = MutexGuard<'a, Option<Box<Slots>>>;

@@ -131,8 +131,13 @@ impl VfsCore {
             locking: opts.locking,
             next_dev: AtomicU64::new(0x20),
             name_locks: match opts.locking {
-                Locking::Scalable => dirlock::NameLocks::with_bits(dirlock::NAME_LOCK_BITS),
-                Locking::Legacy => dirlock::NameLocks::legacy(),
+                Locking::Scalable => dirlock::NameLocks::with_bits_and_class(
+                    dirlock::NAME_LOCK_BITS,
+                    &crate::lockclass::NAME_LOCK,
+                ),
+                Locking::Legacy => {
+                    dirlock::NameLocks::with_bits_and_class(0, &crate::lockclass::NAME_LOCK)
+                }
             },
             sbs: parking_lot::Mutex::new(Vec::new()),
         });

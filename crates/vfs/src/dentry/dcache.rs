@@ -51,7 +51,7 @@ impl Dcache {
             Locking::Scalable => scalevfs_primitives::cpu::num_cpus().max(1),
         };
         Dcache {
-            hash: RcuHash::new(hash_bits),
+            hash: RcuHash::with_class(hash_bits, &crate::lockclass::DENTRY_HASH_BUCKET),
             lru: Lru::new(shards, max_unused),
             rename_lock: RenameLock::new(locking),
             locking,

@@ -1,10 +1,11 @@
 //! The per-CPU LRU shards of unused dentries (see the module docs of `dentry`).
 
 use super::*;
+use scalevfs_primitives::lockstat;
 
 /// Per-CPU LRU lists of unused dentries (see the module docs).
 pub struct Lru {
-    pub(super) shards: Box<[CachePadded<Mutex<LruShard>>]>,
+    pub(super) shards: Box<[CachePadded<lockstat::Mutex<LruShard>>]>,
     pub(super) limit_per_shard: usize,
 }
 
@@ -21,7 +22,12 @@ impl Lru {
     pub(super) fn new(nshards: usize, max_unused: usize) -> Lru {
         Lru {
             shards: (0..nshards)
-                .map(|_| CachePadded::new(Mutex::new(LruShard::default())))
+                .map(|_| {
+                    CachePadded::new(lockstat::Mutex::with_class(
+                        LruShard::default(),
+                        &crate::lockclass::DENTRY_LRU,
+                    ))
+                })
                 .collect(),
             limit_per_shard: (max_unused / nshards).max(16),
         }

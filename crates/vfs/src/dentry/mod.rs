@@ -141,7 +141,6 @@ use crate::inode::{Inode, InodeRef, SuperBlock};
 use crate::prims::{DRef, DRefGuard, RenameLock};
 use crate::rcuhash::{hash_name, LineAligned, RcuHash};
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Pointer, Shared};
 use scalevfs_primitives::percpu::PerCpuCounter;
 use scalevfs_primitives::percpu_ref::SlotArena;

@@ -16,7 +16,7 @@ use scalevfs_primitives::hashed::hash_64;
 use scalevfs_primitives::Locking;
 
 use super::{EpItem, FdKey};
-use crate::locks::sync::{Mutex, MutexGuard};
+use crate::locks::sync::{ClassedGuard, ClassedMutex};
 
 /// The most shards an instance has.
 pub(super) const MAX_SHARDS: usize = 64;
@@ -25,7 +25,7 @@ pub(super) const MAX_SHARDS: usize = 64;
 pub(super) type Shard = BTreeMap<FdKey, Arc<EpItem>>;
 
 pub(super) struct ItemMap {
-    shards: Box<[CachePadded<Mutex<Shard>>]>,
+    shards: Box<[CachePadded<ClassedMutex<Shard>>]>,
     /// `log2(shards.len())`.
     bits: u32,
 }
@@ -46,14 +46,19 @@ impl ItemMap {
         };
         ItemMap {
             shards: (0..n)
-                .map(|_| CachePadded::new(Mutex::new(BTreeMap::new())))
+                .map(|_| {
+                    CachePadded::new(ClassedMutex::with_class(
+                        BTreeMap::new(),
+                        &crate::lockclass::EP_MTX,
+                    ))
+                })
                 .collect(),
             bits: n.ilog2(),
         }
     }
 
     /// Locks the shard that holds (or would hold) `key`.
-    pub(super) fn lock(&self, key: &FdKey) -> MutexGuard<'_, Shard> {
+    pub(super) fn lock(&self, key: &FdKey) -> ClassedGuard<'_, Shard> {
         let mixed = (key.file as u64) ^ (key.fd as u32 as u64).rotate_left(32);
         self.shards[hash_64(mixed, self.bits) as usize].lock()
     }

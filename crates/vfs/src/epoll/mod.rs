@@ -177,7 +177,7 @@ use crossbeam_utils::CachePadded;
 use scalevfs_primitives::Locking;
 
 use crate::cancel::CancelToken;
-use crate::locks::sync::Mutex;
+use crate::locks::sync::{ClassedMutex, Mutex};
 use crate::poll::events::*;
 use crate::poll::{
     deadline_from_ms, park_once, Pollable, ThreadWaiter, WaitEntry, WaitError, WaitQueue,
@@ -265,9 +265,9 @@ pub struct EpollContext {
     acct: Option<Accounting>,
     /// `epnested_mutex`. On its own cache line: every `epoll_create1` reads the fields
     /// above, and only epoll-in-epoll insertions write this one.
-    nested: CachePadded<Mutex<()>>,
+    nested: CachePadded<ClassedMutex<()>>,
     /// Legacy ablation: the old `epmutex` on both release paths.
-    legacy: Mutex<()>,
+    legacy: ClassedMutex<()>,
 }
 
 /// The next [`EpollContext::id`] (a context is made once per `Vfs`).
@@ -290,8 +290,11 @@ impl EpollContext {
             // Relaxed: only uniqueness matters, which the atomic add gives.
             id: NEXT_CONTEXT_ID.fetch_add(1, Ordering::Relaxed),
             acct,
-            nested: CachePadded::new(Mutex::new(())),
-            legacy: Mutex::new(()),
+            nested: CachePadded::new(ClassedMutex::with_class(
+                (),
+                &crate::lockclass::EPNESTED_MUTEX,
+            )),
+            legacy: ClassedMutex::with_class((), &crate::lockclass::EPMUTEX),
         })
     }
 
@@ -512,7 +515,7 @@ impl EventPoll {
     }
 
     /// The legacy ablation's release lock (`epmutex`); `None` in the scalable design.
-    fn legacy_release_lock(&self) -> Option<&Mutex<()>> {
+    fn legacy_release_lock(&self) -> Option<&ClassedMutex<()>> {
         match (self.locking, &self.counted_ctx) {
             (Locking::Legacy, Some(c)) => Some(&c.legacy),
             _ => None,
@@ -623,7 +626,7 @@ impl EventPoll {
 
     /// `ep_clear_and_put` minus the put (the caller drops its `Arc`).
     fn clear(&self) {
-        let _legacy = self.legacy_release_lock().map(Mutex::lock);
+        let _legacy = self.legacy_release_lock().map(ClassedMutex::lock);
         self.poll_wait.wake(0);
         self.items.for_each_shard(|map| {
             let all: Vec<Arc<EpItem>> = map.values().cloned().collect();

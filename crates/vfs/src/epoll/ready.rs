@@ -46,7 +46,7 @@ use crossbeam_utils::CachePadded;
 use scalevfs_primitives::Locking;
 
 use super::{EpItem, EpollEvent, EventPoll, EPOLLET, EPOLLONESHOT, EP_PRIVATE_BITS};
-use crate::locks::sync::{self, Mutex, MutexGuard};
+use crate::locks::sync::{self, ClassedGuard, ClassedMutex};
 
 /// One shard's lists (under its `ready` lock).
 #[derive(Default)]
@@ -59,8 +59,8 @@ pub(super) struct Ready {
 
 /// One shard: see the module docs.
 pub(super) struct ReadyShard {
-    scan: Mutex<()>,
-    ready: Mutex<Ready>,
+    scan: ClassedMutex<()>,
+    ready: ClassedMutex<Ready>,
     /// The lists are non-empty or a scan runs (written under `ready`).
     busy: AtomicBool,
 }
@@ -68,7 +68,7 @@ pub(super) struct ReadyShard {
 /// The guard of a shard's `ready` lock, which keeps `busy` in step with the lists when
 /// it drops.
 pub(super) struct ReadyGuard<'a> {
-    g: MutexGuard<'a, Ready>,
+    g: ClassedGuard<'a, Ready>,
     busy: &'a AtomicBool,
 }
 
@@ -97,7 +97,7 @@ impl Drop for ReadyGuard<'_> {
 }
 
 /// Locks `m`, setting `met` if another thread held it.
-fn lock_noting_contention<'a, T>(m: &'a Mutex<T>, met: &mut bool) -> MutexGuard<'a, T> {
+fn lock_noting_contention<'a, T>(m: &'a ClassedMutex<T>, met: &mut bool) -> ClassedGuard<'a, T> {
     match m.try_lock() {
         Some(g) => g,
         None => {
@@ -175,7 +175,7 @@ impl ReadyShards {
     }
 
     /// Locks `item`'s shard's scan lock (`EPOLL_CTL_MOD`).
-    pub(super) fn lock_scan_of(&self, item: &EpItem) -> MutexGuard<'_, ()> {
+    pub(super) fn lock_scan_of(&self, item: &EpItem) -> ClassedGuard<'_, ()> {
         self.get(item.shard as usize).scan.lock()
     }
 
@@ -255,8 +255,8 @@ impl ReadyShards {
 impl Default for ReadyShard {
     fn default() -> Self {
         ReadyShard {
-            scan: Mutex::new(()),
-            ready: Mutex::new(Ready::default()),
+            scan: ClassedMutex::with_class((), &crate::lockclass::EP_SCAN),
+            ready: ClassedMutex::with_class(Ready::default(), &crate::lockclass::EP_LOCK),
             busy: AtomicBool::new(false),
         }
     }

@@ -24,11 +24,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::sync::Mutex;
+use super::sync::ClassedMutex;
 use super::LockOwner;
 
 pub(crate) struct Graph {
-    edges: Mutex<Edges>,
+    edges: ClassedMutex<Edges>,
 }
 
 enum Edges {
@@ -46,7 +46,7 @@ impl Graph {
             Edges::Linear(Vec::new())
         };
         Graph {
-            edges: Mutex::new(edges),
+            edges: ClassedMutex::with_class(edges, &crate::lockclass::BLOCKED_LOCK_LOCK),
         }
     }
 

@@ -173,7 +173,7 @@ pub use handoff::HandOff;
 use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
 use registry::ContextList;
 use summary::{PosixSummary, Snapshot};
-use sync::{Mutex, MutexGuard};
+use sync::{ClassedGuard, ClassedMutex};
 pub use types::*;
 
 /// Per-inode lock state (Linux's `file_lock_context`). Made by
@@ -190,7 +190,7 @@ pub struct FileLockContext {
 pub(crate) struct CtxInner {
     dev: u64,
     ino: u64,
-    lists: Mutex<Lists>,
+    lists: ClassedMutex<Lists>,
     /// Blocked requests polling their state right now (see `sleep`): bounded so that
     /// pollers never take every CPU from the threads that will grant them.
     spinners: AtomicU32,
@@ -224,7 +224,7 @@ impl std::fmt::Debug for FileLockContext {
 struct Shared {
     locking: Locking,
     hand_off: HandOff,
-    legacy: Option<Mutex<()>>,
+    legacy: Option<ClassedMutex<()>>,
     graph: Graph,
     registry: ContextList,
 }
@@ -266,14 +266,15 @@ pub(crate) type Queued<'t> = (Arc<Waiter>, Option<&'t CancelToken>);
 /// Dropping it republishes the POSIX list's summary while the context lock is still held
 /// (fields drop after `drop` runs).
 struct Guard<'a> {
-    lists: MutexGuard<'a, Lists>,
+    lists: ClassedGuard<'a, Lists>,
     summary: &'a PosixSummary,
     /// A request found a conflict: keep the summary from now on (see `summary.rs`).
     contended: bool,
-    _legacy: Option<MutexGuard<'a, ()>>,
+    _legacy: Option<ClassedGuard<'a, ()>>,
 }
 
 impl Drop for Guard<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.summary.publish(&self.lists.posix, self.contended);
     }
@@ -297,7 +298,7 @@ impl LockManager {
         let shared = Arc::new(Shared {
             locking,
             hand_off,
-            legacy: legacy.then(|| Mutex::new(())),
+            legacy: legacy.then(|| ClassedMutex::with_class((), &crate::lockclass::FILE_LOCK_LOCK)),
             graph: Graph::new(!legacy),
             registry: ContextList::new(locking),
         });
@@ -336,7 +337,7 @@ impl LockManager {
         let inner = Arc::new(CtxInner {
             dev,
             ino,
-            lists: Mutex::new(Lists::default()),
+            lists: ClassedMutex::with_class(Lists::default(), &crate::lockclass::FLC_LOCK),
             spinners: AtomicU32::new(0),
             posix_summary: CachePadded::new(PosixSummary::default()),
         });
@@ -354,6 +355,7 @@ impl LockManager {
         }
     }
 
+    #[inline]
     fn lock<'a>(&'a self, ctx: &'a FileLockContext) -> Guard<'a> {
         debug_assert!(
             Arc::ptr_eq(&ctx.mgr.shared, &self.shared),

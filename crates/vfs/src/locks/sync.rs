@@ -1,6 +1,12 @@
-//! The mutexes and thread parking the lock manager and [`crate::cancel`] use.
+//! The mutexes and thread parking the lock manager, epoll and [`crate::cancel`] use.
 //!
-//! Normal builds use `parking_lot` and `std::thread` directly (type aliases: zero cost).
+//! Normal builds use `parking_lot` and `std::thread` directly (re-exports: zero cost).
+//! [`ClassedMutex`] is the lock-statistics mutex
+//! ([`scalevfs_primitives::lockstat::Mutex`], over `parking_lot`), for the locks that
+//! threads meet on (`crate::lockclass`): made with `with_class`, it is counted in its class
+//! while `scalevfs bench --lockstat` (or [`scalevfs_primitives::lockstat::enable`])
+//! records. It is 16 bytes larger than `parking_lot`'s (its class and its hold stamp), so
+//! objects made by the million (pipes, eventfds, epoll items) keep the plain [`Mutex`].
 //! Test builds wrap them in enums that pick [`shuttle`]'s versions when the object is made
 //! (or the thread parks) inside a shuttle model, so the `shuttle_*` models explore the real
 //! code's interleavings while the ordinary tests keep running on real threads. A model
@@ -11,6 +17,9 @@ pub(crate) use imp::*;
 #[cfg(not(test))]
 mod imp {
     pub(crate) use parking_lot::{Mutex, MutexGuard};
+    pub(crate) use scalevfs_primitives::lockstat::{
+        Mutex as ClassedMutex, MutexGuard as ClassedGuard,
+    };
     pub(crate) use std::thread::{current, park, park_timeout, Thread};
 
     /// The model thread's stand-in for a CPU number: none outside shuttle models.
@@ -22,6 +31,7 @@ mod imp {
 
 #[cfg(test)]
 mod imp {
+    use scalevfs_primitives::lockstat::{self, LockClass};
     use std::cell::Cell;
     use std::ops::{Deref, DerefMut};
     use std::time::Duration;
@@ -48,13 +58,17 @@ mod imp {
         in_shuttle().then(|| usize::from(shuttle::thread::current().id()))
     }
 
+    /// In tests, one mutex type serves both (the size does not matter there).
+    pub(crate) type ClassedMutex<T> = Mutex<T>;
+    pub(crate) type ClassedGuard<'a, T> = MutexGuard<'a, T>;
+
     pub(crate) enum Mutex<T> {
-        Std(parking_lot::Mutex<T>),
+        Std(lockstat::Mutex<T>),
         Shuttle(shuttle::sync::Mutex<T>),
     }
 
     pub(crate) enum MutexGuard<'a, T> {
-        Std(parking_lot::MutexGuard<'a, T>),
+        Std(lockstat::MutexGuard<'a, T>),
         Shuttle(shuttle::sync::MutexGuard<'a, T>),
     }
 
@@ -63,7 +77,14 @@ mod imp {
             if in_shuttle() {
                 Mutex::Shuttle(shuttle::sync::Mutex::new(v))
             } else {
-                Mutex::Std(parking_lot::Mutex::new(v))
+                Mutex::Std(lockstat::Mutex::new(v))
+            }
+        }
+        pub(crate) fn with_class(v: T, class: &'static LockClass) -> Self {
+            if in_shuttle() {
+                Mutex::Shuttle(shuttle::sync::Mutex::new(v))
+            } else {
+                Mutex::Std(lockstat::Mutex::with_class(v, class))
             }
         }
         pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
