@@ -107,7 +107,11 @@ fn lock_footprint(locking: Locking) -> Vec<(&'static str, u64)> {
 fn a_file_lock_takes_its_inode_context_lock_only() {
     let s = lock_footprint(Locking::Scalable);
     assert_eq!(count(&s, &FLC_LOCK), 20, "one per request: {s:?}");
-    assert_eq!(s.len(), 1, "and nothing else (no waiter, no global lock): {s:?}");
+    assert_eq!(
+        s.len(),
+        1,
+        "and nothing else (no waiter, no global lock): {s:?}"
+    );
     let l = lock_footprint(Locking::Legacy);
     assert_eq!(count(&l, &FILE_LOCK_LOCK), 20, "the global lock: {l:?}");
     assert_eq!(count(&l, &FLC_LOCK), 20, "{l:?}");
