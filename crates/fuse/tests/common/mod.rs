@@ -33,8 +33,8 @@ pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// How long the bounded waits wait for something that needs only the scheduler to run
 /// another thread or process (a request to reach the server, a child to finish): only a
-/// failing run waits this long, and a loaded 2-core machine running the debug-assertion
-/// build has taken more than 10 s to get eight lock waiters to the server.
+/// failing run waits this long. (With 10 s, CI on a loaded 2-core machine running the
+/// debug-assertion build once had only two of eight lock waiters at the server.)
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
 #[macro_export]
