@@ -279,7 +279,7 @@ def test_edeadlk_between_two_processes_blocking_locks(vfs, root):
     t = threading.Thread(target=a_waits_for_b)
     t.start()
     # Wait until a is blocked on b's lock (a "->" line in /proc/locks).
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while "->" not in vfs.proc_locks():
         assert time.monotonic() < deadline, vfs.proc_locks()
         time.sleep(0.005)
@@ -289,7 +289,7 @@ def test_edeadlk_between_two_processes_blocking_locks(vfs, root):
     assert e.value.errno == errno.EDEADLK
     # b gives way: a gets its lock.
     b.fcntl_lock(fb, fcntl.F_SETLK, fcntl.F_UNLCK, 1, 1)
-    t.join(10)
+    t.join(60)
     assert not t.is_alive()
     assert result["a"] == "locked"
 
@@ -344,7 +344,7 @@ def test_flock(vfs, root):
     t.start()
     assert not done.wait(0.1)
     a.flock(fa, fcntl.LOCK_UN)
-    assert done.wait(10)
+    assert done.wait(60)
     t.join()
 
 
@@ -376,7 +376,7 @@ def test_epoll_on_a_pipe(root):
 
         t = threading.Thread(target=late_write)
         t.start()
-        assert ep.poll(10) == [(r, select.EPOLLIN)]
+        assert ep.poll(60) == [(r, select.EPOLLIN)]
         t.join()
         root.close(w)
         assert ep.poll(0) == [(r, select.EPOLLIN | select.EPOLLHUP)]

@@ -77,9 +77,9 @@ fuse_test! {
     }
 }
 
-/// Waits (10 s at most) until `statfs` of `p` satisfies `cond`.
+/// Waits ([`PATIENCE`] at most) until `statfs` of `p` satisfies `cond`.
 fn wait_for_statfs(p: &Path, what: &str, cond: impl Fn(&libc::statfs) -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         let s = statfs_of(p);
         if cond(&s) {

@@ -474,7 +474,7 @@ fuse_test! {
         let waiter = std::thread::spawn(move || server.wait());
         // `umount` as an administrator would (no lazy detach: nothing is open).
         let c = cpath(&root);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + PATIENCE;
         // SAFETY: valid NUL-terminated path.
         while unsafe { libc::umount(c.as_ptr()) } != 0 {
             // EBUSY while a background RELEASE is still in flight: retry.

@@ -101,7 +101,7 @@ fuse_test! {
             if round % 2 == 1 {
                 wait_for(&server, "the child to block", |s| s.waiting == 1);
             }
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let deadline = std::time::Instant::now() + PATIENCE;
             loop {
                 // SAFETY: signals our own child.
                 unsafe { libc::kill(pid, libc::SIGUSR1) };

@@ -31,8 +31,8 @@ fn poll_pri(fd: i32) -> std::thread::JoinHandle<(i32, i16)> {
             events: libc::POLLPRI,
             revents: 0,
         };
-        // SAFETY: one live pollfd; bounded by a 20 s timeout.
-        let n = unsafe { libc::poll(&mut pfd, 1, 20_000) };
+        // SAFETY: one live pollfd; bounded by a timeout.
+        let n = unsafe { libc::poll(&mut pfd, 1, PATIENCE.as_millis() as i32) };
         (n, pfd.revents)
     })
 }

@@ -36,9 +36,10 @@ fn open_close(p: &std::path::Path, n: usize) {
     }
 }
 
-/// After a burst of requests, a mount's workers use next to no CPU over the next second,
-/// without a spin (the default) and with one of 5 ms (which each worker may spend once,
-/// after its last answer).
+/// After a burst of requests, a mount's workers use next to no CPU once they have answered
+/// the last one (and spun, if they do), and next to none over the next second, without a
+/// spin (the default) and with one of 5 ms (which each worker may spend once, after its
+/// last answer).
 fn idle_workers_sleep(spin: Duration) {
     let dir = tempfile::tempdir().unwrap();
     let options = scalevfs_fuse::MountOptions {
@@ -54,9 +55,32 @@ fn idle_workers_sleep(spin: Duration) {
         server_cpu_ns() > before,
         "the workers' CPU time is not seen"
     );
-    // The last RELEASE is answered in the background: let it and any spin end.
-    std::thread::sleep(Duration::from_millis(200));
-    let start = server_cpu_ns();
+    // The last RELEASE is answered in the background, and then each worker may spin once:
+    // wait until that is over, that is until the workers' CPU time has stood still for
+    // 100 ms (however long a loaded machine takes to run them), and bound the CPU time
+    // they used meanwhile.
+    wait_for(&server, "the last release", |s| s.open_files == 0);
+    let settle_start = server_cpu_ns();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    let mut last = settle_start;
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = server_cpu_ns();
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the workers never stopped running (spin {spin:?})"
+        );
+    }
+    let settling = Duration::from_nanos(last - settle_start);
+    assert!(
+        settling < Duration::from_millis(200),
+        "the workers used {settling:?} of CPU after the last answer (spin {spin:?})"
+    );
+    let start = last;
     std::thread::sleep(Duration::from_secs(1));
     let idle = Duration::from_nanos(server_cpu_ns() - start);
     assert!(

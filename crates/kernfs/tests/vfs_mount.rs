@@ -453,7 +453,7 @@ fn poll_through_the_vfs_wakes_on_notify() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             store(&vfs, knob, b"17");
         });
-        assert_eq!(poll(&mut fds, 10_000, None), Ok(1));
+        assert_eq!(poll(&mut fds, 60_000, None), Ok(1));
     });
     assert_eq!(fds[0].revents & pri, pri);
     // Re-reading from 0 acknowledges.
@@ -503,7 +503,7 @@ fn epoll_through_the_vfs_reports_notify_and_close_unhooks() {
             std::thread::sleep(std::time::Duration::from_millis(50));
             store(&vfs, knob, b"3");
         });
-        assert_eq!(ep.wait(&mut evs, 10_000, None), Ok(1));
+        assert_eq!(ep.wait(&mut evs, 60_000, None), Ok(1));
     });
     assert_eq!((evs[0].events & pri, evs[0].data), (pri, 7));
     // The last close unhooks the item: no reference cycle keeps the file alive.

@@ -115,10 +115,10 @@ mod tests {
         }
     }
 
-    /// Reclaims until `done()`, for up to 10 s: a grace period also waits for threads of
+    /// Reclaims until `done()`, for up to 60 s: a grace period also waits for threads of
     /// *other* tests that happen to be pinned (they share the process's global epoch).
     fn reclaim_until(done: impl Fn() -> bool) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !done() && std::time::Instant::now() < deadline {
             crate::core::reclaim();
             std::thread::yield_now();

@@ -39,7 +39,9 @@ pub(crate) mod test_support {
     use std::time::{Duration, Instant};
 
     /// Runs `threads` workers of `inst` for `len` and returns the operations they did (the
-    /// ignored `measure_*` tests' loop; the real measurements are the runner's).
+    /// ignored `measure_*` tests' loop; the real measurements are the runner's). Each
+    /// worker makes at least one call, as the runner's do: on a loaded machine a thread
+    /// may start only after `len` has passed.
     pub fn ops_in(inst: &dyn Instance, threads: usize, len: Duration) -> u64 {
         let deadline = Instant::now() + len;
         std::thread::scope(|s| {
@@ -47,7 +49,7 @@ pub(crate) mod test_support {
                 .map(|t| {
                     s.spawn(move || {
                         let mut work = inst.worker(t);
-                        let mut ops = 0;
+                        let mut ops = work();
                         while Instant::now() < deadline {
                             ops += work();
                         }

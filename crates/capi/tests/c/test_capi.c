@@ -196,7 +196,9 @@ static void embedder_sequence(void) {
     writer_fd = pfd[1];
     pthread_t t;
     pthread_create(&t, NULL, late_writer, NULL);
-    EQ(svfs_epoll_wait(alice, ep, out, 4, 5000), 1);
+    /* The late writer needs only to be scheduled: a minute, so a loaded machine cannot
+     * make the wait time out. */
+    EQ(svfs_epoll_wait(alice, ep, out, 4, 60000), 1);
     pthread_join(t, NULL);
     EQ(svfs_read(alice, pfd[0], buf, sizeof buf), 4);
     EQ(svfs_close(alice, pfd[1]), 0);
@@ -377,8 +379,14 @@ static void free_while_in_use(void) {
     pthread_t t[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, racer_main, &r);
-    struct timespec pause = {0, 20 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    /* Free while the racers are busy with the handle: once they have made some calls
+     * (a loaded machine may start them late; a minute at most). */
+    struct timespec start, now, pause = {0, 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        nanosleep(&pause, NULL);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (atomic_load(&ok) < 100 && now.tv_sec - start.tv_sec < 60);
     EQ(svfs_process_free(p), 0);
     atomic_store(&freed, 1);
     for (int i = 0; i < 4; i++)

@@ -31,6 +31,12 @@ pub fn skip_reason() -> Option<String> {
 /// until the child exits and so changes what they observe.
 pub static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// How long the bounded waits wait for something that needs only the scheduler to run
+/// another thread or process (a request to reach the server, a child to finish): only a
+/// failing run waits this long. (With 10 s, CI on a loaded 2-core machine running the
+/// debug-assertion build once had only two of eight lock waiters at the server.)
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
 #[macro_export]
 macro_rules! require_fuse {
     () => {
@@ -205,7 +211,7 @@ impl Pipe {
         let n = unsafe { libc::write(self.w, (&b as *const u8).cast(), 1) };
         assert_eq!(n, 1);
     }
-    /// Waits at most 20 s for a byte: the parent keeps the write end open too, so a child
+    /// Waits at most 60 s for a byte: the parent keeps the write end open too, so a child
     /// that exits (or fails) before it sends would otherwise leave this read waiting forever.
     pub fn recv(&self) -> u8 {
         let mut pfd = libc::pollfd {
@@ -214,8 +220,8 @@ impl Pipe {
             revents: 0,
         };
         // SAFETY: one live pollfd.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 20_000) };
-        assert_eq!(ready, 1, "nothing came through the pipe within 20 s");
+        let ready = unsafe { libc::poll(&mut pfd, 1, 60_000) };
+        assert_eq!(ready, 1, "nothing came through the pipe within 60 s");
         let mut b = 0u8;
         // SAFETY: reads one byte into a live u8.
         let n = unsafe { libc::read(self.r, (&mut b as *mut u8).cast(), 1) };
@@ -261,9 +267,10 @@ pub fn fork_child(f: impl FnOnce() -> i32) -> i32 {
     pid
 }
 
-/// Waits at most 20 s for `pid`; returns its exit code (kills it and panics on timeout).
+/// Waits at most [`PATIENCE`] for `pid`; returns its exit code (kills it and panics on
+/// timeout).
 pub fn wait_child(pid: i32) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let mut status = 0;
         // SAFETY: `status` is a live c_int.
@@ -281,8 +288,9 @@ pub fn wait_child(pid: i32) -> i32 {
     }
 }
 
+/// Waits (at most [`PATIENCE`]) until the server's counters satisfy `cond`.
 pub fn wait_for(server: &Server, what: &str, cond: impl Fn(&Stats) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     while !cond(&server.stats()) {
         assert!(
             Instant::now() < deadline,
@@ -299,10 +307,10 @@ pub fn mounted(p: &Path) -> bool {
     mi.lines().any(|l| l.split(' ').nth(4) == Some(p))
 }
 
-/// Waits (at most 10 s, writing `drop_caches` meanwhile) until the kernel has forgotten
-/// every node. `false`: `drop_caches` cannot be written here.
+/// Waits (at most [`PATIENCE`], writing `drop_caches` meanwhile) until the kernel has
+/// forgotten every node. `false`: `drop_caches` cannot be written here.
 pub fn forget_all(server: &Server) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + PATIENCE;
     while server.stats().lookups != 0 {
         if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", b"2") {
             eprintln!("cannot write /proc/sys/vm/drop_caches to force forgets: {e}");

@@ -121,7 +121,7 @@ fn blocking_read_is_woken_by_writer_thread() {
         assert_eq!(p.read(fds[0], &mut b), Ok(4));
         assert_eq!(&b[..4], b"wake");
         let mut evs = [EpollEvent::default(); 2];
-        assert_eq!(p.epoll_wait(ep, &mut evs, 5000), Ok(1));
+        assert_eq!(p.epoll_wait(ep, &mut evs, 60_000), Ok(1));
         assert_eq!(evs[0], EpollEvent::new(IN, 42));
         assert_eq!(p.read(efd, &mut b), Ok(8));
         assert_eq!(u64::from_ne_bytes(b[..8].try_into().unwrap()), 3);

@@ -365,7 +365,7 @@ fn file_rename_across_directories_holds_both_parents_shared() {
     let (a, b) = (look(&c, "/a").unwrap(), look(&c, "/b").unwrap());
     let (a, b) = (a.dentry.inode_ref().unwrap(), b.dentry.inode_ref().unwrap());
     let finished = |done: &AtomicBool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !done.load(Ordering::Acquire) && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

@@ -84,7 +84,7 @@ fn nested_wakeup_reaches_a_blocked_outer_waiter() {
     let o = outer.clone();
     let h = std::thread::spawn(move || {
         let mut ev = [EpollEvent::default(); 2];
-        let n = o.wait(&mut ev, 5000, None).unwrap();
+        let n = o.wait(&mut ev, 60_000, None).unwrap();
         ev[..n].to_vec()
     });
     std::thread::sleep(Duration::from_millis(20));
@@ -103,7 +103,7 @@ fn poll_blocks_until_ready() {
         drop(w);
     });
     let mut fds = [PollFd::new(PollTarget::File(rp), EPOLLIN as u16)];
-    assert_eq!(poll(&mut fds, 5000, None), Ok(1));
+    assert_eq!(poll(&mut fds, 60_000, None), Ok(1));
     assert_eq!(fds[0].revents as u32, EPOLLHUP);
     h.join().unwrap();
     let (r, _w) = pipe2(0).unwrap();
@@ -192,7 +192,7 @@ fn add_while_waiting() {
     let ep2 = ep.clone();
     let h = std::thread::spawn(move || {
         let mut ev = [EpollEvent::default(); 1];
-        ep2.wait(&mut ev, 5000, None).map(|n| ev[..n].to_vec())
+        ep2.wait(&mut ev, 60_000, None).map(|n| ev[..n].to_vec())
     });
     std::thread::sleep(Duration::from_millis(20));
     ep.ctl(

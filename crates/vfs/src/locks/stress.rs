@@ -1,8 +1,9 @@
 //! Many-thread stress test: no two conflicting locks are ever held at once (checked
 //! against an independent shadow table), and no waiter sleeps forever (every wait has a
-//! 20 s deadline and hitting it fails the test). Some POSIX waits are instead given a
-//! deadline of under 300 µs, so interruption races grants; only those may see `EINTR`,
-//! and at the end no lock, waiter or wait-for edge may be left behind.
+//! 60 s deadline, room for a loaded machine, and hitting it fails the test). Some POSIX
+//! waits are instead given a deadline of under 300 µs, so interruption races grants;
+//! only those may see `EINTR`, and at the end no lock, waiter or wait-for edge may be
+//! left behind.
 //!
 //! POSIX threads hold-and-wait (so cycles form and must be refused with `EDEADLK`); OFD
 //! and flock threads hold at most one lock while they do not wait, so they can never be
@@ -94,7 +95,7 @@ fn run(m: LockManager, threads: usize, iters: usize) {
     });
     let deadlocks = std::sync::atomic::AtomicUsize::new(0);
     let interrupted = std::sync::atomic::AtomicUsize::new(0);
-    let deadline = || CancelToken::with_deadline(Instant::now() + Duration::from_secs(20));
+    let deadline = || CancelToken::with_deadline(Instant::now() + Duration::from_secs(60));
     std::thread::scope(|s| {
         for t in 0..threads {
             let (m, ctxs, shadow, deadlocks, interrupted) =
@@ -358,10 +359,10 @@ fn stress_one_byte_convoy() {
                             }
                             _ => {
                                 let tok = CancelToken::with_deadline(
-                                    Instant::now() + Duration::from_secs(20),
+                                    Instant::now() + Duration::from_secs(60),
                                 );
                                 let r = m.setlk(ctx, &req(LockType::Write), Some(&tok));
-                                assert_eq!(r, Ok(()), "a patient waiter waited 20 s");
+                                assert_eq!(r, Ok(()), "a patient waiter waited 60 s");
                                 r
                             }
                         };

@@ -252,7 +252,7 @@ mod tests {
         };
         // Publish until the reader has raced many writes (it may start late on a busy
         // machine), with a time bound so a stuck reader fails the join instead.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut k = 0u64;
         while (k < 200_000 || reads.load(Relaxed) < 100_000) && std::time::Instant::now() < deadline
         {

@@ -59,12 +59,12 @@ fn waiting(m: &LockManager) -> usize {
     m.list().iter().filter(|l| l.waiting).count()
 }
 
-/// Polls `cond` (test-only: waits for another thread to block) for up to 10 s.
+/// Polls `cond` (test-only: waits for another thread to block) for up to 60 s.
 fn eventually(mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !cond() {
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
+            t0.elapsed() < Duration::from_secs(60),
             "condition never held"
         );
         thread::sleep(Duration::from_millis(1));
