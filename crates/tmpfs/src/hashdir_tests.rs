@@ -147,24 +147,37 @@ fn many_threads_change_one_directory_while_others_scan_it() {
         for n in &stable {
             fs.create(&root, n, REG, 0, 0).unwrap();
         }
+        // The VFS's side of the contract: a directory whose names cannot change shared
+        // (the legacy design's) is held exclusively by every change (its `rwsem`, as the
+        // VFS takes it); the legacy directory counts its size and link count relying on
+        // that.
+        let exclusive = !fs.shared_name_changes(&root);
+        let change = || exclusive.then(|| root.rwsem.write());
         // Writers that have finished; the scanners stop once all have (and after 3 scans).
         let finished = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for w in 0..WRITERS {
-                let (fs, root, finished) = (&fs, &root, &finished);
+                let (fs, root, finished, change) = (&fs, &root, &finished, &change);
                 s.spawn(move || {
                     for r in 0..ROUNDS {
                         let (a, b) = (format!("w{w}a{r}"), format!("w{w}b{r}"));
                         let ty = if r % 5 == 0 { DIR } else { REG };
+                        let held = change();
                         fs.create(root, a.as_bytes(), ty, 0, 0).unwrap();
+                        drop(held);
+                        let held = change();
                         assert_eq!(
                             fs.create(root, a.as_bytes(), REG, 0, 0).err(),
                             Some(Errno::EEXIST)
                         );
+                        drop(held);
+                        let held = change();
                         fs.rename(root, a.as_bytes(), root, b.as_bytes(), 0)
                             .unwrap();
+                        drop(held);
                         let i = fs.lookup(root, b.as_bytes()).unwrap().unwrap();
                         if r % 3 != 0 {
+                            let _held = change();
                             if i.is_dir() {
                                 fs.rmdir(root, b.as_bytes(), &i).unwrap();
                             } else {
