@@ -11,7 +11,7 @@
 //! not pay.
 //!
 //! Recording is off unless enabled; switched off, a classed lock costs one load and two
-//! not-taken branches per acquisition over an unclassed one, and none at all where
+//! not-taken branches per acquisition over an unclassed one, and no test at all where
 //! lockstat is compiled out (the library's default; the `scalevfs` binary compiles it
 //! in). Measured single-threaded with callgrind (`scripts/callgrind.sh`'s method,
 //! instructions per operation, before and after these locks were classed), lockstat

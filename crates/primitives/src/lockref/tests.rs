@@ -235,7 +235,13 @@ fn returns_to_lockless_after_contention() {
             during.waits >= 1,
             "{during:?}: the fast path saw the lock held"
         );
-        assert_eq!(during.locked, 0, "{during:?}: and did not queue on it");
+        // It did not queue on the held lock; once it was released, the waiter raced the
+        // others' fast paths and may have run out of its budget (under ThreadSanitizer it
+        // did), so a lock taken on budget is allowed here too.
+        assert_eq!(
+            during.locked, during.fallbacks,
+            "{during:?}: and did not queue on it"
+        );
         // While the fast paths race, the lock is taken only where one ran out of its
         // budget of compare-exchanges, never because it had been held. How often that
         // happens depends on scheduling (4 threads on 2 cores, or under TSan), so it
