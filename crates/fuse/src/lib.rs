@@ -75,6 +75,14 @@
 //! so with io_uring an interrupt that finds no waiter is also remembered (for ten
 //! seconds; uniques are never reused) and cancels the wait its target publishes next.
 //!
+//! A ring can also lose an interrupt in the kernel: a signal that lands after a request
+//! is queued but before it is copied to a ring entry is never passed on (the ring, unlike
+//! `/dev/fuse`, does not check for one when it sends), and the caller would sleep until
+//! the lock came. Such a signal is still pending when the server sees the request, so a
+//! ring request about to wait first reads its caller's pending signals from
+//! `/proc/TID/status` and, if one is there that the caller does not block, answers
+//! `EINTR` at once (`Stats::lost_interrupts` counts these).
+//!
 //! ## `/sys` and poll
 //!
 //! With `MountOptions::sys` the kernfs demo tree is mounted at `/sys` in the `Vfs`

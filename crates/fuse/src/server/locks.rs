@@ -62,8 +62,18 @@ impl Fs {
     /// with `reply`, and only then unpublishes, so an interrupt racing with the answer
     /// finds either the token (a harmless cancel) or nothing (`EAGAIN`, which the kernel
     /// drops). If no thread can be made, answers `ENOLCK` here.
-    pub(super) fn wait_for_lock<F, R>(self: &Arc<Self>, unique: u64, h: Arc<Handle>, f: F, reply: R)
-    where
+    ///
+    /// `ring_caller` is the calling thread of a request that came through io_uring, whose
+    /// interrupt the kernel may have dropped ([`interrupt_may_be_lost`]): if it has a
+    /// signal pending, the wait is cancelled before it starts.
+    pub(super) fn wait_for_lock<F, R>(
+        self: &Arc<Self>,
+        unique: u64,
+        ring_caller: Option<u32>,
+        h: Arc<Handle>,
+        f: F,
+        reply: R,
+    ) where
         F: FnOnce(&Fs, &FileLockContext, &Handle, Option<&CancelToken>) -> Result<(), Errno>
             + Send
             + 'static,
@@ -84,6 +94,10 @@ impl Fs {
                 let Some(reply) = theirs.lock().take() else {
                     return;
                 };
+                if ring_caller.is_some_and(interrupt_may_be_lost) {
+                    fs.lost_interrupts.add(1);
+                    token.cancel();
+                }
                 let ctx = fs.lock_ctx(&h.node);
                 reply(f(&fs, ctx, &h, Some(&token)));
             });
@@ -124,8 +138,9 @@ impl Dispatcher {
             }
         }
         let unique = req.unique();
+        let ring_caller = req.from_ring().then(|| req.pid());
         let replier: Replier = req.replier();
-        fs.wait_for_lock(unique, h, f, move |res| {
+        fs.wait_for_lock(unique, ring_caller, h, f, move |res| {
             let _ = match res {
                 Ok(()) => replier.reply_empty(),
                 Err(err) => replier.reply_error(e(err)),
@@ -298,6 +313,68 @@ impl Dispatcher {
             }
         }
     }
+}
+
+/// Whether the kernel may have dropped the `FUSE_INTERRUPT` of a request from thread
+/// `tid` (in the server's pid namespace; 0 when the caller is outside it) that came
+/// through io_uring and is about to wait.
+///
+/// The kernel queues an interrupt at the signal only if the request was already sent.
+/// For a request sent later, `/dev/fuse` checks for a signal that came meanwhile
+/// (`fuse_dev_do_read`) but a ring does not (`fuse_uring_prepare_send`, Linux 6.14 to at
+/// least 6.18). So a signal that lands between the request's queueing and its copy to the
+/// ring is never passed on, and the caller sleeps, killable only by SIGKILL, until the
+/// lock comes. Such a signal is still pending now: the caller cannot return to user space,
+/// where it would be delivered, before we answer. A signal that lands after the copy is
+/// passed on as an INTERRUPT. So a pending signal that the caller does not block means an
+/// interrupt, sent or lost, and cancelling the wait is what either would do.
+///
+/// A signal sent to the whole process (`ShdPnd`) may still be taken by another of its
+/// threads, which leaves this one asleep on Linux: such a signal counts only if it is
+/// still pending after [`SHARED_SIGNAL_GRACE`].
+fn interrupt_may_be_lost(tid: u32) -> bool {
+    let pending = || {
+        if tid == 0 {
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+        status_pending_signals(&status)
+    };
+    match pending() {
+        Some(PendingSignals { own: true, .. }) => true,
+        Some(PendingSignals { shared: true, .. }) => {
+            std::thread::sleep(SHARED_SIGNAL_GRACE);
+            pending().is_some_and(|p| p.own || p.shared)
+        }
+        _ => false,
+    }
+}
+
+/// How long a signal sent to a whole process must stay pending before a waiting thread of
+/// it counts as interrupted ([`interrupt_may_be_lost`]). Another thread that can take the
+/// signal takes it at its next return to user space: within a scheduler tick.
+const SHARED_SIGNAL_GRACE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The signals a thread has pending and does not block, from its `/proc/TID/status`.
+#[derive(Debug, PartialEq)]
+pub(super) struct PendingSignals {
+    /// Sent to this thread (`SigPnd`).
+    pub own: bool,
+    /// Sent to its process (`ShdPnd`).
+    pub shared: bool,
+}
+
+/// Parses `SigPnd`, `ShdPnd` and `SigBlk` (hexadecimal masks); `None` if one is missing.
+pub(super) fn status_pending_signals(status: &str) -> Option<PendingSignals> {
+    let mask = |key: &str| {
+        let value = status.lines().find_map(|l| l.strip_prefix(key))?;
+        u64::from_str_radix(value.trim(), 16).ok()
+    };
+    let blocked = mask("SigBlk:")?;
+    Some(PendingSignals {
+        own: mask("SigPnd:")? & !blocked != 0,
+        shared: mask("ShdPnd:")? & !blocked != 0,
+    })
 }
 
 /// Unpublishes a waiting request when dropped ([`Waits::finish`]).

@@ -62,6 +62,9 @@ pub struct Stats {
     pub waiting: u64,
     /// `FUSE_INTERRUPT`s that cancelled a waiting request.
     pub interrupts: u64,
+    /// Waits from io_uring cancelled because their caller had a signal pending whose
+    /// interrupt the kernel may have dropped (see `server/locks.rs`).
+    pub lost_interrupts: u64,
     /// Open file and directory handles.
     pub open_files: u64,
     /// CREATEs that found the name already there without `O_EXCL` (created behind the
@@ -89,6 +92,7 @@ pub(crate) struct Fs {
     posix_requests: PerCpuCounter,
     flock_requests: PerCpuCounter,
     interrupts: PerCpuCounter,
+    lost_interrupts: PerCpuCounter,
     create_races: PerCpuCounter,
     copy_requests: PerCpuCounter,
     getxattr_requests: PerCpuCounter,
@@ -149,6 +153,7 @@ impl Fs {
             posix_requests: PerCpuCounter::new(true),
             flock_requests: PerCpuCounter::new(true),
             interrupts: PerCpuCounter::new(true),
+            lost_interrupts: PerCpuCounter::new(true),
             create_races: PerCpuCounter::new(true),
             copy_requests: PerCpuCounter::new(true),
             getxattr_requests: PerCpuCounter::new(true),
@@ -164,6 +169,7 @@ impl Fs {
             flock_requests: self.flock_requests.sum() as u64,
             waiting: self.waits.len() as u64,
             interrupts: self.interrupts.sum() as u64,
+            lost_interrupts: self.lost_interrupts.sum() as u64,
             open_files: self.files.len() as u64,
             create_races: self.create_races.sum() as u64,
             copy_requests: self.copy_requests.sum() as u64,

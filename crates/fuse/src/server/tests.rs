@@ -19,6 +19,13 @@ fn root_file(fs: &Fs) -> Node {
     .unwrap()
 }
 
+/// A read-write handle of `n`, as OPEN makes it.
+fn open_handle(fs: &Fs, n: &Node) -> Arc<Handle> {
+    let file = fs.vfs.core().node_open(n, libc::O_RDWR).unwrap();
+    fs.handle(fs.files.insert(Handle::new(n.clone(), file)))
+        .unwrap()
+}
+
 #[test]
 fn fuse_lock_ranges_convert_to_lock_requests() {
     let r = lock_request(LockOwner::Process(7), 42, libc::F_WRLCK as u32, 5, u64::MAX).unwrap();
@@ -130,13 +137,8 @@ fn create_of_an_existing_name_is_a_checked_open() {
 #[test]
 fn shutdown_leaves_no_waiter_and_no_lock_behind() {
     let fs = Arc::new(Fs::new(Vfs::new(scalevfs::VfsOptions::default())));
-    let core = fs.vfs.core();
     let n = root_file(&fs);
-    let open = || {
-        let file = core.node_open(&n, libc::O_RDWR).unwrap();
-        fs.handle(fs.files.insert(Handle::new(n.clone(), file)))
-            .unwrap()
-    };
+    let open = || open_handle(&fs, &n);
     let (ha, hb) = (open(), open());
     let lock = |owner| lock_request(LockOwner::Process(owner), 1, libc::F_WRLCK as u32, 0, 9);
     // Owner 1 holds a lock through `ha`, as SETLK leaves it.
@@ -150,6 +152,7 @@ fn shutdown_leaves_no_waiter_and_no_lock_behind() {
     let req = lock(2).unwrap();
     fs.wait_for_lock(
         7,
+        None,
         hb,
         move |fs, ctx, _, token| fs.locks().setlk(ctx, &req, token),
         move |r| tx.send(r).unwrap(),
@@ -253,4 +256,89 @@ fn times_before_the_epoch_are_twos_complement_seconds() {
     let (sec, nsec) = t(-2_208_988_800, 3);
     assert_eq!((sec as i64, nsec), (-2_208_988_800, 3));
     assert_eq!(t(i64::MIN, 999_999_999).0, 1 << 63);
+}
+
+#[test]
+fn pending_signals_are_read_from_status_without_the_blocked_ones() {
+    let status =
+        |pnd, shd, blk| format!("Name:\tx\nSigPnd:\t{pnd}\nShdPnd:\t{shd}\nSigBlk:\t{blk}\n");
+    let read = |s: String| super::locks::status_pending_signals(&s);
+    let p = |own, shared| Some(super::locks::PendingSignals { own, shared });
+    let (none, usr1) = ("0000000000000000", "0000000000000200");
+    assert_eq!(read(status(none, none, none)), p(false, false));
+    assert_eq!(read(status(usr1, none, none)), p(true, false));
+    assert_eq!(read(status(none, usr1, none)), p(false, true));
+    assert_eq!(read(status(usr1, usr1, usr1)), p(false, false), "blocked");
+    assert_eq!(read(status(usr1, none, "0000000000000400")), p(true, false));
+    assert_eq!(read("SigPnd:\t0\nShdPnd:\t0\n".into()), None, "no SigBlk");
+    assert_eq!(read(status("zz", none, none)), None);
+}
+
+/// A lock request that came through io_uring, from a thread whose signal is pending when
+/// the server sees it (the kernel sent the request without its interrupt), does not wait:
+/// it is answered `EINTR`. A caller without a pending signal waits as usual. The caller
+/// here is a stopped child process, whose signals stay pending.
+#[test]
+fn a_ring_caller_with_a_pending_signal_is_not_left_waiting() {
+    let fs = Arc::new(Fs::new(Vfs::new(scalevfs::VfsOptions::default())));
+    let n = root_file(&fs);
+    let open = || open_handle(&fs, &n);
+    let lock = |owner| lock_request(LockOwner::Process(owner), 1, libc::F_WRLCK as u32, 0, 9);
+    let held = open();
+    held.owners.lock().push(1);
+    fs.locks()
+        .setlk(fs.lock_ctx(&n), &lock(1).unwrap(), None)
+        .unwrap();
+
+    // SAFETY: the child only waits for signals until it is killed.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        loop {
+            // SAFETY: sleeps until a signal comes.
+            unsafe { libc::pause() };
+        }
+    }
+    let mut status = 0;
+    // SAFETY: stops our own child and waits until it has stopped.
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+        assert_eq!(libc::waitpid(pid, &mut status, libc::WUNTRACED), pid);
+    }
+    assert!(libc::WIFSTOPPED(status));
+
+    let wait = |unique, owner: u64| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let req = lock(owner).unwrap();
+        let h = open();
+        h.owners.lock().push(owner);
+        fs.wait_for_lock(
+            unique,
+            Some(pid as u32),
+            h,
+            move |fs, ctx, _, token| fs.locks().setlk(ctx, &req, token),
+            move |r| tx.send(r).unwrap(),
+        );
+        rx
+    };
+    // No signal pending: the request waits for the lock.
+    let waiting = wait(8, 2);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(waiting.try_recv().is_err(), "it waits");
+    assert_eq!(fs.stats().lost_interrupts, 0);
+    // A signal for the process stays pending while it is stopped: the next wait is cut.
+    // SAFETY: signals our own (stopped) child.
+    unsafe { libc::kill(pid, libc::SIGUSR1) };
+    let cut = wait(9, 3);
+    let answer = cut.recv_timeout(std::time::Duration::from_secs(60));
+    assert_eq!(answer, Ok(Err(Errno::EINTR)));
+    assert_eq!(fs.stats().lost_interrupts, 1);
+
+    // SAFETY: ends and reaps our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, &mut status, 0);
+    }
+    fs.shutdown().unwrap();
+    assert!(matches!(waiting.try_recv(), Ok(Err(Errno::EINTR) | Ok(()))));
 }
