@@ -27,6 +27,7 @@
 
 use crossbeam_utils::CachePadded;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Shared};
+use scalevfs_primitives::hashed::TableLock;
 use scalevfs_primitives::lockstat::{LockClass, Mutex};
 use std::sync::atomic::Ordering;
 
@@ -75,10 +76,7 @@ impl<K: Send + 'static, V: Send + Copy + 'static, A: Send + 'static> RcuHash<K, 
                 .map(|_| {
                     CachePadded::new(Bucket {
                         head: Atomic::null(),
-                        lock: match class {
-                            Some(c) => Mutex::with_class((), c),
-                            None => Mutex::new(()),
-                        },
+                        lock: Mutex::make((), class),
                     })
                 })
                 .collect(),
