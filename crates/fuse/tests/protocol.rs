@@ -9,6 +9,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 
 use scalevfs_fuse::proto::abi::init;
+use scalevfs_fuse::Server;
 
 fuse_test! {
     fn the_connection_negotiates_readdirplus_and_killpriv_v2() {
@@ -80,49 +81,135 @@ fuse_test! {
     fn interrupts_reach_their_target_across_cloned_queues() {
         require_fuse!();
         let (dir, server) = mount(4);
-        let path = dir.path().join("lockme");
-        std::fs::write(&path, b"").unwrap();
-        let f = open_rw(&path);
-        let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
-        fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
-        let p = cpath(&path);
-        for round in 0..20 {
-            let ready = Pipe::new();
-            let pid = fork_child(|| {
-                catch_sigusr1_without_restart();
-                ready.send(1);
-                // The parent signals until the child exits: one that lands before the
-                // call only runs the handler, a later one interrupts the wait.
-                setlkw_exit_code(&p)
-            });
-            assert_eq!(ready.recv(), 1, "the child's handler is installed");
-            // Alternate: a signal as early as possible (racing the request's arrival) and
-            // one once the wait is surely published.
-            if round % 2 == 1 {
-                wait_for(&server, "the child to block", |s| s.waiting == 1);
+        interrupt_blocked_setlkws(&dir, &server, 20, Signals::Alternating);
+        server.unmount().unwrap();
+    }
+}
+
+fuse_test! {
+    /// A signal that lands after the request is queued but before a ring worker has sent
+    /// it on is never passed on as an INTERRUPT by the kernel (the ring, unlike
+    /// `/dev/fuse`, does not check for one when it sends). A child signalled without
+    /// pause from another CPU gets such signals often: each wait must still end (the
+    /// server sees the pending signal).
+    fn interrupts_sent_before_the_worker_takes_the_request_are_not_lost() {
+        require_fuse!();
+        let (dir, server) = mount(4);
+        interrupt_blocked_setlkws(&dir, &server, 10, Signals::Storm);
+        eprintln!("waits answered for a lost interrupt: {}", server.stats().lost_interrupts);
+        server.unmount().unwrap();
+    }
+}
+
+/// How [`interrupt_blocked_setlkws`] signals its child.
+#[derive(Clone, Copy, PartialEq)]
+enum Signals {
+    /// Every 2 ms; in odd rounds only once the wait is published.
+    Alternating,
+    /// Without pause from the start, the child on another CPU than the signaller (when
+    /// there are two).
+    Storm,
+}
+
+/// `rounds` times: a child blocks in F_SETLKW on a lock we hold, and we signal it until
+/// it returns `EINTR`.
+fn interrupt_blocked_setlkws(dir: &tempfile::TempDir, server: &Server, rounds: u32, how: Signals) {
+    let path = dir.path().join("lockme");
+    std::fs::write(&path, b"").unwrap();
+    let f = open_rw(&path);
+    let mut fl = flock_struct(libc::F_WRLCK, 0, 0);
+    fcntl_lock(f.as_raw_fd(), libc::F_SETLK, &mut fl).unwrap();
+    let p = cpath(&path);
+    let cpus = Cpus::of_this_thread();
+    let pinned = (how == Signals::Storm && cpus.count() >= 2).then(|| cpus.pin_to(0));
+    for round in 0..rounds {
+        let ready = Pipe::new();
+        let pid = fork_child(|| {
+            if pinned.is_some() {
+                cpus.pin_to(1);
             }
-            let deadline = std::time::Instant::now() + PATIENCE;
-            loop {
-                // SAFETY: signals our own child.
-                unsafe { libc::kill(pid, libc::SIGUSR1) };
-                let mut status = 0;
-                // SAFETY: waits for our own child without blocking.
-                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-                if r == pid {
-                    assert!(libc::WIFEXITED(status), "round {round}: {status:#x}");
-                    assert_eq!(libc::WEXITSTATUS(status), 0, "round {round}: EINTR");
-                    break;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "round {round}: the blocked F_SETLKW never saw its interrupt"
-                );
+            catch_sigusr1_without_restart();
+            ready.send(1);
+            // The parent signals until the child exits: one that lands before the
+            // call only runs the handler, a later one interrupts the wait.
+            setlkw_exit_code(&p)
+        });
+        assert_eq!(ready.recv(), 1, "the child's handler is installed");
+        if how == Signals::Alternating && round % 2 == 1 {
+            wait_for(server, "the child to block", |s| s.waiting == 1);
+        }
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, libc::SIGUSR1) };
+            let mut status = 0;
+            // SAFETY: waits for our own child without blocking.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                assert!(libc::WIFEXITED(status), "round {round}: {status:#x}");
+                assert_eq!(libc::WEXITSTATUS(status), 0, "round {round}: EINTR");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: the blocked F_SETLKW never saw its interrupt"
+            );
+            if how == Signals::Alternating {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
-            wait_for(&server, "the waiter to be gone", |s| s.waiting == 0);
         }
-        drop(f);
-        server.unmount().unwrap();
+        wait_for(server, "the waiter to be gone", |s| s.waiting == 0);
+    }
+    drop(pinned);
+    drop(f);
+}
+
+/// The CPUs the calling thread may run on; [`Cpus::pin_to`] narrows it to one of them
+/// until the returned guard is dropped.
+#[derive(Clone, Copy)]
+struct Cpus(libc::cpu_set_t);
+
+impl Cpus {
+    fn of_this_thread() -> Cpus {
+        // SAFETY: a zeroed cpu_set_t is an empty set; the call fills it for this thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            Cpus(set)
+        }
+    }
+    fn count(&self) -> usize {
+        // SAFETY: reads a valid set.
+        unsafe { libc::CPU_COUNT(&self.0) as usize }
+    }
+    /// Pins the calling thread to the `n`th of these CPUs (raw system calls only, so a
+    /// forked child may call it).
+    fn pin_to(&self, n: usize) -> Unpin {
+        let cpu = (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: reads a valid set.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &self.0) })
+            .nth(n)
+            .expect("enough CPUs");
+        // SAFETY: a zeroed set with one CPU added, for the calling thread.
+        unsafe {
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+        }
+        Unpin(*self)
+    }
+}
+
+/// Gives the thread back the CPUs it had.
+struct Unpin(Cpus);
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        // SAFETY: restores a set read by `Cpus::of_this_thread`, for the calling thread.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0 .0) };
     }
 }
 
