@@ -292,8 +292,9 @@ pub struct MountOptions {
 
 /// The default of [`MountOptions::ring_spin`]: none. The caller and the worker of a
 /// queue share a CPU, so a spinning worker mostly delays the caller it has just woken;
-/// on the 2-vCPU VM every bound tried (5-50 µs) was slower than sleeping at once
-/// (`docs/fuse.md`, "Where the time of a request goes").
+/// on the 2-vCPU VM every bound tried (5-50 µs) was slower than sleeping at once, and
+/// on 16 cores none gained more than noise while 20-100 µs lost up to 60% (`docs/fuse.md`,
+/// "Where the time of a request goes").
 pub const RING_SPIN: std::time::Duration = std::time::Duration::ZERO;
 
 pub use idle::QUIET as QUIET_BEFORE_IDLE;
