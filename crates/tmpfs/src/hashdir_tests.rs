@@ -226,16 +226,34 @@ fn shuttle_scan_against_creates_unlinks_and_renames() {
                 }
                 let fs2 = fs.clone();
                 let root2 = root.clone();
+                // As in the threaded test: a directory whose names cannot change shared
+                // is held exclusively by every change, as the VFS holds it. Taken by
+                // `try_write` and a yield, since `rwsem` is not one of shuttle's locks.
+                let exclusive = !fs.shared_name_changes(&root);
                 let changer = move |t: usize| {
+                    let change = || {
+                        exclusive.then(|| loop {
+                            if let Some(held) = root2.rwsem.try_write() {
+                                break held;
+                            }
+                            shuttle::thread::yield_now();
+                        })
+                    };
                     for r in 0..3 {
                         let (a, b) = (format!("c{t}{r}"), format!("d{t}{r}"));
+                        let held = change();
                         fs2.create(&root2, a.as_bytes(), REG, 0, 0).unwrap();
+                        drop(held);
                         shuttle::thread::yield_now();
+                        let held = change();
                         fs2.rename(&root2, a.as_bytes(), &root2, b.as_bytes(), 0)
                             .unwrap();
+                        drop(held);
                         shuttle::thread::yield_now();
                         let i = fs2.lookup(&root2, b.as_bytes()).unwrap().unwrap();
+                        let held = change();
                         fs2.unlink(&root2, b.as_bytes(), &i).unwrap();
+                        drop(held);
                         shuttle::thread::yield_now();
                     }
                 };
