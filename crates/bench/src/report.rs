@@ -26,6 +26,10 @@ pub struct Machine {
     pub date: String,
     /// `git rev-parse HEAD` of the working directory (`-dirty` if it has changes).
     pub git_commit: Option<String>,
+    /// The commit HEAD was when the binary was built (changes not committed then are not
+    /// shown); differs from `git_commit` for a binary carried to another checkout.
+    #[serde(default)]
+    pub build_commit: Option<String>,
 }
 
 /// The settings of a run.
@@ -129,6 +133,20 @@ impl Machine {
                 .unwrap_or_else(|| "unknown".into()),
             date: iso8601_utc(SystemTime::now()),
             git_commit: git_commit(),
+            build_commit: option_env!("SCALEVFS_BUILD_COMMIT").map(str::to_string),
+        }
+    }
+}
+
+impl Machine {
+    /// The code that ran, for the report: the working directory's commit, or the binary's
+    /// when they differ (a binary carried to another checkout) or only it is known.
+    pub fn commit(&self) -> String {
+        match (&self.build_commit, &self.git_commit) {
+            (Some(b), Some(g)) if g.starts_with(b.as_str()) => g.clone(),
+            (Some(b), Some(g)) => format!("{b} (the binary's; run in checkout {g})"),
+            (Some(b), None) => format!("{b} (the binary's)"),
+            (None, g) => g.clone().unwrap_or_else(|| "unknown".into()),
         }
     }
 }
@@ -279,7 +297,7 @@ impl Report {
             m.cpu,
             m.kernel,
             m.date,
-            m.git_commit.as_deref().unwrap_or("unknown")
+            m.commit()
         );
         let _ = writeln!(
             s,
@@ -504,6 +522,7 @@ pub(crate) mod tests {
                 cpu: "Test CPU".into(),
                 date: "2026-11-22T15:00:00Z".into(),
                 git_commit: Some("abc".into()),
+                build_commit: None,
             },
             settings: Settings {
                 threads: vec![1, 2],
@@ -629,5 +648,29 @@ pub(crate) mod tests {
         assert_eq!(at(0), "1970-01-01T00:00:00Z");
         assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn the_commit_names_the_binary_when_it_ran_in_another_checkout() {
+        let m = |build: Option<&str>, git: Option<&str>| Machine {
+            nproc: 1,
+            kernel: String::new(),
+            cpu: String::new(),
+            date: String::new(),
+            git_commit: git.map(str::to_string),
+            build_commit: build.map(str::to_string),
+        };
+        assert_eq!(m(Some("abc"), Some("abc-dirty")).commit(), "abc-dirty");
+        assert_eq!(
+            m(Some("abc"), Some("def")).commit(),
+            "abc (the binary's; run in checkout def)"
+        );
+        assert_eq!(m(Some("abc"), None).commit(), "abc (the binary's)");
+        assert_eq!(m(None, Some("def")).commit(), "def");
+        assert_eq!(m(None, None).commit(), "unknown");
+        // Reports written before the field existed still load.
+        let old = r#"{"nproc":1,"kernel":"k","cpu":"c","date":"d","git_commit":"abc"}"#;
+        let read: Machine = serde_json::from_str(old).unwrap();
+        assert_eq!(read.build_commit, None);
     }
 }
