@@ -38,9 +38,9 @@
 //! A Markdown report on stdout and in `<out>/report.md` (default `bench-out/`): a summary
 //! of ratios, then a table per workload. One SVG plot per workload of median throughput
 //! against threads, a line per design. JSON (`--json FILE`, default `<out>/results.json`):
-//! machine information (nproc, kernel, CPU, date, the git commit of the checkout and of the binary), the settings, and one record
-//! per (workload, design, threads) with the median `ops_per_sec` and the raw `runs`
-//! ([`report::Report`]).
+//! machine information (nproc, kernel, CPU, date, the git commit of the checkout and of
+//! the binary), the settings, and one record per (workload, design, threads) with the
+//! median `ops_per_sec` and the raw `runs` ([`report::Report`]).
 
 #![warn(missing_docs)]
 
