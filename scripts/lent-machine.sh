@@ -13,7 +13,10 @@
 #   cp "$(command -v fusermount3)" .devbin/
 # then run `scripts/lent-machine.sh` there with `.devbin` carried. Try it here first with
 # tiny figures: THREADS=1,2 FUSE_THREADS=1 DUR=0.02 FBA_ROUNDS=1 OUT=/tmp/o scripts/lent-machine.sh
-# On 16 cores it takes about 200 s (sweep 140 s, FUSE phase 30 s, before/after 25 s).
+# On 16 cores it takes about 290 s (sweep 230 s, FUSE phase 45 s, before/after 25 s) with
+# the default 5 repeats (REPEATS=3: about 200 s). With 3 repeats of 0.15 s the 1-thread
+# medians moved by up to 35% between runs on the lent machine, and every 1-to-N ratio
+# with them.
 # It turns the fuse module's `enable_uring` on for the FUSE runs and puts it back.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +27,7 @@ bin=.devbin/scalevfs old=.devbin/scalevfs-b7fc21f
 { nproc; lscpu | head -20; uname -a; cat /sys/module/fuse/parameters/enable_uring; ls -l /dev/fuse; } \
     >"$out/lscpu.txt" 2>&1
 BIN=$bin THREADS=${THREADS:-1,2,4,8,16,32,64} FUSE_THREADS=${FUSE_THREADS:-1,2,4,8,16,32} ENABLE_URING=1 \
-    timeout "${BUDGET:-470}" scripts/many-core-sweep.sh --duration "${DUR:-0.15}" --repeats 3 "$out" \
+    timeout "${BUDGET:-470}" scripts/many-core-sweep.sh --duration "${DUR:-0.15}" --repeats "${REPEATS:-5}" "$out" \
     >"$out/sweep.out" 2>&1
 echo "sweep exit $?" >>"$out/sweep.out"
 if [ -x "$old" ]; then
