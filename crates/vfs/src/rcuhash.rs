@@ -27,7 +27,6 @@
 
 use crossbeam_utils::CachePadded;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned, Shared};
-use scalevfs_primitives::hashed::TableLock;
 use scalevfs_primitives::lockstat::{LockClass, Mutex};
 use std::sync::atomic::Ordering;
 
@@ -59,24 +58,15 @@ pub struct RcuHash<K, V, A = Packed> {
 }
 
 impl<K: Send + 'static, V: Send + Copy + 'static, A: Send + 'static> RcuHash<K, V, A> {
-    /// A table of `1 << bits` buckets.
-    pub fn new(bits: u32) -> Self {
-        Self::build(bits, None)
-    }
-
     /// A table of `1 << bits` buckets whose mutexes are of lock class `class`.
     pub fn with_class(bits: u32, class: &'static LockClass) -> Self {
-        Self::build(bits, Some(class))
-    }
-
-    fn build(bits: u32, class: Option<&'static LockClass>) -> Self {
         let n = 1usize << bits;
         RcuHash {
             buckets: (0..n)
                 .map(|_| {
                     CachePadded::new(Bucket {
                         head: Atomic::null(),
-                        lock: Mutex::make((), class),
+                        lock: Mutex::with_class((), class),
                     })
                 })
                 .collect(),
@@ -215,9 +205,11 @@ pub fn hash_name(parent: u64, name: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    static TEST_CLASS: LockClass = LockClass::new("rcuhash test bucket");
+
     #[test]
     fn insert_lookup_remove() {
-        let t: RcuHash<u64, usize> = RcuHash::new(2);
+        let t: RcuHash<u64, usize> = RcuHash::with_class(2, &TEST_CLASS);
         for i in 0..100u64 {
             assert!(t.insert_unique(i, i, i as usize * 2, |k| *k == i).is_ok());
         }
@@ -238,7 +230,7 @@ mod tests {
     fn concurrent_insert_remove_lookup() {
         // Fewer under Miri, which interprets (about 1000x slower).
         const N: u64 = if cfg!(miri) { 100 } else { 2000 };
-        let t: RcuHash<u64, u64> = RcuHash::new(4);
+        let t: RcuHash<u64, u64> = RcuHash::with_class(4, &TEST_CLASS);
         std::thread::scope(|s| {
             for th in 0..4u64 {
                 let t = &t;
@@ -277,7 +269,7 @@ mod tests {
 
     #[test]
     fn line_aligned_nodes_start_cache_lines() {
-        let t: RcuHash<u64, usize, LineAligned> = RcuHash::new(0);
+        let t: RcuHash<u64, usize, LineAligned> = RcuHash::with_class(0, &TEST_CLASS);
         for i in 0..4u64 {
             t.insert_unique(i, i, 0, |k| *k == i).unwrap();
         }

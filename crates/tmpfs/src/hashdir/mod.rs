@@ -57,11 +57,11 @@
 //! Linux's `stat` may see a size and a time from different moments.
 //!
 //! ## Locks
-//! One mutex per bucket (lock class [`BUCKET_CLASS`] for `--lockstat`), a leaf below the VFS's directory locks. A rename
-//! within the directory that touches two buckets locks them in index order; a rename
-//! across directories locks one bucket at a time (the VFS serializes it against other
-//! changes of the same names); a scan holds one bucket at a time and skips empty ones
-//! without locking them. No `unsafe` here.
+//! One mutex per bucket (lock class [`BUCKET_CLASS`] for `--lockstat`), a leaf below the
+//! VFS's directory locks. A rename within the directory that touches two buckets locks
+//! them in index order; a rename across directories locks one bucket at a time (the VFS
+//! serializes it against other changes of the same names); a scan holds one bucket at a
+//! time and skips empty ones without locking them. No `unsafe` here.
 
 mod slots;
 

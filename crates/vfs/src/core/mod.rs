@@ -130,15 +130,14 @@ impl VfsCore {
             root: OnceLock::new(),
             locking: opts.locking,
             next_dev: AtomicU64::new(0x20),
-            name_locks: match opts.locking {
-                Locking::Scalable => dirlock::NameLocks::with_bits_and_class(
-                    dirlock::NAME_LOCK_BITS,
-                    &crate::lockclass::NAME_LOCK,
-                ),
-                Locking::Legacy => {
-                    dirlock::NameLocks::with_bits_and_class(0, &crate::lockclass::NAME_LOCK)
-                }
-            },
+            // Legacy: one lock (0 bits) for every name.
+            name_locks: dirlock::NameLocks::with_bits_and_class(
+                match opts.locking {
+                    Locking::Scalable => dirlock::NAME_LOCK_BITS,
+                    Locking::Legacy => 0,
+                },
+                &crate::lockclass::NAME_LOCK,
+            ),
             sbs: parking_lot::Mutex::new(Vec::new()),
         });
         let (sb, root) = core.new_sb(root_fs)?;
