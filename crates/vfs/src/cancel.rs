@@ -161,6 +161,33 @@ impl CancelToken {
             }
         }
     }
+
+    /// [`wait_until`](Self::wait_until) that also returns at `until`, a wake-up time of
+    /// the caller's own: `Ok(true)` once `done`, `Ok(false)` if `until` passed first.
+    pub(crate) fn wait_until_or(
+        &self,
+        mut done: impl FnMut() -> bool,
+        until: Instant,
+    ) -> Result<bool, Errno> {
+        if done() {
+            return Ok(true);
+        }
+        let _reg = self.register(Waker::from(Arc::new(ThreadWaker(sync::current()))));
+        loop {
+            if done() {
+                return Ok(true);
+            }
+            if self.is_cancelled() {
+                return Err(Errno::EINTR);
+            }
+            let wake = self.inner.deadline.map_or(until, |d| d.min(until));
+            let now = Instant::now();
+            if now >= until {
+                return Ok(false);
+            }
+            sync::park_timeout(wake.saturating_duration_since(now));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! `flock_lock_inode`), with no locking of their own: the caller holds the context lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+
+use scalevfs_primitives::selfwake::SelfWaking;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,9 +49,25 @@ pub(crate) struct Waiter {
     /// The waiting thread is polling `state` (running, not parked): a grant reaches it
     /// without a wake-up. A hint, written by the waiter, read by granters.
     pub(crate) polling: AtomicBool,
-    /// When the request was queued: a sleeping waiter is passed over for polling ones
-    /// (`prefer_polling`) only until it has waited [`PASS_OVER_FOR`].
+    /// When the request first queued (kept across its retries): a sleeping waiter is
+    /// passed over for polling ones (`prefer_polling`) only until it has waited
+    /// [`PASS_OVER_FOR`].
     pub(crate) queued_at: Instant,
+    /// When the waiting thread wakes on its own: set for a request that lost a retry to a
+    /// thread that asked meanwhile and now backs off (`handoff.rs`, "Backing off").
+    pub(crate) wake_at: Option<Instant>,
+    /// Set while the thread sleeps until `wake_at`: a `RETRY` completion then needs no
+    /// unpark, since the thread wakes at `wake_at` anyway and sees it. The waiter clears
+    /// it ([`SelfWaking::expire`]) before it sleeps without a deadline.
+    pub(crate) timed: SelfWaking,
+}
+
+/// When a new waiter's request first queued and when its thread wakes on its own
+/// ([`Waiter::queued_at`], [`Waiter::wake_at`]); the default for a first wait.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pace {
+    pub(crate) since: Option<Instant>,
+    pub(crate) wake_at: Option<Instant>,
 }
 
 impl Waiter {
@@ -65,9 +83,19 @@ impl Waiter {
     /// edge (if any) was removed; the caller wakes the thread ([`Wakeups`]) once the
     /// context lock is released, so that the wake-up's system call is not made while
     /// others wait for the lock.
+    ///
+    /// A `RETRY` for a thread sleeping until its own `wake_at` is not woken: it finds the
+    /// state when it wakes, and the completer (a running thread that has just released
+    /// the lock and will likely take it again) pays no futex wake-up.
     pub(crate) fn complete(self: &Arc<Self>, state: u8, wake: &mut Wakeups) {
         // Release: pairs with the Acquire in `state`.
         self.state.store(state, Ordering::Release);
+        // A self-waking waiter's `timed` is checked after the store (the Dekker handshake
+        // in `scalevfs_primitives::selfwake`): a thread that has stopped relying on its
+        // timer is always woken.
+        if state == RETRY && self.wake_at.is_some() && !self.timed.must_wake() {
+            return;
+        }
         wake.push(self.clone());
     }
     pub(crate) fn edge(&self) -> Option<u64> {
@@ -289,12 +317,13 @@ mod tests {
             start: 0,
             end: 0,
         };
-        let w = Waiter::new(req, LockClass::Ofd);
+        let pace = Pace {
+            since: Some(Instant::now() - waited),
+            wake_at: None,
+        };
+        let w = Waiter::new(req, LockClass::Ofd, pace);
         w.polling.store(polling, Ordering::Relaxed);
-        Arc::new(Waiter {
-            queued_at: Instant::now() - waited,
-            ..w
-        })
+        Arc::new(w)
     }
 
     fn order(q: &[Arc<Waiter>], all: &[Arc<Waiter>]) -> Vec<usize> {

@@ -170,7 +170,7 @@ use crate::Errno;
 use crossbeam_utils::CachePadded;
 use deadlock::Graph;
 pub use handoff::HandOff;
-use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Waiter};
+use list::{find_conflict, flock_apply, posix_apply, remove_owner, Lists, Pace, Waiter};
 use registry::ContextList;
 use summary::{PosixSummary, Snapshot};
 use sync::{ClassedGuard, ClassedMutex};
@@ -442,14 +442,16 @@ impl LockManager {
                 }
             }
         }
-        self.request(ctx, |g, reeval| match find_conflict(&g.lists.posix, req) {
-            None => {
-                posix_apply(&mut g.lists.posix, req, reeval);
-                Ok(None)
-            }
-            Some(i) => {
-                g.contended = true;
-                self.block_posix(&mut g.lists, i, req, wait)
+        self.request(ctx, |g, reeval, pace| {
+            match find_conflict(&g.lists.posix, req) {
+                None => {
+                    posix_apply(&mut g.lists.posix, req, reeval);
+                    Ok(None)
+                }
+                Some(i) => {
+                    g.contended = true;
+                    self.block_posix(&mut g.lists, i, req, wait, *pace)
+                }
             }
         })
     }
@@ -462,6 +464,7 @@ impl LockManager {
         i: usize,
         req: &LockRequest,
         wait: Wait<'t>,
+        pace: Pace,
     ) -> Result<Option<Queued<'t>>, Errno> {
         let token = match wait {
             Wait::No => return Err(Errno::EAGAIN),
@@ -469,7 +472,7 @@ impl LockManager {
             Wait::Until(t) if t.is_cancelled() => return Err(Errno::EINTR),
             Wait::Until(t) => Some(t),
         };
-        let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner)));
+        let w = Arc::new(Waiter::new(*req, LockClass::of_posix(req.owner), pace));
         if !self.wait_edge(&w, lists.posix[i].info.owner) {
             return Err(Errno::EDEADLK);
         }
@@ -499,7 +502,7 @@ impl LockManager {
             start: 0,
             end: OFFSET_MAX,
         };
-        self.request(ctx, |g, reeval| {
+        self.request(ctx, |g, reeval, pace| {
             match flock_apply(&mut g.lists.flock, &req, reeval) {
                 Ok(()) => Ok(None),
                 Err(_) if op & libc::LOCK_NB != 0 => Err(Errno::EAGAIN),
@@ -507,7 +510,7 @@ impl LockManager {
                 Err(i) => {
                     // Queue before re-examining the old lock's waiters: they may release
                     // the lock we queue on.
-                    let w = Arc::new(Waiter::new(req, LockClass::Flock));
+                    let w = Arc::new(Waiter::new(req, LockClass::Flock, *pace));
                     g.lists.flock[i].waiters.push(w.clone());
                     Ok(Some((w, cancel)))
                 }

@@ -399,3 +399,72 @@ fn stress_one_byte_convoy() {
         assert_eq!(m.shared.graph.len(), 0);
     }
 }
+
+/// Threads that take and release one range in a tight loop, the case in which a waiter
+/// that lost a retry backs off and is completed without a wake-up (`handoff.rs`,
+/// "Backing off"): mutual exclusion holds, and every thread keeps getting the lock: each
+/// must reach 200 acquisitions (the run stops when all have, and fails after 60 s). Also
+/// the same with work inside and outside the lock. Prints per-thread counts and the
+/// longest single wait, which is how the back-off's fairness was compared with sleeping
+/// until woken.
+#[test]
+fn stress_tight_loop_starves_no_thread() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
+    const EACH: u64 = 200;
+    let spin = |d: Duration| {
+        let t = Instant::now();
+        while t.elapsed() < d {
+            std::hint::spin_loop();
+        }
+    };
+    let us = Duration::from_micros;
+    for (threads, inside, outside) in [(2, us(0), us(0)), (16, us(0), us(0)), (4, us(1), us(5))] {
+        let m = LockManager::new(Locking::Scalable);
+        let ctx = m.new_context(7, 2);
+        let (stop, holders, behind) = (
+            AtomicBool::new(false),
+            AtomicUsize::new(0),
+            AtomicUsize::new(threads),
+        );
+        let res: Vec<(u64, Duration)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads as u64)
+                .map(|t| {
+                    let (m, ctx, stop, holders, behind) = (&m, &ctx, &stop, &holders, &behind);
+                    s.spawn(move || {
+                        let req = |ty| LockRequest {
+                            owner: LockOwner::File(t + 1),
+                            pid: t as i32,
+                            ty,
+                            start: 0,
+                            end: 99,
+                        };
+                        let tok =
+                            CancelToken::with_deadline(Instant::now() + Duration::from_secs(60));
+                        let (mut n, mut worst) = (0u64, Duration::ZERO);
+                        while !stop.load(Relaxed) {
+                            let t0 = Instant::now();
+                            let r = m.setlk(ctx, &req(LockType::Write), Some(&tok));
+                            assert_eq!(r, Ok(()), "thread {t} after {n} acquisitions");
+                            worst = worst.max(t0.elapsed());
+                            assert_eq!(holders.fetch_add(1, SeqCst), 0, "two holders");
+                            spin(inside);
+                            holders.fetch_sub(1, SeqCst);
+                            m.setlk(ctx, &req(LockType::Unlock), None).unwrap();
+                            n += 1;
+                            if n == EACH && behind.fetch_sub(1, SeqCst) == 1 {
+                                stop.store(true, Relaxed);
+                            }
+                            spin(outside);
+                        }
+                        (n, worst)
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        eprintln!("{threads} threads, {inside:?} inside, {outside:?} outside: (acquisitions, longest wait) {res:?}");
+        assert!(res.iter().all(|&(n, _)| n >= EACH));
+        assert!(m.list().is_empty(), "{}", m.proc_locks());
+        assert!(ctx.inner.lists.lock().retrying.is_empty());
+    }
+}

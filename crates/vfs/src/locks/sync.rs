@@ -151,9 +151,14 @@ mod imp {
         }
     }
 
+    /// Inside a model, a timed park returns at once: shuttle's own `park_timeout` never
+    /// times out (it parks until unparked), which would turn a wait that relies on its
+    /// timer (a request backing off, `handoff.rs`) into a reported deadlock. Returning
+    /// at once is one behaviour a timer allows (it fired); the caller's loop re-checks
+    /// and parks again, so the model still explores the wake-ups racing the deadline.
     pub(crate) fn park_timeout(d: Duration) {
         if in_shuttle() {
-            shuttle::thread::park_timeout(d)
+            shuttle::thread::yield_now()
         } else {
             std::thread::park_timeout(d)
         }
