@@ -217,7 +217,7 @@ fn item_map_shards() {
         let ep = Epoll::new(&c);
         let want = match locking {
             Locking::Legacy => 1,
-            Locking::Scalable => scalevfs_primitives::cpu::num_cpus()
+            Locking::Scalable => (scalevfs_primitives::cpu::num_cpus() * 4)
                 .next_power_of_two()
                 .min(items::MAX_SHARDS),
         };
