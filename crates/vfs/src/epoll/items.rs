@@ -1,8 +1,8 @@
 //! An epoll instance's item map (Linux's rbtree `ep->rbr`), split into shards by key so
 //! that threads registering and closing different descriptors in one shared instance
 //! take different locks. Each shard is a map under its own cache-padded mutex; the
-//! number of shards is the CPU count rounded up to a power of two (at most
-//! [`MAX_SHARDS`]), one in the legacy design.
+//! number of shards is four per CPU rounded up to a power of two (at most
+//! [`MAX_SHARDS`]; see [`ITEM_SHARDS_PER_CPU`]), one in the legacy design.
 //!
 //! A shard's lock protects its map and nothing else; the item fields are protected as
 //! the `epoll` module docs say. Shard locks are taken one at a time and before any

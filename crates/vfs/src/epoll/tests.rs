@@ -206,7 +206,7 @@ fn add_while_waiting() {
     assert_eq!(h.join().unwrap(), Ok(vec![EpollEvent::new(EPOLLIN, 4)]));
 }
 
-/// The scalable instance spreads its items over one shard per CPU (rounded up to a power
+/// The scalable instance spreads its items over four shards per CPU (rounded up to a power
 /// of two), the legacy one keeps them in one; either way every key is found again by
 /// `EPOLL_CTL_ADD` (`EEXIST`), `EPOLL_CTL_MOD` and `EPOLL_CTL_DEL`, and a DEL leaves the
 /// map empty.

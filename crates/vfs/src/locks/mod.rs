@@ -82,11 +82,14 @@
 //!
 //! The waiter's thread polls its own `state` for a few microseconds, then sleeps in
 //! [`CancelToken::wait_until`]; the completer stores `state` with Release and then
-//! unparks it (the sleeper's Acquire load pairs with it). `handoff.rs` details the
-//! waiting, the retry and cancellation.
+//! unparks it (the sleeper's Acquire load pairs with it). A request that lost a retry to
+//! a thread that asked meanwhile backs off instead: it sleeps until a deadline of its
+//! own, and a completion with `RETRY` does not wake it before then. `handoff.rs` details
+//! the waiting, the retry, the back-off and cancellation.
 //!
 //! Memory orderings: everything shared is under the locks above except a waiter's
-//! `state` (Release store by the completer, Acquire load by the sleeper) and a token's
+//! `state` (Release store by the completer, Acquire load by the sleeper), its `timed`
+//! flag (the two `SeqCst` fences of `scalevfs_primitives::selfwake`) and a token's
 //! `cancelled` flag (Release in `cancel`, Acquire in `is_cancelled`).
 //!
 //! ## Deadlock detection
