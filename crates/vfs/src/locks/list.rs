@@ -2,10 +2,10 @@
 //! `flock_lock_inode`), with no locking of their own: the caller holds the context lock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-
-use scalevfs_primitives::selfwake::SelfWaking;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use scalevfs_primitives::selfwake::SelfWaking;
 
 use super::sync::Thread;
 use super::{LockClass, LockInfo, LockOwner, LockRequest, LockType};
