@@ -143,32 +143,23 @@ impl CancelToken {
     /// cancelled or expires (`EINTR`). `done` is checked first, so a condition that is
     /// already met wins over a cancellation. Whoever makes `done()` true must unpark this
     /// thread afterwards (spurious unparks are harmless: the loop re-checks).
-    pub fn wait_until(&self, mut done: impl FnMut() -> bool) -> Result<(), Errno> {
-        if done() {
-            return Ok(());
-        }
-        let _reg = self.register(Waker::from(Arc::new(ThreadWaker(sync::current()))));
-        loop {
-            if done() {
-                return Ok(());
-            }
-            if self.is_cancelled() {
-                return Err(Errno::EINTR);
-            }
-            match self.inner.deadline {
-                Some(d) => sync::park_timeout(d.saturating_duration_since(Instant::now())),
-                None => sync::park(),
-            }
-        }
+    pub fn wait_until(&self, done: impl FnMut() -> bool) -> Result<(), Errno> {
+        self.wait(done, None).map(|_| ())
     }
 
     /// [`wait_until`](Self::wait_until) that also returns at `until`, a wake-up time of
     /// the caller's own: `Ok(true)` once `done`, `Ok(false)` if `until` passed first.
     pub(crate) fn wait_until_or(
         &self,
-        mut done: impl FnMut() -> bool,
+        done: impl FnMut() -> bool,
         until: Instant,
     ) -> Result<bool, Errno> {
+        self.wait(done, Some(until))
+    }
+
+    /// The loop of both waits: `Ok(true)` once `done`, `Ok(false)` once `until` (if any)
+    /// has passed, `EINTR` once cancelled or past the token's deadline.
+    fn wait(&self, mut done: impl FnMut() -> bool, until: Option<Instant>) -> Result<bool, Errno> {
         if done() {
             return Ok(true);
         }
@@ -180,9 +171,17 @@ impl CancelToken {
             if self.is_cancelled() {
                 return Err(Errno::EINTR);
             }
-            let wake = self.inner.deadline.map_or(until, |d| d.min(until));
+            // Sleep until the earlier of the token's deadline and the caller's time.
+            let wake = match (self.inner.deadline, until) {
+                (Some(d), Some(u)) => Some(d.min(u)),
+                (d, u) => d.or(u),
+            };
+            let Some(wake) = wake else {
+                sync::park();
+                continue;
+            };
             let now = Instant::now();
-            if now >= until {
+            if until.is_some_and(|u| now >= u) {
                 return Ok(false);
             }
             sync::park_timeout(wake.saturating_duration_since(now));
