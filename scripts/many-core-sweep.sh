@@ -11,7 +11,9 @@
 # (each binary runs the workloads it knows: an older one lacks the newer workloads).
 # Writes OUT_DIR/sweep.tar.gz with new/report.md, new/results.json (and old/...) and
 # machine.txt (CPU model, core count, kernel). Takes about 20 s per workload and binary
-# with the defaults (3 designs x 7 thread counts x 3 repeats x 0.25 s, plus setup).
+# with the defaults (3 designs x 7 thread counts x 3 repeats x 0.25 s, plus setup). The
+# rounds of every design and thread count of a workload are interleaved
+# (`--interleave-threads`, where the binary has it).
 #
 # Then the FUSE phase (skipped with FUSE_WORKLOADS=""): the fuse-* workloads (client
 # processes by default) at FUSE_THREADS client threads, /dev/fuse ("legacy") and io_uring
@@ -49,11 +51,14 @@ threads=${THREADS:-1,2,4,8,16,32,64}
     echo "threads: $threads, duration $duration s, repeats $repeats"
 } >"$out/machine.txt"
 run() { # NAME BINARY
-    local t0=$SECONDS known mine
+    local t0=$SECONDS known mine interleave=()
     known=$("$2" bench --list | awk '{print $1}')
     mine=$(tr , '\n' <<<"$workloads" | grep -Fx -f <(echo "$known") | paste -sd,)
+    # Thread counts interleaved round by round where the binary can (an older one cannot),
+    # so that a slow spell cannot pass for a collapse at one thread count.
+    [[ $("$2" bench --help) == *--interleave-threads* ]] && interleave=(--interleave-threads)
     "$2" bench -w "$mine" --threads "$threads" --duration "$duration" \
-        --repeats "$repeats" --out "$out/$1" >"$out/$1.log" 2>&1
+        --repeats "$repeats" "${interleave[@]}" --out "$out/$1" >"$out/$1.log" 2>&1
     echo "$1: exit $?, $((SECONDS - t0)) s" >>"$out/machine.txt"
 }
 run new "$bin"

@@ -58,6 +58,11 @@ pub struct BenchArgs {
     /// design down).
     #[arg(long)]
     pub lockstat: bool,
+    /// Interleave the rounds of the thread counts as well as of the designs, so that a slow
+    /// spell of a shared machine hits every thread count alike (every thread count's
+    /// instance and threads exist at once).
+    #[arg(long)]
+    pub interleave_threads: bool,
     /// List the workloads and exit.
     #[arg(long)]
     pub list: bool,
@@ -146,6 +151,7 @@ impl BenchArgs {
             warmup: (duration / 4).min(Duration::from_millis(500)),
             repeats: self.repeats.map_or(repeats, |r| r as usize),
             lockstat: self.lockstat,
+            interleave_threads: self.interleave_threads,
         }
     }
 }

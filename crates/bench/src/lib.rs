@@ -16,7 +16,8 @@
 //!   of 0.15 s).
 //! - **Interleaving.** The designs' rounds alternate (legacy, scalable, host, legacy,
 //!   scalable, host, ...), each design keeping its own sleeping worker pool, so that noise
-//!   from the rest of a shared machine hits every design alike.
+//!   from the rest of a shared machine hits every design alike. `--interleave-threads`
+//!   interleaves the thread counts too, so that a slow spell cannot pass for a collapse.
 //! - **Medians.** A design's throughput is its median round; min and max show the spread.
 //!   Noise on a shared VM is one-sided (a descheduled round is slow, never fast), which
 //!   the median ignores and a mean would not ([`stats`]).
@@ -25,6 +26,7 @@
 //!   2-core machine the absolute numbers say little; the ratios are the result.
 //!   "Scaling 1 -> 2 threads" is the ratio of a design's medians at 2 and 1 threads: about
 //!   2 for a design that shares nothing, below 1 for one that bounces a cache line.
+//!   "No collapse" is a design's lowest median at N threads over its best at fewer.
 //! - **Oversubscription.** Thread counts above the number of CPUs (16 and 64 here, on 2
 //!   cores; the seeds ran 128-384 tasks on big machines) cannot add throughput, but they
 //!   show what contention does when lock holders are preempted: a design whose lock holder

@@ -45,6 +45,9 @@ pub struct Settings {
     pub repeats: usize,
     /// Whether lock statistics were counted (`--lockstat`).
     pub lockstat: bool,
+    /// Whether the thread counts' rounds were interleaved too (`--interleave-threads`).
+    #[serde(default)]
+    pub interleave_threads: bool,
 }
 
 /// A workload as the report lists it.
@@ -206,6 +209,7 @@ impl Report {
                 warmup_s: cfg.warmup.as_secs_f64(),
                 repeats: cfg.repeats,
                 lockstat: cfg.lockstat,
+                interleave_threads: cfg.interleave_threads,
             },
             workloads: workloads
                 .iter()
@@ -284,6 +288,25 @@ impl Report {
         )
     }
 
+    /// How far `design`'s throughput falls as threads are added: the lowest, over the
+    /// thread counts measured, of its median at that count over its best median at any
+    /// fewer threads (1.0 or more: it never falls; `None` with fewer than two counts).
+    /// The contention rule asks at least 0.8.
+    pub fn no_collapse(&self, workload: &str, design: Design) -> Option<f64> {
+        let mut best: Option<f64> = None;
+        let mut worst: Option<f64> = None;
+        for t in self.thread_counts(workload) {
+            let Some(x) = self.record(workload, design, t).map(|r| r.ops_per_sec) else {
+                continue;
+            };
+            if let Some(r) = best.and_then(|b| ratio(x, b)) {
+                worst = Some(worst.map_or(r, |w: f64| w.min(r)));
+            }
+            best = Some(best.map_or(x, |b| b.max(x)));
+        }
+        worst
+    }
+
     /// The Markdown report: method, a summary of ratios, then a table per workload.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
@@ -302,12 +325,17 @@ impl Report {
         let _ = writeln!(
             s,
             "Method: each design runs {} timed repeats of {} s after a {} s warm-up, the designs' \
-             repeats interleaved; throughput is the median repeat (min-max in brackets); ratios \
-             are medians of the per-repeat ratios of neighbouring runs. Thread counts above {} \
-             are oversubscribed.{}\n",
+             repeats interleaved{}; throughput is the median repeat (min-max in brackets); \
+             ratios are medians of the per-repeat ratios of neighbouring runs. Thread counts \
+             above {} are oversubscribed.{}\n",
             st.repeats,
             st.duration_s,
             st.warmup_s,
+            if st.interleave_threads {
+                " (and those of every thread count)"
+            } else {
+                ""
+            },
             m.nproc,
             if st.lockstat {
                 " Lock statistics were on, which slows every design."
@@ -451,6 +479,17 @@ Bytes one more empty file adds (inode, dentry, \
                 .collect();
             let _ = writeln!(s, "Scaling 1 -> 2 threads: {}.\n", parts.join(", "));
         }
+        if threads.len() > 1 {
+            let parts: Vec<String> = designs
+                .iter()
+                .map(|&d| format!("{d} {}", fmt_ratio(self.no_collapse(name, d))))
+                .collect();
+            let _ = writeln!(
+                s,
+                "No collapse (lowest throughput at N threads over the best at fewer): {}.\n",
+                parts.join(", ")
+            );
+        }
         let _ = writeln!(s, "![{name}: throughput against threads]({name}.svg)\n");
         for r in self.results.iter().filter(|r| r.workload == name) {
             if let Some(table) = &r.lockstat {
@@ -530,6 +569,7 @@ pub(crate) mod tests {
                 warmup_s: 0.1,
                 repeats: 3,
                 lockstat: false,
+                interleave_threads: false,
             },
             workloads: vec![WorkloadInfo {
                 name: "w".into(),
@@ -601,6 +641,39 @@ pub(crate) mod tests {
         assert_eq!(r.scaling("w", Design::Scalable, 1, 2), Some(2.0));
         assert_eq!(r.scaling("w", Design::Legacy, 1, 2), Some(0.5));
         assert_eq!(r.scaling("w", Design::Host, 1, 2), None);
+    }
+
+    #[test]
+    fn no_collapse_is_the_worst_fall_below_the_best_at_fewer_threads() {
+        let mut r = sample();
+        let at = |threads, x: f64| Record {
+            workload: "w".into(),
+            design: "legacy".into(),
+            threads,
+            duration_s: 0.5,
+            ops_per_sec: x,
+            min_ops_per_sec: x,
+            max_ops_per_sec: x,
+            runs: vec![x],
+            lockstat: None,
+        };
+        // legacy: 2M at 1 thread, 1M at 2 (0.5), then 1.8M at 4 (0.9 of the best, 2M) and
+        // 1.2M at 8 (0.6 of 2M, not of 1.8M).
+        r.results.push(at(4, 1.8e6));
+        r.results.push(at(8, 1.2e6));
+        assert_eq!(r.no_collapse("w", Design::Legacy), Some(0.5));
+        r.results
+            .retain(|x| !(x.design == "legacy" && x.threads == 2));
+        let worst = r.no_collapse("w", Design::Legacy).unwrap();
+        assert!((worst - 0.6).abs() < 1e-9, "{worst}");
+        // scalable rises (4M, 8M); host has one count only.
+        assert_eq!(r.no_collapse("w", Design::Scalable), Some(2.0));
+        assert_eq!(r.no_collapse("w", Design::Host), None);
+        let md = r.markdown();
+        assert!(
+            md.contains("No collapse (lowest throughput at N threads over the best at fewer): legacy 0.60x, scalable 2.00x, host -."),
+            "{md}"
+        );
     }
 
     #[test]

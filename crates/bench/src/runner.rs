@@ -16,6 +16,12 @@
 //! machine (other processes, frequency changes) hits every design alike. The pools of the
 //! designs not being measured sleep in a channel receive and use no CPU.
 //!
+//! With [`RunConfig::interleave_threads`] the thread counts of a workload are interleaved
+//! the same way (repeat 1 of every design at every thread count, then repeat 2, ...), so
+//! that a slow spell of a shared VM cannot make one thread count look like a collapse.
+//! The price: every (design, thread count) instance and pool of the workload exists at
+//! once, which FUSE workloads pay in mounts.
+//!
 //! A panic in a workload's closure is caught on the worker, reported as that design's
 //! failure, and the design is skipped for the rest of the group; the other designs and
 //! workloads carry on.
@@ -42,6 +48,8 @@ pub struct RunConfig {
     pub repeats: usize,
     /// Gather lock statistics (see [`lockstat_hooks`]).
     pub lockstat: bool,
+    /// Interleave the rounds of a workload's thread counts too (module docs).
+    pub interleave_threads: bool,
 }
 
 /// The timed rounds of one (workload, design, thread count).
@@ -125,8 +133,12 @@ pub fn run_suite(
 ) -> SuiteOutcome {
     let mut out = SuiteOutcome::default();
     for w in workloads {
-        for &threads in &cfg.threads {
-            run_group(*w, threads, cfg, progress, &mut out);
+        if cfg.interleave_threads {
+            run_group(*w, &cfg.threads, cfg, progress, &mut out);
+        } else {
+            for &threads in &cfg.threads {
+                run_group(*w, &[threads], cfg, progress, &mut out);
+            }
         }
         progress.workload_done(w.name());
     }
@@ -145,6 +157,7 @@ enum Cmd {
 /// The worker threads of one design.
 struct Pool<'env> {
     design: Design,
+    threads: usize,
     inst: &'env dyn Instance,
     cmds: Vec<mpsc::Sender<Cmd>>,
     results: mpsc::Receiver<RoundResult>,
@@ -152,43 +165,51 @@ struct Pool<'env> {
     failed: bool,
 }
 
-/// Measures one workload at one thread count, every design interleaved.
+/// Measures one workload at the thread counts `counts`, every design and count
+/// interleaved.
 fn run_group(
     w: &dyn Workload,
-    threads: usize,
+    counts: &[usize],
     cfg: &RunConfig,
     progress: &dyn Progress,
     out: &mut SuiteOutcome,
 ) {
-    let fail = |design: Design, error: String| Failure {
+    let fail = |design: Design, threads: usize, error: String| Failure {
         workload: w.name().to_string(),
         design,
         threads,
         error,
     };
-    let mut instances: Vec<(Design, Box<dyn Instance>)> = Vec::new();
-    for &design in w.designs() {
-        match catch_unwind(AssertUnwindSafe(|| w.setup(design, threads))) {
-            Ok(Ok(inst)) => instances.push((design, inst)),
-            Ok(Err(e)) => out.failures.push(fail(design, format!("setup: {e}"))),
-            Err(p) => out.failures.push(fail(
-                design,
-                format!("setup panicked: {}", panic_message(&p)),
-            )),
+    let mut instances: Vec<(Design, usize, Box<dyn Instance>)> = Vec::new();
+    for &threads in counts {
+        for &design in w.designs() {
+            match catch_unwind(AssertUnwindSafe(|| w.setup(design, threads))) {
+                Ok(Ok(inst)) => instances.push((design, threads, inst)),
+                Ok(Err(e)) => out
+                    .failures
+                    .push(fail(design, threads, format!("setup: {e}"))),
+                Err(p) => out.failures.push(fail(
+                    design,
+                    threads,
+                    format!("setup panicked: {}", panic_message(&p)),
+                )),
+            }
         }
     }
     thread::scope(|s| {
         let mut pools = Vec::new();
-        for (design, inst) in &instances {
+        for (design, threads, inst) in &instances {
+            let (design, threads) = (*design, *threads);
             match spawn_pool(s, &**inst, threads) {
                 Ok((cmds, results)) => pools.push(Pool {
-                    design: *design,
+                    design,
+                    threads,
                     inst: &**inst,
                     cmds,
                     results,
                     measurement: Measurement {
                         workload: w.name().to_string(),
-                        design: *design,
+                        design,
                         threads,
                         runs: Vec::new(),
                         ops: Vec::new(),
@@ -196,7 +217,7 @@ fn run_group(
                     },
                     failed: false,
                 }),
-                Err(e) => out.failures.push(fail(*design, e)),
+                Err(e) => out.failures.push(fail(design, threads, e)),
             }
         }
         for round in 0..=cfg.repeats {
@@ -206,7 +227,12 @@ fn run_group(
                 (cfg.duration, format!("{round}/{}", cfg.repeats))
             };
             for pool in pools.iter_mut() {
-                progress.round(&format!("{} t={threads} {} {label}", w.name(), pool.design));
+                progress.round(&format!(
+                    "{} t={} {} {label}",
+                    w.name(),
+                    pool.threads,
+                    pool.design
+                ));
                 if pool.failed {
                     continue;
                 }
@@ -235,7 +261,7 @@ fn run_group(
                     }
                     Err(e) => {
                         pool.failed = true;
-                        out.failures.push(fail(pool.design, e));
+                        out.failures.push(fail(pool.design, pool.threads, e));
                     }
                 }
             }
@@ -408,6 +434,7 @@ mod tests {
             warmup: Duration::from_millis(1),
             repeats: 3,
             lockstat: false,
+            interleave_threads: false,
         }
     }
 
@@ -425,6 +452,41 @@ mod tests {
         }
     }
 
+    /// Records the rounds in the order they ran.
+    #[derive(Default)]
+    struct Order(std::sync::Mutex<Vec<String>>);
+    impl Progress for Order {
+        fn round(&self, what: &str) {
+            self.0.lock().unwrap().push(what.to_string());
+        }
+    }
+
+    #[test]
+    fn interleaved_thread_counts_alternate_round_by_round() {
+        let w = Tally { panic_on: None };
+        let order = Order::default();
+        let cfg = RunConfig {
+            interleave_threads: true,
+            ..cfg(vec![1, 3])
+        };
+        let out = run_suite(&[&w], &cfg, &order);
+        assert!(out.failures.is_empty(), "{:?}", out.failures);
+        assert_eq!(out.measurements.len(), 4);
+        assert!(out.measurements.iter().all(|m| m.runs.len() == 3));
+        let rounds = order.0.into_inner().unwrap();
+        let repeat_one: Vec<&str> = rounds[4..8].iter().map(String::as_str).collect();
+        assert_eq!(
+            repeat_one,
+            [
+                "tally t=1 legacy 1/3",
+                "tally t=1 scalable 1/3",
+                "tally t=3 legacy 1/3",
+                "tally t=3 scalable 1/3"
+            ]
+        );
+        assert_eq!(rounds.len() as u64, total_rounds(&[&w], &cfg));
+    }
+
     #[test]
     fn runner_counts_exactly_what_the_workers_did() {
         let inst = TallyInst {
@@ -436,6 +498,7 @@ mod tests {
             let (cmds, results) = spawn_pool(s, &inst, 4).unwrap();
             let mut pool = Pool {
                 design: Design::Legacy,
+                threads: 4,
                 inst: &inst,
                 cmds,
                 results,
