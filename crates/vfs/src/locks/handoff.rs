@@ -56,7 +56,10 @@
 //! 0.83-0.91x with this (polling or sleeping until woken instead: 0.25-0.32x); per-thread
 //! counts and the longest waits stayed as they were (the stress test
 //! `stress_tight_loop_starves_no_thread` prints both, and checks that every thread of a
-//! tight loop keeps getting the lock).
+//! tight loop keeps getting the lock). The back-off does not cover a waiter that *wins*
+//! its retry: two threads can then pass the lock back and forth on nearly every
+//! operation, each hand-off a first wait that polls and is completed, which the same VM
+//! showed in some hours (0.49-0.69x; README, "The 2-core figures, latest").
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
