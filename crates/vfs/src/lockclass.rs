@@ -21,11 +21,37 @@
 //! read and close take none of these locks); compiled out: 1334 -> 1354, 2525 -> 2504,
 //! 9508 -> 9522.
 
-use scalevfs_primitives::lockstat::LockClass;
+use scalevfs_primitives::lockstat::{LockClass, LockEvent};
 
 /// A file-lock context's lock (one per inode with locks): the lock lists and the queued
 /// waiters. Linux: `file_lock_context.flc_lock`.
 pub static FLC_LOCK: LockClass = LockClass::new("flc_lock");
+
+/// The steps of a blocked file-lock request (`locks::handoff`, module docs "Waiting" and
+/// "Backing off"), counted while lockstat is on and listed below the table: how waiters
+/// were served. A request *blocked* (its first attempt queued it); its first wait ended
+/// *completed while polling* or it *slept*; a completion *unparked* the waiter (a futex
+/// wake-up if it slept), or *skipped the wake-up* of one backing off; a request told to retry *retried*, and the retry either
+/// took the lock or *blocked again* (lost to a barger; it then backs off, and its *back-off
+/// expired* if no release came first). Retries that blocked again about as often as they
+/// were made: the running thread keeps the lock and the waiter sleeps. Retries that
+/// nearly all won, with as many first waits completed while polling: the lock passes
+/// back and forth between threads on every hand-off.
+pub static FLC_BLOCKED: LockEvent = LockEvent::new("flc wait: request blocked");
+/// See [`FLC_BLOCKED`].
+pub static FLC_POLL_HIT: LockEvent = LockEvent::new("flc wait: completed while polling");
+/// See [`FLC_BLOCKED`].
+pub static FLC_SLEPT: LockEvent = LockEvent::new("flc wait: slept");
+/// See [`FLC_BLOCKED`].
+pub static FLC_UNPARKED: LockEvent = LockEvent::new("flc wait: waiter unparked");
+/// See [`FLC_BLOCKED`].
+pub static FLC_WAKE_SKIPPED: LockEvent = LockEvent::new("flc wait: wake-up skipped (backs off)");
+/// See [`FLC_BLOCKED`].
+pub static FLC_RETRIED: LockEvent = LockEvent::new("flc wait: retried");
+/// See [`FLC_BLOCKED`].
+pub static FLC_RETRY_BLOCKED: LockEvent = LockEvent::new("flc wait: retry blocked again");
+/// See [`FLC_BLOCKED`].
+pub static FLC_BACKOFF_EXPIRED: LockEvent = LockEvent::new("flc wait: back-off expired");
 
 /// The legacy design's one lock over every file-lock operation (the ablation).
 pub static FILE_LOCK_LOCK: LockClass = LockClass::new("file_lock_lock (legacy)");

@@ -205,14 +205,18 @@ pub fn snapshot() -> Vec<ClassStats> {
     registered().into_iter().map(LockClass::stats).collect()
 }
 
-/// A `/proc/lock_stat`-like table of every registered class that recorded something.
+/// A `/proc/lock_stat`-like table of every registered class that recorded something,
+/// followed by the [`LockEvent`](super::LockEvent)s that counted (`events:`, one line
+/// each).
 pub fn report() -> String {
-    format_report(
+    let mut out = format_report(
         snapshot()
             .into_iter()
             .filter(|s| s.read.acquisitions + s.write.acquisitions > 0)
             .collect(),
-    )
+    );
+    out.push_str(&super::event::format_events());
+    out
 }
 
 /// The same table restricted to `classes`.

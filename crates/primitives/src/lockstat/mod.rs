@@ -37,6 +37,10 @@
 //! guard drop; recorded before the unlock). Times are nanoseconds of `CLOCK_MONOTONIC`.
 //! Minimums are of non-zero times, as in Linux.
 //!
+//! Besides the classes, a locking protocol can count its own steps as [`LockEvent`]s
+//! (`event.rs`: how a waiter was served, whether its retry won), which the report lists
+//! below the table.
+//!
 //! Not recorded, unlike Linux: con-bounces/acq-bounces (would need the last CPU per lock
 //! instance, a write to the lock's line on every acquisition) and contention points
 //! (call sites). Acquisitions by `try_lock` that fail are not counted.
@@ -121,6 +125,7 @@
 //! in counters that synchronize nothing. The locks themselves use `crate::sync`.
 
 mod class;
+mod event;
 mod mutex;
 mod raw;
 mod record;
@@ -134,6 +139,7 @@ mod tests;
 use class::format_report;
 
 pub use class::{report, report_for, snapshot, ClassStats, KindStats, LockClass, TimeStats};
+pub use event::LockEvent;
 pub use mutex::{Mutex, MutexGuard};
 pub(crate) use record::{acquire_exclusive_recorded, try_exclusive_recorded, HoldStart};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -176,11 +182,12 @@ pub fn is_enabled() -> bool {
     COMPILED_IN && ENABLED.load(Relaxed)
 }
 
-/// Zeroes the statistics of every registered class.
+/// Zeroes the statistics of every registered class and the count of every event.
 pub fn reset() {
     for class in registered() {
         class.reset();
     }
+    event::reset_events();
 }
 
 fn registered() -> Vec<&'static LockClass> {

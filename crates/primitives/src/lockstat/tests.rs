@@ -177,3 +177,34 @@ fn report_sorts_by_contentions() {
     // Microseconds with two decimals, as Linux prints them.
     assert!(r.contains(" 1.50 ") && r.contains(" 4.00 "), "{r}");
 }
+
+#[test]
+#[cfg(feature = "lockstat")]
+fn events_count_only_while_on_and_are_reported_until_reset() {
+    static E: LockEvent = LockEvent::new("test event: counted");
+    static QUIET: LockEvent = LockEvent::new("test event: never while on");
+    let _s = test_serial();
+    disable();
+    E.count();
+    QUIET.count();
+    assert_eq!((E.total(), QUIET.total()), (0, 0));
+    enable();
+    let threads: Vec<_> = (0..4)
+        .map(|_| std::thread::spawn(|| (0..250).for_each(|_| E.count())))
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    disable();
+    E.count();
+    assert_eq!(E.total(), 1000);
+    let r = report();
+    let line = r
+        .lines()
+        .find(|l| l.contains("test event: counted"))
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(line.split_whitespace().last(), Some("1000"), "{r}");
+    assert!(r.contains("events:\n"), "{r}");
+    assert!(!r.contains("never while on"), "{r}");
+    reset();
+    assert_eq!(E.total(), 0);
+    assert!(!report().contains("test event: counted"));
+}

@@ -70,7 +70,7 @@ use super::list::{
 };
 use super::{sync, FileLockContext, Guard, LockClass, LockManager, LockOwner, LockRequest, Queued};
 use crate::cancel::CancelToken;
-use crate::Errno;
+use crate::{lockclass, Errno};
 
 /// What a waiter whose conflicting lock went away gets. See the module docs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -127,10 +127,15 @@ impl LockManager {
             let Some((w, token)) = queued? else {
                 return Ok(());
             };
+            match retries {
+                0 => lockclass::FLC_BLOCKED.count(),
+                _ => lockclass::FLC_RETRY_BLOCKED.count(),
+            }
             // Only a first wait polls; a request that lost a retry backs off (module docs).
             match self.sleep(ctx, &w, token, retries == 0)? {
                 Woken::Granted => return Ok(()),
                 Woken::Retry => {
+                    lockclass::FLC_RETRIED.count();
                     retries += 1;
                     // Used only if the retry blocks, i.e. lost the lock to a barger.
                     pace = Pace {
@@ -313,8 +318,12 @@ impl LockManager {
             ctx.inner.spinners.fetch_sub(1, Ordering::Relaxed);
         }
         if w.state() != list::PENDING {
+            if poll {
+                lockclass::FLC_POLL_HIT.count();
+            }
             return outcome(w.state());
         }
+        lockclass::FLC_SLEPT.count();
         let own;
         let token = match token {
             Some(t) => t,
@@ -328,6 +337,7 @@ impl LockManager {
         let r = match w.wake_at {
             Some(at) => token.wait_until_or(done, at).and_then(|finished| {
                 if !finished {
+                    lockclass::FLC_BACKOFF_EXPIRED.count();
                     w.timed.expire();
                 }
                 token.wait_until(done)
@@ -482,5 +492,62 @@ mod tests {
         assert_eq!(lists.posix[0].info.owner, LockOwner::File(1));
         assert_eq!(lists.posix[0].waiters.len(), 1);
         assert!(lists.retrying.is_empty());
+    }
+
+    /// With lockstat on, a request that blocks counts its steps (`lockclass::FLC_*`):
+    /// blocked, then polled to completion or slept, then retried (the default hand-off).
+    /// Other tests may count too while it is on, so the counts are lower bounds.
+    #[test]
+    fn a_blocked_request_counts_its_wait_steps_while_lockstat_is_on() {
+        use crate::cancel::CancelToken;
+        use scalevfs_primitives::lockstat;
+        let m = LockManager::new(Locking::Scalable);
+        let ctx = m.new_context(9, 2);
+        let req = |file, ty| LockRequest {
+            owner: LockOwner::File(file),
+            pid: 0,
+            ty,
+            start: 0,
+            end: 9,
+        };
+        let counts = || {
+            [
+                &lockclass::FLC_BLOCKED,
+                &lockclass::FLC_RETRIED,
+                &lockclass::FLC_POLL_HIT,
+                &lockclass::FLC_SLEPT,
+            ]
+            .map(|e| e.total())
+        };
+        let before = counts();
+        lockstat::enable();
+        m.setlk(&ctx, &req(1, LockType::Write), None).unwrap();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let tok = CancelToken::with_deadline(Instant::now() + Duration::from_secs(30));
+                m.setlk(&ctx, &req(2, LockType::Write), Some(&tok))
+            });
+            // The request blocks (it is listed as a waiter) before the holder lets go.
+            while ctx.inner.lists.lock().posix[0].waiters.is_empty() {
+                std::thread::yield_now();
+            }
+            m.setlk(&ctx, &req(1, LockType::Unlock), None).unwrap();
+            assert_eq!(waiter.join().unwrap(), Ok(()));
+        });
+        lockstat::disable();
+        let after = counts();
+        if !lockstat::COMPILED_IN {
+            assert_eq!(
+                after, before,
+                "nothing is counted where lockstat is compiled out"
+            );
+            return;
+        }
+        assert!(after[0] > before[0], "blocked: {before:?} -> {after:?}");
+        assert!(after[1] > before[1], "retried: {before:?} -> {after:?}");
+        assert!(
+            after[2] + after[3] > before[2] + before[3],
+            "polled to completion or slept: {before:?} -> {after:?}"
+        );
     }
 }

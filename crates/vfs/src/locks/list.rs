@@ -94,6 +94,7 @@ impl Waiter {
         // in `scalevfs_primitives::selfwake`): a thread that has stopped relying on its
         // timer is always woken.
         if state == RETRY && self.wake_at.is_some() && !self.timed.must_wake() {
+            crate::lockclass::FLC_WAKE_SKIPPED.count();
             return;
         }
         wake.push(self.clone());
@@ -273,6 +274,7 @@ impl Wakeups {
 #[cold]
 fn wake_all(all: Vec<Arc<Waiter>>) {
     for w in all {
+        crate::lockclass::FLC_UNPARKED.count();
         w.thread.unpark();
     }
 }
