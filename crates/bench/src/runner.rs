@@ -113,8 +113,9 @@ pub fn total_rounds(workloads: &[&dyn Workload], cfg: &RunConfig) -> u64 {
 }
 
 /// The single place where the global lock statistics are switched on and off: on (after a
-/// reset) before the timed rounds of a (workload, thread count) group, after its warm-up;
-/// off after its last round. Then every design's [`Instance::lockstat`] table is read.
+/// reset) before the last timed round of each (design, thread count) pool, off right after
+/// it, and then that pool's [`Instance::lockstat`] table is read, so each table covers
+/// its own round alone.
 pub fn lockstat_hooks(enable: bool) {
     use scalevfs_primitives::lockstat;
     if enable {
