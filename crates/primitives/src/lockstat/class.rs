@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
-use super::{registered, Kind, NR_SHARDS, REGISTRY};
+use super::{register_once, registered, Kind, NR_SHARDS, REGISTRY};
 
 /// One kind's counters in one shard (64 bytes).
 struct Counters {
@@ -101,15 +101,7 @@ impl LockClass {
     }
 
     fn register(&'static self) {
-        // Relaxed: the flag only spares the mutex; the mutex orders the push itself.
-        if self.registered.load(Relaxed) {
-            return;
-        }
-        let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.registered.load(Relaxed) {
-            reg.push(self);
-            self.registered.store(true, Relaxed);
-        }
+        register_once(&self.registered, &REGISTRY, self);
     }
 
     #[inline]

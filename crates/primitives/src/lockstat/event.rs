@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
-use super::{is_enabled, NR_SHARDS};
+use super::{is_enabled, listed, register_once, NR_SHARDS};
 
 /// The events that counted at least once since the process started.
 static EVENTS: std::sync::Mutex<Vec<&'static LockEvent>> = std::sync::Mutex::new(Vec::new());
@@ -67,14 +67,7 @@ impl LockEvent {
     #[cold]
     #[inline(never)]
     fn count_recorded(&'static self) {
-        // Relaxed: the flag only spares the mutex; the mutex orders the push itself.
-        if !self.registered.load(Relaxed) {
-            let mut reg = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
-            if !self.registered.load(Relaxed) {
-                reg.push(self);
-                self.registered.store(true, Relaxed);
-            }
-        }
+        register_once(&self.registered, &EVENTS, self);
         self.shards[crate::cpu::current_shard(NR_SHARDS)].fetch_add(1, Relaxed);
     }
 
@@ -88,20 +81,15 @@ impl LockEvent {
     }
 }
 
-fn registered_events() -> Vec<&'static LockEvent> {
-    // A poisoned registry only means a panic elsewhere while pushing; the Vec is intact.
-    EVENTS.lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
 /// Zeroes every registered event.
 pub(super) fn reset_events() {
-    registered_events().iter().for_each(|e| e.reset());
+    listed(&EVENTS).iter().for_each(|e| e.reset());
 }
 
 /// The lines the report ends with: one per event that counted since the last reset, by
 /// name; empty if none did.
 pub(super) fn format_events() -> String {
-    let mut events: Vec<(&str, u64)> = registered_events()
+    let mut events: Vec<(&str, u64)> = listed(&EVENTS)
         .iter()
         .map(|e| (e.name, e.total()))
         .filter(|&(_, n)| n > 0)

@@ -191,8 +191,31 @@ pub fn reset() {
 }
 
 fn registered() -> Vec<&'static LockClass> {
+    listed(&REGISTRY)
+}
+
+/// The items of a registry (of classes or of events).
+fn listed<T: ?Sized>(registry: &std::sync::Mutex<Vec<&'static T>>) -> Vec<&'static T> {
     // A poisoned registry only means a panic elsewhere while pushing; the Vec is intact.
-    REGISTRY.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    registry.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Lists `item` in `registry` on its first recorded event, so that [`report`] and [`reset`]
+/// find it; `registered` is the item's own flag.
+fn register_once<T: ?Sized>(
+    registered: &AtomicBool,
+    registry: &std::sync::Mutex<Vec<&'static T>>,
+    item: &'static T,
+) {
+    // Relaxed: the flag only spares the mutex; the mutex orders the push itself.
+    if registered.load(Relaxed) {
+        return;
+    }
+    let mut reg = registry.lock().unwrap_or_else(|e| e.into_inner());
+    if !registered.load(Relaxed) {
+        reg.push(item);
+        registered.store(true, Relaxed);
+    }
 }
 
 /// Read or write acquisition. Mutexes and spinlocks record `Write`.
