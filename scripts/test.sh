@@ -51,6 +51,59 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 step "tests (release mode: the stress tests are many-threaded)"
 cargo test --workspace --release
 
+step "Miri, started in the background (its reports come after the last step)"
+# Miri interprets a test binary on one core, and its runs are the longest part of this
+# script, so they go side by side, in four lanes, with the steps below, which mostly build
+# and leave a core idle at times; its logs are printed and its exit codes checked at the
+# end. (Tests in the steps below must pass on a loaded machine anyway: CI has 2 cores, and
+# the stress tests run 16 threads.) The lanes' cargo invocations share one target
+# directory: cargo holds its lock while building, not while running tests, so the builds
+# queue and the runs overlap.
+# Nightly only; the component pair is what `cargo miri` needs (rust-src builds its sysroot).
+rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1 \
+    || rustup component add miri rust-src --toolchain nightly
+mkdir -p target/miri-logs
+miri_lanes=()
+miri_pids=()
+miri_lane() { # NAME MIRIFLAGS ARGS...: `cargo miri test -q ARGS` in the background
+    local name=$1 flags=$2
+    shift 2
+    (
+        t0=$SECONDS
+        rc=0
+        MIRIFLAGS="$flags" CARGO_TARGET_DIR=target/miri cargo +nightly miri test -q "$@" \
+            >"target/miri-logs/$name.log" 2>&1 || rc=$?
+        echo "(Miri lane $name: exit status $rc after $((SECONDS - t0)) s)" >>"target/miri-logs/$name.log"
+        exit $rc
+    ) &
+    miri_lanes+=("$name")
+    miri_pids+=($!)
+}
+# A failing step ends the script; the lanes must not outlive it.
+trap 'kill "${miri_pids[@]}" 2>/dev/null || true' EXIT
+# Every run: -Zmiri-permissive-provenance, because parking_lot_core and our mount table keep
+# pointers as integers (exposed provenance), which Miri supports but warns about at every
+# first use.
+# primitives: Stacked Borrows, the default and stricter model, with Miri's isolation and
+# leak check on. `--skip percpu::`: the `cpu::` filter matches the per-CPU counter too.
+miri_lane primitives "-Zmiri-permissive-provenance" -p scalevfs-primitives --lib -- \
+    cpu:: dlist:: epoch:: hashed:: lockref:: percpu_ref:: seqlock:: --skip percpu::
+# vfs and scalevfs:
+#  -Zmiri-tree-borrows: the mount table's own pointers fail a Stacked Borrows retag
+#    (mount.rs); Tree Borrows accepts them.
+#  -Zmiri-ignore-leaks: the epoch's global registry is a static that still holds per-thread
+#    records and bags not yet expired at exit, by design. (Our tests count their frees.)
+#  -Zmiri-disable-isolation: inodes are stamped with the realtime clock, which isolation
+#    hides.
+MIRI_EPOCH="-Zmiri-permissive-provenance -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-disable-isolation"
+miri_lane vfs "$MIRI_EPOCH" -p scalevfs-vfs --lib -- erc:: retire:: rcuhash:: dentry::
+# fdtable: its unit tests, and its stress tests with the two of tests/stress.rs that race
+# its install/close/dup2 paths (an open through `Process` costs about a fifth of a second
+# under Miri, so these are the longest lanes).
+miri_lane fdtable "$MIRI_EPOCH" -p scalevfs --lib -- fdtable:: --skip fdtable::stress::
+miri_lane fdtable-stress "$MIRI_EPOCH" -p scalevfs --lib --test stress -- \
+    fdtable::stress:: fd_table_concurrent dup2_against_open_and_close
+
 step "scalability check: the cases listed conflict-free must stay so (valgrind, a few minutes)"
 cargo run --release -q -p scalevfs-cli -- commute --check crates/commute/conflict-free.txt \
     --out target/commute
@@ -69,34 +122,6 @@ step "Python package: build the abi3 wheel with maturin, pip install it in a ven
 step "cargo package: every publishable library crate packages (a dry run: no verify build)"
 cargo package --no-verify -q -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs \
     -p scalevfs-kernfs -p scalevfs -p scalevfs-fuse -p scalevfs-capi
-
-step "Miri: undefined behaviour in the unsafe-heavy modules (smaller sizes under cfg(miri))"
-# Nightly only; the component pair is what `cargo miri` needs (rust-src builds its sysroot).
-rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1 \
-    || rustup component add miri rust-src --toolchain nightly
-# Every run: -Zmiri-permissive-provenance, because parking_lot_core and our mount table keep
-# pointers as integers (exposed provenance), which Miri supports but warns about at every
-# first use.
-# primitives: Stacked Borrows, the default and stricter model, with Miri's isolation and
-# leak check on. `--skip percpu::`: the `cpu::` filter matches the per-CPU counter too.
-MIRIFLAGS="-Zmiri-permissive-provenance" CARGO_TARGET_DIR=target/miri \
-    cargo +nightly miri test -q -p scalevfs-primitives --lib -- \
-    cpu:: dlist:: epoch:: hashed:: lockref:: percpu_ref:: seqlock:: --skip percpu::
-# vfs and scalevfs:
-#  -Zmiri-tree-borrows: the mount table's own pointers fail a Stacked Borrows retag
-#    (mount.rs); Tree Borrows accepts them.
-#  -Zmiri-ignore-leaks: the epoch's global registry is a static that still holds per-thread
-#    records and bags not yet expired at exit, by design. (Our tests count their frees.)
-#  -Zmiri-disable-isolation: inodes are stamped with the realtime clock, which isolation
-#    hides.
-MIRI_EPOCH="-Zmiri-permissive-provenance -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-disable-isolation"
-MIRIFLAGS="$MIRI_EPOCH" CARGO_TARGET_DIR=target/miri \
-    cargo +nightly miri test -q -p scalevfs-vfs --lib -- erc:: retire:: rcuhash:: dentry::
-# fdtable: its unit tests, and the two descriptor-table stress tests that race its
-# install/close/dup2 paths.
-MIRIFLAGS="$MIRI_EPOCH" CARGO_TARGET_DIR=target/miri \
-    cargo +nightly miri test -q -p scalevfs --lib --test stress -- \
-    fdtable:: fd_table_concurrent dup2_against_open_and_close
 
 step "ThreadSanitizer: data races in the concurrent tests (std rebuilt instrumented)"
 # Every crate with unsafe concurrency code (primitives, vfs, tmpfs, kernfs, scalevfs): the
@@ -119,5 +144,19 @@ CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECK
     CARGO_TARGET_DIR=target/debug-assert cargo test -q --release \
     -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs -p scalevfs-kernfs -p scalevfs \
     -p scalevfs-fuse --lib --tests
+
+step "Miri: the background lanes' reports"
+miri_failed=()
+for i in "${!miri_pids[@]}"; do
+    if ! wait "${miri_pids[$i]}"; then
+        miri_failed+=("${miri_lanes[$i]}")
+    fi
+    printf -- '--- Miri lane %s ---\n' "${miri_lanes[$i]}"
+    cat "target/miri-logs/${miri_lanes[$i]}.log"
+done
+if [ ${#miri_failed[@]} -gt 0 ]; then
+    echo "Miri failed in: ${miri_failed[*]} (logs above)" >&2
+    exit 1
+fi
 
 step "all checks passed"
