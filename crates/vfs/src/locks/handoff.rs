@@ -60,6 +60,13 @@
 //! its retry: two threads can then pass the lock back and forth on nearly every
 //! operation, each hand-off a first wait that polls and is completed, which the same VM
 //! showed in some hours (0.49-0.69x; README, "The 2-core figures, latest").
+//!
+//! Granting the lock in place to a waiter that is still polling (`Grant` for pollers,
+//! `Retry` for sleepers) was measured and not kept: it saves the poller's retry section
+//! but makes the two threads of a tight loop alternate strictly, every operation a
+//! hand-off, where `Retry` lets the running thread keep the lock while the other backs
+//! off. On the 2-vCPU VM (three runs of each, alternated, one binary) `locks-blocking` at
+//! 2 threads fell from 0.72-0.93x of one thread to 0.25-0.43x; `locks-same` was unchanged.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
