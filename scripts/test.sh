@@ -79,8 +79,16 @@ miri_lane() { # NAME MIRIFLAGS ARGS...: `cargo miri test -q ARGS` in the backgro
     miri_lanes+=("$name")
     miri_pids+=($!)
 }
-# A failing step ends the script; the lanes must not outlive it.
-trap 'kill "${miri_pids[@]}" 2>/dev/null || true' EXIT
+# A failing step ends the script; the lanes, and the cargo and Miri processes under them,
+# must not outlive it.
+kill_tree() { # PID: the process and its descendants, children first
+    local child
+    for child in $(pgrep -P "$1" || true); do
+        kill_tree "$child"
+    done
+    kill "$1" 2>/dev/null || true
+}
+trap 'for pid in "${miri_pids[@]}"; do kill_tree "$pid"; done' EXIT
 # Every run: -Zmiri-permissive-provenance, because parking_lot_core and our mount table keep
 # pointers as integers (exposed provenance), which Miri supports but warns about at every
 # first use.
