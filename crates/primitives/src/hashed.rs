@@ -484,8 +484,8 @@ mod tests {
             *g = v + 1;
         }
         // Fewer under Miri, which interprets (about 1000x slower).
-        const THREADS: u64 = if cfg!(miri) { 4 } else { 32 };
-        const OPS: u64 = if cfg!(miri) { 50 } else { 10_000 };
+        const THREADS: u64 = if cfg!(miri) { 3 } else { 32 };
+        const OPS: u64 = if cfg!(miri) { 20 } else { 10_000 };
         let table = Arc::new(table);
         let objs: Arc<Vec<u64>> = Arc::new((0..64).collect());
         let ts: Vec<_> = (0..THREADS)
@@ -558,7 +558,7 @@ mod tests {
     fn stress_rwlock_pairs() {
         let t = Arc::new(HashedRwLocks::<u64>::from_fn(2, None, |_| 0));
         // Fewer under Miri, which interprets (about 1000x slower).
-        let (threads, ops) = if cfg!(miri) { (4u64, 50) } else { (16, 5_000) };
+        let (threads, ops) = if cfg!(miri) { (4u64, 20) } else { (16, 5_000) };
         let ts: Vec<_> = (0..threads)
             .map(|seed| {
                 let t = Arc::clone(&t);

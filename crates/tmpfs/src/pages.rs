@@ -85,7 +85,7 @@ impl Node {
     fn boxed(shift: u32) -> *mut Node {
         Box::into_raw(Box::new(Node {
             shift,
-            slots: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            slots: [const { AtomicPtr::new(ptr::null_mut()) }; FANOUT],
         }))
     }
     /// Whether the tree under this root covers `idx` (a root's first index is 0).
@@ -113,7 +113,10 @@ fn alloc_page() -> *mut Page {
         }
         None => Box::new(Page {
             seq: SeqCounter::new(),
-            words: std::array::from_fn(|_| AtomicU64::new(0)),
+            // A repeat expression, not `array::from_fn`: the same code natively, but under
+            // Miri from_fn re-borrows the whole array for every element it writes (512
+            // retags of 4 KiB), which made a file's first write take seconds there.
+            words: [const { AtomicU64::new(0) }; WORDS],
         }),
     };
     Box::into_raw(page)

@@ -298,10 +298,10 @@ fn removal_by_another_thread_while_unlocked() {
 #[test]
 fn stress_many_threads() {
     // Fewer under Miri, which interprets (about 1000x slower).
-    const THREADS: u64 = if cfg!(miri) { 4 } else { 32 };
-    const OPS: u64 = if cfg!(miri) { 100 } else { 2000 };
+    const THREADS: u64 = if cfg!(miri) { 3 } else { 32 };
+    const OPS: u64 = if cfg!(miri) { 30 } else { 2000 };
     /// Workers go on (up to 20 * OPS each) until the walker has done this many walks.
-    const WALKS: u64 = if cfg!(miri) { 3 } else { 30 };
+    const WALKS: u64 = if cfg!(miri) { 2 } else { 30 };
     let list = Arc::new(DList::with_shards(4));
     // Global order of events: a thread logs (item, added_at, removed_at) around its calls.
     let clock = Arc::new(AtomicU64::new(0));

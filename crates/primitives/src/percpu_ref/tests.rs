@@ -150,8 +150,8 @@ fn arena_refuses_bad_slot_numbers() {
 #[test]
 fn stress_get_put_against_switching() {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    const THREADS: usize = 6;
-    let iters = if cfg!(miri) { 50 } else { 20_000 };
+    const THREADS: usize = if cfg!(miri) { 3 } else { 6 };
+    let iters = if cfg!(miri) { 20 } else { 20_000 };
     // Under Miri its scheduler interleaves the threads anyway.
     let min_switches = if cfg!(miri) { 0 } else { 4 };
     let a = SlotArena::with_cpus(4);

@@ -250,8 +250,8 @@ fn seqrwlock_writer_grants_waiting_readers() {
 }
 
 // Fewer under Miri, which interprets (about 1000x slower).
-const WRITER_ITERS: u64 = if cfg!(miri) { 30 } else { 2_000 };
-const READER_ITERS: usize = if cfg!(miri) { 30 } else { 2_000 };
+const WRITER_ITERS: u64 = if cfg!(miri) { 15 } else { 2_000 };
+const READER_ITERS: usize = if cfg!(miri) { 15 } else { 2_000 };
 
 /// Writers keep a 4-word value all-equal; optimistic readers must never accept a torn
 /// value, `read_or_lock` readers never return one.

@@ -172,7 +172,7 @@ struct Table([GroupPointer; GROUPS]);
 
 impl Default for Table {
     fn default() -> Self {
-        Table(std::array::from_fn(|_| GroupPointer(OnceBox::new())))
+        Table([const { GroupPointer(OnceBox::new()) }; GROUPS])
     }
 }
 
