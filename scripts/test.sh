@@ -2,16 +2,29 @@
 # Runs every check and test scalevfs has, on a fresh machine (installs what it needs).
 #   fmt --check, clippy -D warnings, rustdoc -D warnings, unit/integration/stress tests
 #   (the C API's C test program among them), the scalability check, loom models, the
-#   Python package's tests, a packaging dry run, Miri (undefined behaviour),
-#   ThreadSanitizer (data races), and one run with debug assertions and overflow checks on.
-# Each step line says how long the step before it took.
+#   Python package's tests, a packaging dry run, Miri (undefined behaviour), and
+#   ThreadSanitizer (data races) in a build with debug assertions and overflow checks on.
+# Each step line says how long the step before it took, in wall-clock time and in CPU time
+# (user + system, of the processes it waited for: the background Miri lanes count only at
+# the end, when they are waited for).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+cpu_centis() { # CPU time of this shell's waited-for children, in hundredths of a second
+    local stat
+    stat=$(cat /proc/$$/stat)
+    set -- ${stat##*) } # the fields after the command name; cutime and cstime are 14 and 15
+    echo $(((${14} + ${15}) * 100 / $(getconf CLK_TCK)))
+}
 step_start=$SECONDS
+step_cpu=$(cpu_centis)
 step() { # prints the step, and how long the one before it took
-    printf '\n==> %s   (previous step: %ss; total %ss)\n' "$*" $((SECONDS - step_start)) "$SECONDS"
+    local cpu
+    cpu=$(cpu_centis)
+    printf '\n==> %s   (previous step: %ss, %s CPU-s; total %ss, %s CPU-s)\n' "$*" \
+        $((SECONDS - step_start)) $(((cpu - step_cpu) / 100)) "$SECONDS" $((cpu / 100))
     step_start=$SECONDS
+    step_cpu=$cpu
 }
 
 step "rustfmt and clippy components"
@@ -52,10 +65,9 @@ step "tests (release mode: the stress tests are many-threaded)"
 cargo test --workspace --release
 
 step "Miri, started in the background (its reports come after the last step)"
-# Miri interprets a test binary on one core, and its runs are the longest part of this
-# script, so they go side by side, in four lanes, with the steps below, which mostly build
-# and leave a core idle at times; its logs are printed and its exit codes checked at the
-# end. (Tests in the steps below must pass on a loaded machine anyway: CI has 2 cores, and
+# Miri interprets a test binary on one core, about 7 minutes in all here, so its runs go
+# side by side, in three lanes, with the steps below, which mostly build and leave a core
+# idle at times; its logs are printed and its exit codes checked at the end. (Tests in the steps below must pass on a loaded machine anyway: CI has 2 cores, and
 # the stress tests run 16 threads.) The lanes' cargo invocations share one target
 # directory: cargo holds its lock while building, not while running tests, so the builds
 # queue and the runs overlap.
@@ -105,16 +117,17 @@ miri_lane primitives "-Zmiri-permissive-provenance" -p scalevfs-primitives --lib
 #    hides.
 MIRI_EPOCH="-Zmiri-permissive-provenance -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-disable-isolation"
 miri_lane vfs "$MIRI_EPOCH" -p scalevfs-vfs --lib -- erc:: retire:: rcuhash:: dentry::
-# fdtable: its unit tests, and its stress tests with the two of tests/stress.rs that race
-# its install/close/dup2 paths (an open through `Process` costs about a fifth of a second
-# under Miri, so these are the longest lanes).
-miri_lane fdtable "$MIRI_EPOCH" -p scalevfs --lib -- fdtable:: --skip fdtable::stress::
-miri_lane fdtable-stress "$MIRI_EPOCH" -p scalevfs --lib --test stress -- \
-    fdtable::stress:: fd_table_concurrent dup2_against_open_and_close
+# fdtable: its unit and stress tests, and the two of tests/stress.rs that race its
+# install/close/dup2 paths.
+miri_lane fdtable "$MIRI_EPOCH" -p scalevfs --lib --test stress -- \
+    fdtable:: fd_table_concurrent dup2_against_open_and_close
 
 step "scalability check: the cases listed conflict-free must stay so (valgrind, a few minutes)"
-cargo run --release -q -p scalevfs-cli -- commute --check crates/commute/conflict-free.txt \
-    --out target/commute
+# The `scalevfs` binary the tests step built (the CLI's tests run it). `cargo run -p
+# scalevfs-cli` would build the whole tree again: a workspace build turns on
+# scalevfs-primitives' default feature list (the same code: lockstat), and a different
+# feature list is a different artifact to cargo.
+target/release/scalevfs commute --check crates/commute/conflict-free.txt --out target/commute
 
 step "loom models (--cfg loom, bounded preemptions)"
 LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-2} RUSTFLAGS="--cfg loom" \
@@ -131,27 +144,27 @@ step "cargo package: every publishable library crate packages (a dry run: no ver
 cargo package --no-verify -q -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs \
     -p scalevfs-kernfs -p scalevfs -p scalevfs-fuse -p scalevfs-capi
 
-step "ThreadSanitizer: data races in the concurrent tests (std rebuilt instrumented)"
-# Every crate with unsafe concurrency code (primitives, vfs, tmpfs, kernfs, scalevfs): the
-# unit tests and the many-threaded integration tests, in release mode (TSan slows them
-# about 10x). A report fails the run (TSan's exit code 66). No suppressions are needed
-# today; a false positive from a standalone fence (which TSan does not model) would go in
+step "ThreadSanitizer, with debug assertions and overflow checks on: data races and broken invariants"
+# One instrumented build serves both checks (std is rebuilt for TSan anyway, and a second
+# release build with debug assertions alone cost as much again). Built: every crate with
+# unsafe concurrency code (primitives, vfs, tmpfs, kernfs, scalevfs), release mode (TSan
+# slows the tests about 10x). Run: their unit tests, the many-threaded integration tests,
+# and the argument-edge tests (extreme_args, syscalls, xattr), where overflow checks bite.
+# Not run with debug assertions: the other integration tests (each of these crates'
+# assertions is reached by the unit tests here), and the FUSE and C API crates, whose
+# three assertions (an inode number's width, a directory buffer's sizing, a free handle
+# slot's state) no CI run checks.
+# A TSan report fails the run (TSan's exit code 66). No suppressions are needed today; a
+# false positive from a standalone fence (which TSan does not model) would go in
 # scripts/tsan.supp, via TSAN_OPTIONS=suppressions=..., with a comment saying why.
 # --skip shuttle: shuttle switches stacks under its own scheduler, which TSan cannot follow.
 RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
+    CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
     cargo +nightly test -q -Zbuild-std --target x86_64-unknown-linux-gnu --release \
     -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs -p scalevfs-kernfs -p scalevfs \
     --lib --test stress --test concurrency --test nodes --test locks --test umount \
-    --test epoll_process --test copy_file_range --test openat2 -- --skip shuttle
-
-step "tests with debug assertions and overflow checks on (release otherwise)"
-# The crates with debug_assert!s that tests reach (primitives, vfs, kernfs, fuse) and the
-# ones that drive them (tmpfs, scalevfs). Left out: bench (its debug_asserts are in the
-# workloads, which no test runs), cli and conformance (none; heavy to build twice).
-CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
-    CARGO_TARGET_DIR=target/debug-assert cargo test -q --release \
-    -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs -p scalevfs-kernfs -p scalevfs \
-    -p scalevfs-fuse --lib --tests
+    --test epoll_process --test copy_file_range --test openat2 \
+    --test extreme_args --test syscalls --test xattr -- --skip shuttle
 
 step "Miri: the background lanes' reports"
 miri_failed=()
