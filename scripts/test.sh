@@ -5,8 +5,8 @@
 #   Python package's tests, a packaging dry run, Miri (undefined behaviour), and
 #   ThreadSanitizer (data races) in a build with debug assertions and overflow checks on.
 # Each step line says how long the step before it took, in wall-clock time and in CPU time
-# (user + system, of the processes it waited for: the background Miri lanes count only at
-# the end, when they are waited for).
+# (user + system of the processes that ended during it: a background Miri lane counts in
+# the step during which it ends).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
