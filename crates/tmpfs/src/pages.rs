@@ -114,8 +114,8 @@ fn alloc_page() -> *mut Page {
         None => Box::new(Page {
             seq: SeqCounter::new(),
             // A repeat expression, not `array::from_fn`: the same code natively, but under
-            // Miri from_fn re-borrows the whole array for every element it writes (512
-            // retags of 4 KiB), which made a file's first write take seconds there.
+            // Miri from_fn re-borrows the whole array for every element it writes, time
+            // quadratic in the length, which made a file's first write take seconds there.
             words: [const { AtomicU64::new(0) }; WORDS],
         }),
     };
