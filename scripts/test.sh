@@ -67,8 +67,9 @@ cargo test --workspace --release
 step "Miri, started in the background (its reports come after the last step)"
 # Miri interprets a test binary on one core, about 7 minutes in all here, so its runs go
 # side by side, in three lanes, with the steps below, which mostly build and leave a core
-# idle at times; its logs are printed and its exit codes checked at the end. (Tests in the steps below must pass on a loaded machine anyway: CI has 2 cores, and
-# the stress tests run 16 threads.) The lanes' cargo invocations share one target
+# idle at times; its logs are printed and its exit codes checked at the end. (Tests in the
+# steps below must pass on a loaded machine anyway: CI has 2 cores, and the stress tests
+# run 16 threads.) The lanes' cargo invocations share one target
 # directory: cargo holds its lock while building, not while running tests, so the builds
 # queue and the runs overlap.
 # Nightly only; the component pair is what `cargo miri` needs (rust-src builds its sysroot).

@@ -185,7 +185,6 @@ impl Parser {
         let mut have = 0;
         loop {
             let n = r.read(&mut buf[have..])?;
-
             if self.base == 0 {
                 // Checked after each read: a chunk holding a marker store was written after
                 // the driver stored the address (see the module docs).

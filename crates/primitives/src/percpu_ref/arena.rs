@@ -29,23 +29,17 @@ use crate::sync::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Counters per CPU in one chunk (a multiple of 8: a CPU's block is whole cache lines).
-#[cfg(not(any(loom, miri)))]
+#[cfg(not(loom))]
 pub const CHUNK: usize = 1024;
 /// Counters per CPU in one chunk, under loom: small, so a model builds few atomics.
 #[cfg(loom)]
 pub const CHUNK: usize = 8;
-/// Counters per CPU in one chunk, under Miri: small, so an interpreted test initializes
-/// few.
-#[cfg(all(miri, not(loom)))]
-pub const CHUNK: usize = 64;
 /// Chunks an arena may make: it hands out at most `CHUNKS * CHUNK` slots (a million;
 /// past that, objects stay in atomic mode).
-#[cfg(not(any(loom, miri)))]
+#[cfg(not(loom))]
 const CHUNKS: usize = 1024;
 #[cfg(loom)]
 const CHUNKS: usize = 2;
-#[cfg(all(miri, not(loom)))]
-const CHUNKS: usize = 16;
 
 /// A closed counter: adds are refused (the owner is in atomic mode).
 pub const CLOSED: u64 = 1 << 63;
