@@ -29,17 +29,23 @@ use crate::sync::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 /// Counters per CPU in one chunk (a multiple of 8: a CPU's block is whole cache lines).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 pub const CHUNK: usize = 1024;
 /// Counters per CPU in one chunk, under loom: small, so a model builds few atomics.
 #[cfg(loom)]
 pub const CHUNK: usize = 8;
+/// Counters per CPU in one chunk, under Miri: small, with few chunks, because Miri takes
+/// about 5 ms to drop each of a table's 1024 `OnceLock`s (5 s per arena, per `Vfs`).
+#[cfg(all(miri, not(loom)))]
+pub const CHUNK: usize = 64;
 /// Chunks an arena may make: it hands out at most `CHUNKS * CHUNK` slots (a million;
 /// past that, objects stay in atomic mode).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 const CHUNKS: usize = 1024;
 #[cfg(loom)]
 const CHUNKS: usize = 2;
+#[cfg(all(miri, not(loom)))]
+const CHUNKS: usize = 16;
 
 /// A closed counter: adds are refused (the owner is in atomic mode).
 pub const CLOSED: u64 = 1 << 63;
