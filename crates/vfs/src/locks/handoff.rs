@@ -56,10 +56,26 @@
 //! 0.83-0.91x with this (polling or sleeping until woken instead: 0.25-0.32x); per-thread
 //! counts and the longest waits stayed as they were (the stress test
 //! `stress_tight_loop_starves_no_thread` prints both, and checks that every thread of a
-//! tight loop keeps getting the lock). The back-off does not cover a waiter that *wins*
-//! its retry: two threads can then pass the lock back and forth on nearly every
-//! operation, each hand-off a first wait that polls and is completed, which the same VM
-//! showed in some hours (0.49-0.69x; README, "The 2-core figures, latest").
+//! tight loop keeps getting the lock).
+//!
+//! ## Letting the releaser go first
+//!
+//! The back-off covers a request that *lost* its retry. A polling waiter completed with
+//! `RETRY` sees it within a few hundred nanoseconds, about as soon as the releaser, back
+//! from its unlock, asks for the lock again; when the poller wins that race the two
+//! threads of a tight loop pass the lock back and forth on nearly every operation, each
+//! hand-off a first wait that polls and wins, and every operation pays for moving the
+//! context's lines between CPUs. So a poller woken to retry first waits
+//! [`POLLED_RETRY_DELAY`] (1 µs, spinning): a releaser in a tight loop has taken the lock
+//! again by then, the retry loses and backs off, and the running thread keeps the lock;
+//! a releaser that does not ask again costs the poller 1 µs, a fraction of a futex
+//! wake-up (what Linux's sleeping waiters pay on every hand-off). On the 2-vCPU VM
+//! (`locks-blocking`, 1, 2, 4 and 64 threads, 5 repeats, one binary switched by an
+//! environment variable, three runs of each alternated) 2 threads went from 0.72-0.79x of
+//! one thread (3.1-3.5M ops/s; single repeats as low as 2.2M) to 0.91-0.98x in two runs
+//! and 0.66x in the third, whose 1-thread median was an outlier (5.9M against 4.1-4.6M;
+//! its 2-thread median, 3.9M, was like the others', 4.0-4.4M). A 2 µs wait gave
+//! 0.85-0.93x, 0.3 µs 0.84-0.93x. 4 and 64 threads were unchanged.
 //!
 //! Granting the lock in place to a waiter that is still polling (`Grant` for pollers,
 //! `Retry` for sleepers) was measured and not kept: it saves the poller's retry section
@@ -327,6 +343,14 @@ impl LockManager {
         if w.state() != list::PENDING {
             if poll {
                 lockclass::FLC_POLL_HIT.count();
+                if w.state() == list::RETRY {
+                    // Let a releaser in a tight loop take the lock again first (module
+                    // docs, "Letting the releaser go first").
+                    let end = Instant::now() + POLLED_RETRY_DELAY;
+                    while Instant::now() < end {
+                        std::hint::spin_loop();
+                    }
+                }
             }
             return outcome(w.state());
         }
@@ -378,6 +402,11 @@ impl LockManager {
 /// How long a blocked request polls its own state before it sleeps: long enough for a
 /// queue of a few short holds to hand the lock on, short against a scheduler time slice.
 const WAITER_POLL: Duration = Duration::from_micros(30);
+
+/// How long a polling waiter woken to retry waits before it does: about the time a
+/// running releaser takes to return and ask for the lock again (module docs, "Letting the
+/// releaser go first").
+const POLLED_RETRY_DELAY: Duration = Duration::from_micros(1);
 
 /// How long a request that has lost `retries` retries sleeps before it retries on its own
 /// (module docs, "Backing off"): doubling from 8 µs to at most 128 µs. Linux's default
