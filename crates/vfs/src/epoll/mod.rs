@@ -148,9 +148,10 @@
 //!   path check we do not do).
 //! - A cancelled `epoll_wait` returns `EINTR` (signals are the embedder's).
 //! - Once an instance is sharded (two threads met on its ready list), `epoll_wait` returns
-//!   the events of its own CPU's shard and of one more, and may leave events of other
-//!   shards for a later wait where Linux returns every ready event up to `maxevents`; the
-//!   order across shards is not the ready order (`ready.rs`).
+//!   the events of the first shard that has any, from its own CPU's on (one wait in 32
+//!   also those of one more), and may leave events of other shards for a later wait
+//!   where Linux returns every ready event up to `maxevents`; the order across shards is
+//!   not the ready order (`ready.rs`).
 //! - Linux's `EPOLL_CTL_ADD`/`DEL` wait for a running scan (`ep->mtx`); ours do not, so
 //!   an `epoll_wait` may return an event of a descriptor whose `EPOLL_CTL_DEL` (or last
 //!   close) returned while the wait ran, as if the wait had collected it just before. It

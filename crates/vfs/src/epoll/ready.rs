@@ -20,12 +20,22 @@
 //!
 //! `epoll_wait` scans its own CPU's shard, then the shards after it in order until it
 //! has found an event or looked at them all; it skips a shard whose `busy` flag is
-//! clear without taking its locks. Once it has an event it also scans one more busy
-//! shard, chosen by a per-thread rotation, so that a shard whose CPU runs no waiter is
-//! still emptied by the others' waits while every wait finds events of its own. It
-//! returns at most `maxevents` events, as Linux, but (sharded only) it may leave events
-//! of shards it did not look at for a later wait, where Linux would return every ready
-//! event up to `maxevents`.
+//! clear without taking its locks. One wait in [`EXTRA_SCAN_EVERY`] (32) that has found
+//! an event also scans one more busy shard, chosen by a per-thread rotation, so that a
+//! shard whose CPU runs no waiter is still emptied by the others' waits (within 32 waits
+//! per shard of any one thread) while every wait finds events of its own. It returns at
+//! most `maxevents` events, as Linux, but (sharded only) it may leave events of shards it
+//! did not look at for a later wait, where Linux would return every ready event up to
+//! `maxevents`.
+//!
+//! Why not every wait: where each thread signals and waits for its own descriptors (a
+//! connection per thread), the extra scan mostly finds the other thread's event between
+//! its signal and its wait, takes that shard's locks, and returns the event to the wrong
+//! thread, whose own wait then finds nothing and scans every shard in turn. On the
+//! 2-vCPU VM `epoll-churn-shared` (two alternated runs, one binary) kept 0.52x and 0.56x
+//! of its best at fewer threads with an extra scan on every wait (bimodal repeats,
+//! 1.0-1.3M ops/s at 2, 16 and 64 threads in the slow ones), 0.70-0.75x with one in 8,
+//! and 0.99-1.01x with one in 32 (2.5M at 2 threads, 2.7M at 64).
 //!
 //! ## Locks
 //!
@@ -136,7 +146,7 @@ impl ReadyShards {
     }
 
     /// The shards that exist now (one, or all once sharded).
-    fn live(&self) -> usize {
+    pub(super) fn live(&self) -> usize {
         if self.rest.get().is_some() {
             self.count
         } else {
@@ -227,9 +237,11 @@ impl ReadyShards {
         for k in 0..n {
             let found = self.send_from(ep, (own + k) % n, out);
             if found > 0 {
-                // One more shard, by this thread's rotation (module docs).
-                let extra = next_rotation(n, own);
-                return found + self.send_from(ep, extra, &mut out[found..]);
+                // Sometimes one more shard, by this thread's rotation (module docs).
+                return match extra_shard(n, own) {
+                    Some(extra) => found + self.send_from(ep, extra, &mut out[found..]),
+                    None => found,
+                };
             }
         }
         0
@@ -340,19 +352,29 @@ fn this_cpu_shard(n: usize) -> usize {
     }
 }
 
+/// One wait in this many that finds events also scans one more busy shard (module docs,
+/// "What a wait collects").
+pub(super) const EXTRA_SCAN_EVERY: usize = 32;
+
 thread_local! {
-    /// The next shard this thread's waits look at beyond their own.
+    /// This thread's waits that found events: it picks which of them scan one more shard,
+    /// and which shard.
     static ROTATION: Cell<usize> = const { Cell::new(0) };
 }
 
-/// The next shard of this thread's rotation, never `own`.
-fn next_rotation(n: usize, own: usize) -> usize {
+/// The one more shard this wait scans, never `own`: `None` but for one wait in
+/// [`EXTRA_SCAN_EVERY`], and then the next shard of this thread's rotation.
+fn extra_shard(n: usize, own: usize) -> Option<usize> {
     ROTATION.with(|r| {
-        let mut j = r.get() % n;
-        if j == own {
-            j = (j + 1) % n;
-        }
-        r.set(j + 1);
-        j
+        let w = r.get();
+        r.set(w.wrapping_add(1));
+        (w % EXTRA_SCAN_EVERY == 0).then(|| {
+            let j = (w / EXTRA_SCAN_EVERY) % n;
+            if j == own {
+                (j + 1) % n
+            } else {
+                j
+            }
+        })
     })
 }

@@ -307,6 +307,56 @@ fn shuttle_sharded_ready_lists_lose_no_wakeup() {
     );
 }
 
+/// A sharded instance whose one waiter always finds events on its own shard still
+/// drains the other shards: an item readied on a shard no thread waits on (registered by
+/// a thread that then exits) is returned within [`ready::EXTRA_SCAN_EVERY`] waits per
+/// shard (`ready.rs`, "What a wait collects").
+#[test]
+fn shuttle_a_shard_without_a_waiter_is_drained() {
+    shuttle::check_random(
+        || {
+            sync::enter_shuttle();
+            let c = EpollContext::new(Locking::Scalable);
+            let ep = Arc::new(Epoll::new(&c));
+            ep.ep.ready.met();
+            let shards = ep.ep.ready.live();
+            let registrar = {
+                let (ep, c) = (ep.clone(), c.clone());
+                thread::spawn(move || {
+                    sync::enter_shuttle();
+                    // Level-triggered and always readable: on its shard's list for good.
+                    let e = EventFd::new(1, 0).unwrap();
+                    add(&c, &ep, 1, &e.pollable(), EPOLLIN);
+                    e
+                })
+            };
+            let other = registrar.join().unwrap();
+            let waiter = thread::spawn(move || {
+                sync::enter_shuttle();
+                let own = EventFd::new(1, 0).unwrap();
+                add(&c, &ep, 2, &own.pollable(), EPOLLIN);
+                let mut waits = 0;
+                loop {
+                    let mut ev = [EpollEvent::default(); 4];
+                    let n = ep.wait(&mut ev, 0, None).unwrap();
+                    waits += 1;
+                    if ev[..n].iter().any(|e| e.data == 1) {
+                        break;
+                    }
+                    assert!(
+                        waits <= ready::EXTRA_SCAN_EVERY * shards,
+                        "{waits} waits, never the other shard's event"
+                    );
+                }
+                drop(own);
+            });
+            waiter.join().unwrap();
+            drop(other);
+        },
+        50,
+    );
+}
+
 const EFD_SEMAPHORE_FLAG: i32 = crate::eventfd::EFD_SEMAPHORE | crate::eventfd::EFD_NONBLOCK;
 
 /// The 2026 use-after-free shape: an insertion's loop/depth walk (down through the
