@@ -17,6 +17,7 @@
 //! | [`percpu`]  | dlock-list (counters)        | `PerCpuCounter`: a counter per CPU | one shard                     |
 //! | [`epoch`]   | RCU (grace periods)          | epochs advanced by freeing threads  | (crossbeam-epoch, replaced)   |
 //! | [`percpu_ref`] | `percpu_ref`, sv6 Refcache | `PcpuRef`: per-CPU gets and puts   | (`LockRef` alone)             |
+//! | [`percpu_count`] | `percpu_ref` (kill, switch to atomic) | `PcpuCount`: references in per-CPU cells | (no cells: one atomic count) |
 //! | [`selfwake`] | (timed futex waits)        | completing a self-waking sleeper without a wake-up | (every completion wakes) |
 //!
 //! Under `--cfg loom` the atomics and locks come from [`loom`](https://docs.rs/loom) so the
@@ -31,6 +32,7 @@ pub mod hashed;
 pub mod lockref;
 pub mod lockstat;
 pub mod percpu;
+pub mod percpu_count;
 pub mod percpu_ref;
 pub mod selfwake;
 pub mod seqlock;

@@ -175,5 +175,10 @@ impl Drop for Epoll {
         // ep_eventpoll_release.
         release_file_from_epoll(&*self.ep);
         self.ep.clear();
+        if self.ep.item_refs.kill() {
+            // SAFETY: no item is left (`PcpuCount::kill`): the items' reference, made in
+            // `EventPoll::new`, is released here, once; `self.ep` keeps its own.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(&self.ep)) }
+        }
     }
 }

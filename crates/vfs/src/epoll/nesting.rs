@@ -76,7 +76,7 @@ fn depth_up(
         .items
         .lock()
         .iter()
-        .map(|it| it.ep.clone())
+        .map(|it| Arc::clone(&it.ep))
         .collect();
     let mut result = 0;
     for p in &parents {

@@ -87,19 +87,29 @@ fn shuttle_racing_nested_adds_meet_on_the_callers_context() {
 
 /// An epoll file and two watched files (an eventfd and a pipe's read end) close at the
 /// same time, without DEL: every item is removed by exactly one path, the instance is
-/// freed exactly once, by whoever drops the last reference.
+/// freed exactly once, by whoever drops the last reference (the file, or the last item
+/// after it: `item_refs`, counted in one word or, sharded, per CPU).
 #[test]
 fn shuttle_epoll_close_races_file_close() {
-    for locking in [Locking::Scalable, Locking::Legacy] {
+    let designs = [
+        (Locking::Scalable, false),
+        (Locking::Scalable, true),
+        (Locking::Legacy, false),
+    ];
+    for (locking, sharded) in designs {
         shuttle::check_random(
             move || {
                 sync::enter_shuttle();
                 let c = EpollContext::with_accounting(locking);
                 let ep = Epoll::new(&c);
+                if sharded {
+                    ep.ep.ready.met();
+                }
                 let e = EventFd::new(1, 0).unwrap();
                 let (r, w) = pipe2(0).unwrap();
                 add(&c, &ep, 1, &e.pollable(), EPOLLIN);
                 add(&c, &ep, 2, &r.pollable(), EPOLLIN | EPOLLET);
+                assert_eq!(ep.ep.item_refs.is_spread(), sharded);
                 let t1 = thread::spawn(move || {
                     sync::enter_shuttle();
                     drop(ep);
