@@ -115,8 +115,13 @@ fn poll_blocks_until_ready() {
 }
 
 /// An instance watching ten ready eventfds.
-fn watch_ten(c: &Arc<EpollContext>) -> (Epoll, Vec<EventFd>) {
+fn watch_ten(c: &Arc<EpollContext>, sharded: bool) -> (Epoll, Vec<EventFd>) {
     let ep = Epoll::new(c);
+    if sharded {
+        // As when two threads meet on it: its items are counted per CPU (whatever the
+        // number of CPUs, which is one under Miri).
+        ep.ep.item_refs.spread();
+    }
     let fds: Vec<EventFd> = (0..10).map(|_| EventFd::new(1, 0).unwrap()).collect();
     for (i, f) in fds.iter().enumerate() {
         let ev = EpollEvent::new(EPOLLIN, 0);
@@ -126,21 +131,28 @@ fn watch_ten(c: &Arc<EpollContext>) -> (Epoll, Vec<EventFd>) {
     (ep, fds)
 }
 
-/// Both teardown orders, with items still registered, free everything exactly once.
+/// Both teardown orders, with items still registered, free everything exactly once
+/// (the items' count in one word, or per CPU).
 #[test]
 fn teardown_orders_free_everything() {
-    for locking in [Locking::Scalable, Locking::Legacy] {
+    let designs = [
+        (Locking::Scalable, false),
+        (Locking::Scalable, true),
+        (Locking::Legacy, false),
+    ];
+    for (locking, sharded) in designs {
         let c = EpollContext::with_accounting(locking);
         let a = c.accounting().unwrap();
         // Watched files first, then the instance.
-        let (ep, fds) = watch_ten(&c);
+        let (ep, fds) = watch_ten(&c, sharded);
+        assert_eq!(ep.ep.item_refs.is_spread(), sharded);
         assert_eq!(a.live(), (1, 10));
         drop(fds);
         assert_eq!(a.live(), (1, 0));
         drop(ep);
         assert_eq!(a.live(), (0, 0));
         // Instance first, then the files (which must no longer see it).
-        let (ep, fds) = watch_ten(&c);
+        let (ep, fds) = watch_ten(&c, sharded);
         drop(ep);
         assert_eq!(a.live(), (0, 0));
         assert!(fds
