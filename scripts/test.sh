@@ -117,7 +117,8 @@ miri_lane primitives "-Zmiri-permissive-provenance" -p scalevfs-primitives --lib
 #  -Zmiri-disable-isolation: inodes are stamped with the realtime clock, which isolation
 #    hides.
 MIRI_EPOCH="-Zmiri-permissive-provenance -Zmiri-tree-borrows -Zmiri-ignore-leaks -Zmiri-disable-isolation"
-miri_lane vfs "$MIRI_EPOCH" -p scalevfs-vfs --lib -- erc:: retire:: rcuhash:: dentry::
+miri_lane vfs "$MIRI_EPOCH" -p scalevfs-vfs --lib -- erc:: retire:: rcuhash:: dentry:: \
+    epoll::tests::teardown_orders_free_everything
 # fdtable: its unit and stress tests, and the two of tests/stress.rs that race its
 # install/close/dup2 paths.
 miri_lane fdtable "$MIRI_EPOCH" -p scalevfs --lib --test stress -- \
