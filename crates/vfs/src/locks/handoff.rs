@@ -71,7 +71,7 @@
 //! a releaser that does not ask again costs the poller 1 µs, a fraction of a futex
 //! wake-up (what Linux's sleeping waiters pay on every hand-off). On the 2-vCPU VM
 //! (`locks-blocking` at 1 and 2 threads, and 4 and 64 in three of the runs, 5-7 repeats,
-//! one binary switched by an environment variable, seven runs of each alternated) 2
+//! one binary switched by an environment variable, nine runs of each alternated) 2
 //! threads went from 0.52-0.79x of one thread (2.3-3.9M ops/s) to 0.91-0.98x (3.8-4.4M),
 //! but for one run at 0.66x whose 1-thread median was an outlier (5.9M against 4.1-4.6M).
 //! A 2 µs wait gave 0.85-0.93x, 0.3 µs 0.84-0.93x. 4 and 64 threads were unchanged.
