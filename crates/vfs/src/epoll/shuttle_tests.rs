@@ -269,6 +269,16 @@ fn shuttle_two_waiters_two_events() {
     );
 }
 
+/// In a model: a scalable instance whose ready lists are sharded (as when two threads
+/// met on them), and its context.
+fn sharded_instance() -> (Arc<EpollContext>, Arc<Epoll>) {
+    sync::enter_shuttle();
+    let c = EpollContext::new(Locking::Scalable);
+    let ep = Arc::new(Epoll::new(&c));
+    ep.ep.ready.met();
+    (c, ep)
+}
+
 /// A sharded instance (ready lists per CPU; a model thread stands for a CPU): two
 /// threads register eventfds of their own (so each item lands on its thread's shard) and
 /// signal them, while a third waits with no timeout until it has both events. No wakeup
@@ -278,10 +288,7 @@ fn shuttle_two_waiters_two_events() {
 fn shuttle_sharded_ready_lists_lose_no_wakeup() {
     shuttle::check_random(
         || {
-            sync::enter_shuttle();
-            let c = EpollContext::new(Locking::Scalable);
-            let ep = Arc::new(Epoll::new(&c));
-            ep.ep.ready.met();
+            let (c, ep) = sharded_instance();
             let waiter = {
                 let ep = ep.clone();
                 thread::spawn(move || {
@@ -325,10 +332,7 @@ fn shuttle_sharded_ready_lists_lose_no_wakeup() {
 fn shuttle_a_shard_without_a_waiter_is_drained() {
     shuttle::check_random(
         || {
-            sync::enter_shuttle();
-            let c = EpollContext::new(Locking::Scalable);
-            let ep = Arc::new(Epoll::new(&c));
-            ep.ep.ready.met();
+            let (c, ep) = sharded_instance();
             let shards = ep.ep.ready.live();
             let registrar = {
                 let (ep, c) = (ep.clone(), c.clone());
