@@ -31,7 +31,7 @@ BIN=$bin THREADS=${THREADS:-1,2,4,8,16,32,64} FUSE_THREADS=${FUSE_THREADS:-1,2,4
     >"$out/sweep.out" 2>&1
 echo "sweep exit $?" >>"$out/sweep.out"
 # Lock statistics of the one shared lock, with the wait steps of its waiters (the
-# `flc wait:` events): which regime a 2-thread hand-off is in (README, "The 2-core
+# `flc wait:` events): which regime a 2-thread hand-off is in (docs/results.md, "The 2-core
 # figures, latest").
 timeout "${LOCKSTAT_BUDGET:-60}" "$bin" bench -w locks-blocking --threads "${LOCKSTAT_THREADS:-1,2,4,16}" \
     --duration "${DUR:-0.15}" --repeats 3 --lockstat --out "$out/lockstat" >"$out/lockstat.out" 2>&1
