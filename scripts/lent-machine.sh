@@ -43,7 +43,7 @@ if [ -x "$old" ]; then
         "$old" "$bin" >"$out/fba.out" 2>&1
     echo "before-after exit $?" >>"$out/fba.out"
 fi
-tar czf "${OUT:-/tmp}/results.tar.gz" -C "$out" --exclude sweep.tar.gz .
+mkdir -p "${OUT:-/tmp}" && tar czf "${OUT:-/tmp}/results.tar.gz" -C "$out" --exclude sweep.tar.gz .
 cat "$out/machine.txt" "$out/sweep.out"
 tail -1 "$out/lockstat.out"
 [ -f "$out/fba.out" ] && tail -4 "$out/fba.out"
