@@ -5,12 +5,16 @@
 //! per-file lock (`f_pos_lock`): read, write, lseek and getdents64 on one description are
 //! serialized, as Linux does for shared descriptions; different descriptions never share it.
 //! [`FileRef`] is an [`Erc`]: the last `close` releases the path (and so the dentry and
-//! inode) at once; the memory is freed after an epoch grace period, because fd lookup reads
-//! the slot without a lock.
+//! inode) at once. Its memory is *type-stable* (see [`crate::erc`]): the block goes to a
+//! per-thread cache and the thread's next open reuses it at once, while only blocks the
+//! cache has no room for are freed, after an epoch grace period (fd lookup reads the slot
+//! without a lock). So fd lookup, having counted the file, checks that the slot still
+//! holds it, as Linux's `get_file_rcu` does since `struct file` became
+//! `SLAB_TYPESAFE_BY_RCU`.
 //!
 //! Lock order: `pos` -> inode `rwsem`.
 
-use crate::erc::{Erc, Release};
+use crate::erc::{Erc, Release, TypeStableCache};
 use crate::inode::Inode;
 use crate::mount::Path;
 use parking_lot::Mutex;
@@ -18,6 +22,12 @@ use std::any::Any;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::thread::LocalKey;
+
+thread_local! {
+    /// This thread's free `OpenFile` blocks (see the module docs).
+    static OPEN_FILE_BLOCKS: TypeStableCache<OpenFile> = const { TypeStableCache::new() };
+}
 
 /// A counted open file description.
 pub type FileRef = Erc<OpenFile>;
@@ -97,9 +107,10 @@ impl OpenFile {
                 Some((old & !SETFL_MASK) | (f & SETFL_MASK))
             });
     }
-    /// This open file description's identity as a lock owner (OFD and flock locks): its
-    /// address, unique among live descriptions. It is reused only after `release` has
-    /// dropped every lock it owned (the memory outlives `release` by a grace period).
+    /// This open file description's identity as a lock owner (OFD and flock locks) and
+    /// in epoll's keys: its address, unique among live descriptions. A later description
+    /// may reuse it (the memory is type-stable), but only after `release` has dropped
+    /// every lock it owned and every epoll item watching it.
     pub fn lock_id(&self) -> u64 {
         self as *const OpenFile as u64
     }
@@ -126,6 +137,10 @@ impl OpenFile {
 }
 
 impl Release for OpenFile {
+    fn type_stable_cache() -> Option<&'static LocalKey<TypeStableCache<Self>>> {
+        Some(&OPEN_FILE_BLOCKS)
+    }
+
     fn release(&self) {
         // The last close of the description drops its OFD and flock locks (Linux's
         // `locks_remove_file` in `__fput`), before the path (and maybe the inode) goes.

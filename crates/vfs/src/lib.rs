@@ -19,7 +19,7 @@
 //! | [`perm`]    | credentials and permission checks                                      |
 //! | [`rcuhash`] | the lock-free-lookup hash table under both caches                      |
 //! | [`retire`]  | epoch-deferred frees run on the retiring thread (per-thread call_rcu)  |
-//! | [`erc`]     | counted pointers with synchronous release and epoch-deferred free      |
+//! | [`erc`]     | counted pointers: synchronous release, epoch-deferred or type-stable free |
 //! | [`prims`]   | adapters selecting the scalable or legacy primitive                    |
 //! | [`locks`]   | POSIX, OFD and flock locks: per-inode state, hashed wait-for graph     |
 //! | [`lockclass`] | the lock classes `--lockstat` reports (file locks, epoll, caches)    |

@@ -58,8 +58,11 @@
 //!   then CAS the slot from null to the file (AcqRel: Release publishes the file to `get`,
 //!   Acquire pairs with the emptying swap of the previous close).
 //! * **Lookup**: pin the epoch, Acquire-load the slot (pairs with the publishing Release),
-//!   and take a count with `try_get` (refuses a file whose last count is gone). File memory
-//!   is freed through the epoch, so the load-then-count race with `close` is safe.
+//!   take a count with `try_get` (refuses a file whose last count is gone), and load the
+//!   slot again: file memory is type-stable (`erc`'s docs), so the block may by now hold
+//!   another file, counted or not; a lookup keeps its count only if the slot still holds
+//!   the pointer, else drops it and looks again (Linux's `get_file_rcu`). File memory is
+//!   freed only through the epoch, so the load-then-count race with `close` is safe.
 //! * **Close**: swap the slot to null (SeqCst, which is also AcqRel: we take over the
 //!   count), reset the group's hint if needed, and hand the table's count to the caller,
 //!   who drops it outside any lock.
@@ -266,11 +269,33 @@ impl FdTable {
 
     /// A counted reference to the file at `fd` (`EBADF` if none).
     pub fn get(&self, fd: i32) -> SysResult<FileRef> {
-        let _g = scalevfs_primitives::epoch::pin();
-        let p = file_of(self.load(fd)?);
-        // SAFETY: pinned; file memory is retired through the epoch after its last count, and
-        // try_get refuses a zero count.
-        unsafe { Erc::try_get_raw(p) }.ok_or(Errno::EBADF)
+        let (_, _, slot) = self.slot(fd).ok_or(Errno::EBADF)?;
+        loop {
+            let guard = scalevfs_primitives::epoch::pin();
+            // Acquire: pairs with the Release that installed the file.
+            let v = slot.load(Ordering::Acquire);
+            if v.is_null() {
+                return Err(Errno::EBADF);
+            }
+            // SAFETY: pinned; file memory is freed only through the epoch, and try_get
+            // refuses a zero count.
+            let Some(file) = (unsafe { Erc::try_get_raw(file_of(v)) }) else {
+                // Its last count went after our load: closed, or replaced by dup2 (then
+                // the descriptor was never free, and EBADF would be wrong). Look again.
+                continue;
+            };
+            // The block is type-stable: the count may be that of a file that reused it
+            // since our load. Keep it only if the slot still holds it (Acquire, for the
+            // same pairing as above; `erc`'s type-stable docs say why this load cannot
+            // return the old installation once we counted a new file).
+            if file_of(slot.load(Ordering::Acquire)) == file_of(v) {
+                return Ok(file);
+            }
+            // Another file now: drop ours unpinned (its release may be the last) and look
+            // again (dup2 may have replaced the file without the slot ever being empty).
+            drop(guard);
+            drop(file);
+        }
     }
 
     /// Runs `f` on the file at `fd`.

@@ -212,3 +212,70 @@ fn dup2_close_fork_and_exec_together() {
     }
     assert_eq!(v.inode_count(), base - THREADS, "no open file leaked");
 }
+
+/// Open-file memory is type-stable: a file closed in one table is reused at once by the
+/// same thread's next open, here in another process's table. Lookups racing with that
+/// must never return the reused file: process A only ever holds `/a`, so every `fstat`
+/// of one of its descriptors that succeeds must show `/a`'s inode, while the churning
+/// threads move their blocks between A's descriptors and B's `/b`.
+#[test]
+fn a_lookup_never_returns_a_file_that_reused_the_block_in_another_table() {
+    let (v, a) = setup(0);
+    let b = Process::new(&v, Credentials::root());
+    a.write_file("/a", b"a").unwrap();
+    a.write_file("/b", b"b").unwrap();
+    let ino_a = a.stat("/a").unwrap().ino;
+    let churners = THREADS / 2;
+    let done = AtomicUsize::new(0);
+    let hits = AtomicUsize::new(0);
+    let start = Barrier::new(THREADS);
+    // Churn for at least ROUNDS * 4 rounds, and on until the lookups found files a few
+    // times (or 10 s passed): with the other tests running beside this one, a reader may
+    // get the CPU only after a short churn is over.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let churn_on = |round: usize| {
+        round < ROUNDS * 4
+            || (hits.load(Ordering::Relaxed) < 100 && std::time::Instant::now() < deadline)
+    };
+    std::thread::scope(|s| {
+        for _ in 0..churners {
+            let (a, b, done, start, churn_on) = (&a, &b, &done, &start, &churn_on);
+            s.spawn(move || {
+                start.wait();
+                let mut round = 0;
+                while churn_on(round) {
+                    round += 1;
+                    let fd = a.open("/a", libc::O_RDONLY, 0).unwrap();
+                    a.close(fd).unwrap();
+                    let fd = b.open("/b", libc::O_RDONLY, 0).unwrap();
+                    b.close(fd).unwrap();
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        for _ in 0..THREADS - churners {
+            let (a, done, hits, start) = (&a, &done, &hits, &start);
+            s.spawn(move || {
+                start.wait();
+                while done.load(Ordering::SeqCst) < churners {
+                    for fd in 0..churners as i32 {
+                        match a.fstat(fd) {
+                            Ok(st) => {
+                                assert_eq!(st.ino, ino_a, "fd {fd} of A returned B's file");
+                                hits.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(e) => assert_eq!(e, Errno::EBADF),
+                        }
+                    }
+                }
+            });
+        }
+    });
+    // Under Miri's scheduler the few rounds may all slip between the lookups.
+    if !cfg!(miri) {
+        assert!(
+            hits.load(Ordering::Relaxed) > 0,
+            "the lookups never found a file"
+        );
+    }
+}

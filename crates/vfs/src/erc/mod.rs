@@ -12,15 +12,49 @@
 //! `Arc`); the decrement is Release and the last one is followed by an Acquire load, so every
 //! use of the object by other holders happens before `release`. [`Erc::try_get_raw`] is a
 //! CAS loop that never resurrects a zero count.
+//!
+//! ## Type-stable blocks (opt-in, Linux's `SLAB_TYPESAFE_BY_RCU`)
+//! A type whose [`Release::type_stable_cache`] names a thread-local [`TypeStableCache`]
+//! does not wait a grace period to reuse its memory: the last `drop` releases the object,
+//! drops its value in place, and keeps the block (count zero) in this thread's cache,
+//! from which the next [`Erc::new`] of the type on this thread takes it. Only blocks the
+//! cache has no room for (and a dying thread's cache) go to the epoch and are freed after
+//! a grace period. `erc/type_stable.rs` says what this buys and argues its safety.
+//!
+//! What stays true: a block's memory is freed only through the epoch, so a pinned reader
+//! may always read its count; and a zero count is never raised. What changes: a pointer
+//! read under a pin may, by the time its count is taken, be *another object of the same
+//! type*. A lock-free reader of such a type must therefore check, after
+//! [`Erc::try_get_raw`] succeeds, that the place it read the pointer from still holds it
+//! (Linux's `get_file_rcu`), and must never read the value before that. Reuse installs
+//! the new value before a Release store of the count 1 (paired with the Acquire of
+//! `try_get_raw`'s CAS), so a reader that counted the new object sees its value.
+
+#[cfg(all(test, not(miri)))]
+mod shuttle_tests;
+mod type_stable;
+
+pub use type_stable::TypeStableCache;
 
 use std::ops::Deref;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::LocalKey;
 
 /// What happens when the last reference goes (called once, before the memory is retired).
 pub trait Release: Send + Sync + 'static {
     /// Runs when the last reference is dropped.
     fn release(&self);
+
+    /// This thread's cache of type-stable blocks for the type, if it reuses its memory
+    /// without a grace period (see the module docs). `None` (the default): every block
+    /// is freed through the epoch.
+    fn type_stable_cache() -> Option<&'static LocalKey<TypeStableCache<Self>>>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// The heap block: count and value.
@@ -43,6 +77,17 @@ unsafe impl<T: Release> Sync for Erc<T> {}
 impl<T: Release> Erc<T> {
     /// A count of one on `val`.
     pub fn new(val: T) -> Erc<T> {
+        if let Some(block) = T::type_stable_cache().and_then(type_stable::take) {
+            // SAFETY: a cached block is allocated, its value dropped and its count zero;
+            // nothing else writes the value (readers only try the count, which refuses
+            // zero), so we may write a new one in place.
+            unsafe { ptr::addr_of_mut!((*block.as_ptr()).val).write(val) };
+            // Release: the value above is visible to whoever counts this incarnation
+            // (pairs with the Acquire CAS in `try_get_raw`).
+            // SAFETY: as above.
+            unsafe { block.as_ref() }.count.store(1, Ordering::Release);
+            return Erc { ptr: block };
+        }
         let b = Box::new(ErcInner {
             count: AtomicUsize::new(1),
             val,
@@ -82,6 +127,10 @@ impl<T: Release> Erc<T> {
 
     /// Takes a new reference from a raw pointer unless the count already reached zero.
     ///
+    /// For a type-stable `T` (see the module docs) the reference may be to an object that
+    /// reused the block since `p` was read: the caller must check that its source still
+    /// holds `p` before it uses the value.
+    ///
     /// # Safety
     /// `p` must come from [`Erc::as_raw`] and the block must not have been freed: the caller is
     /// pinned in the epoch and found `p` in a structure the object is removed from before its
@@ -111,7 +160,8 @@ impl<T: Release> Erc<T> {
     /// Borrow the value behind a raw pointer without taking a reference.
     ///
     /// # Safety
-    /// As for [`Erc::try_get_raw`]; the borrow must not outlive the caller's epoch guard.
+    /// As for [`Erc::try_get_raw`]; the borrow must not outlive the caller's epoch guard;
+    /// and `T` is not type-stable (its value may be dropped in place at any time).
     pub unsafe fn raw_deref<'a>(p: *const ErcInner<T>) -> &'a T {
         // SAFETY: the caller guarantees the block is allocated for 'a.
         unsafe { &(*p).val }
@@ -160,6 +210,17 @@ impl<T: Release> Drop for Erc<T> {
         // same (the line is ours after the fetch_sub).
         self.inner().count.load(Ordering::Acquire);
         self.inner().val.release();
+        if let Some(cache) = T::type_stable_cache() {
+            // SAFETY: the count is zero and `release` ran: nobody holds a reference, and
+            // lock-free readers only try the count (type-stable readers never read the value
+            // before counting it), so the value may be dropped in place; the block stays
+            // allocated until `keep` retires it through the epoch.
+            unsafe {
+                ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).val));
+                type_stable::keep(cache, self.ptr);
+            }
+            return;
+        }
         // SAFETY: the count is zero, so no new reference can be made (try_get_raw refuses
         // zero); lock-free readers that still see the pointer are pinned, and the object is
         // freed only after they unpin. `release` removed it from every lookup structure, and
@@ -173,6 +234,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+    use std::thread::LocalKey;
 
     struct Obj(Arc<AtomicBool>);
     impl Release for Obj {
@@ -199,5 +261,86 @@ mod tests {
         // SAFETY: still pinned: the block is retired but not freed.
         assert!(unsafe { Erc::try_get_raw(raw) }.is_none());
         drop(g);
+    }
+
+    /// A type-stable test type: its value counts its drops.
+    struct Stable {
+        id: usize,
+        drops: Arc<AtomicUsize>,
+    }
+    impl Drop for Stable {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    thread_local! {
+        static STABLE_BLOCKS: TypeStableCache<Stable> = const { TypeStableCache::new() };
+    }
+    impl Release for Stable {
+        fn release(&self) {}
+        fn type_stable_cache() -> Option<&'static LocalKey<TypeStableCache<Self>>> {
+            Some(&STABLE_BLOCKS)
+        }
+    }
+    fn cached() -> usize {
+        STABLE_BLOCKS.with(TypeStableCache::len)
+    }
+    fn stable(id: usize, drops: &Arc<AtomicUsize>) -> Erc<Stable> {
+        Erc::new(Stable {
+            id,
+            drops: drops.clone(),
+        })
+    }
+
+    /// The last drop drops the value at once and keeps the block; the next `new` on the
+    /// thread reuses it, and a reader holding the old pointer counts the *new* object
+    /// (which is why type-stable readers check their source again).
+    #[test]
+    fn a_type_stable_block_is_reused_at_once() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let before = cached();
+        let a = stable(1, &drops);
+        let raw = Erc::as_raw(&a);
+        drop(a);
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            1,
+            "value dropped at the last put"
+        );
+        assert_eq!(cached(), before + 1);
+        let g = scalevfs_primitives::epoch::pin();
+        // SAFETY: pinned, and the block is cached, not freed.
+        let none = unsafe { Erc::try_get_raw(raw) };
+        assert!(none.is_none(), "a zero count stays zero");
+        let b = stable(2, &drops);
+        assert_eq!(Erc::as_raw(&b), raw, "the block is reused");
+        assert_eq!(cached(), before);
+        // SAFETY: pinned; the block is live (b holds it).
+        let c = unsafe { Erc::try_get_raw(raw) }.expect("the new object is counted");
+        assert_eq!(c.id, 2);
+        assert_eq!(Erc::count(&b), 2);
+        drop((b, c, g));
+        assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+
+    /// The cache is bounded: blocks beyond it go to the epoch, and a dying thread's cache
+    /// too; every value is dropped exactly once, when its last reference goes.
+    #[test]
+    fn blocks_beyond_the_cache_and_of_an_exiting_thread_are_retired() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let n = type_stable::CAPACITY + 5;
+        let d = drops.clone();
+        let pending = std::thread::spawn(move || {
+            let all: Vec<_> = (0..n).map(|i| stable(i, &d)).collect();
+            drop(all);
+            assert_eq!(d.load(Ordering::SeqCst), n);
+            assert_eq!(cached(), type_stable::CAPACITY);
+            crate::retire::pending_local()
+        })
+        .join()
+        .unwrap();
+        assert!(pending >= 5, "the overflow was retired, not freed at once");
+        assert_eq!(drops.load(Ordering::SeqCst), n, "no value dropped twice");
+        assert_eq!(Arc::strong_count(&drops), 1, "every value is gone");
     }
 }
