@@ -143,8 +143,10 @@ impl<T: Release> Erc<T> {
             if n == 0 {
                 return None;
             }
-            // Acquire on success: pairs with nothing stronger than the Relaxed increments
-            // elsewhere, but orders our later reads of the value after the count check.
+            // Acquire on success: pairs with the Release store of the count 1 in `new` when
+            // a type-stable block was reused (its value is written before that store; the
+            // Relaxed increments since continue its release sequence), and orders our later
+            // reads of the value after the count check.
             match c.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => {
                     return Some(Erc {
