@@ -28,6 +28,12 @@
 //!
 //! The cache is a plain thread-local stack: only its thread touches it, so taking and
 //! keeping a block write no shared line.
+//!
+//! ## Which types may opt in
+//! Only those whose lock-free readers count an object before they read it. Open files
+//! qualify (descriptor lookup counts, then checks its slot). Inodes do not: rcu-walk
+//! reads a dentry's inode under a pin without counting it (`Erc::raw_deref`), so an
+//! inode's value must outlive every pinned reader, which only the epoch's free gives.
 
 use super::{ErcInner, Release};
 use std::alloc::Layout;
