@@ -1,6 +1,6 @@
 //! `Erc<T>`: a reference-counted pointer whose last `drop` *releases* the object at once
 //! (synchronously, in the dropping thread) but *frees its memory* only after an epoch grace
-//! period.
+//! period (a type-stable type instead reuses it at once: see below).
 //!
 //! This is the kernel's `iput`/`fput` + RCU-freed slab object pattern. Lock-free readers
 //! (rcu-walk reading a dentry's inode, fd lookup reading a file slot) hold only an epoch
