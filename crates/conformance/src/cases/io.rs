@@ -69,6 +69,26 @@ pub(super) fn cases(v: &mut Vec<Script>) {
     let (mut s, f) = rw("preadv-pwritev-negative-offset");
     s.preadv(f, &[1], -1).pwritev(f, &["x"], -1).fstat(f);
     v.push(s);
+    // An empty write moves no position, not even on an O_APPEND file; the range is
+    // checked at the position before O_APPEND moves it (so a write at a position near the
+    // largest offset fails, however small the file), and so is pwrite's.
+    let mut s = Script::new("io/append-empty-and-overflowing-writes");
+    let f = s.open("f", O_CREAT | O_RDWR | O_APPEND, 0o644);
+    s.pwrite(f, "xx", 0)
+        .write(f, "")
+        .lseek(f, 0, SEEK_CUR)
+        .writev(f, &["", ""])
+        .lseek(f, 0, SEEK_CUR)
+        .lseek(f, i64::MAX - 1, SEEK_SET)
+        .write(f, "abcd")
+        .write(f, "")
+        .lseek(f, 0, SEEK_CUR)
+        .pwrite(f, "abcd", i64::MAX - 1)
+        .lseek(f, 5, SEEK_SET)
+        .write(f, "q")
+        .lseek(f, 0, SEEK_CUR)
+        .pread(f, 10, 0);
+    v.push(s);
     // Linux's pwritev on an O_APPEND file appends, whatever the offset.
     let mut s = Script::new("io/pwritev-append");
     let f = s.open("f", O_CREAT | O_RDWR | O_APPEND, 0o644);

@@ -166,6 +166,10 @@ impl VfsCore {
     }
 
     /// Writes at `off` (or at the end); returns bytes written and the new position.
+    ///
+    /// As Linux: the range is checked at `off` (`rw_verify_area`, before `O_APPEND` moves
+    /// it), and an empty write returns 0 at `off`, so it moves no position, not even with
+    /// `O_APPEND` (`generic_write_checks` returns before it reads the size).
     fn write_at(
         &self,
         ctx: &Ctx<'_>,
@@ -178,12 +182,12 @@ impl VfsCore {
         if inode.is_dir() {
             return Err(Errno::EISDIR);
         }
-        let _w = inode.rwsem.write();
-        let off = if append { inode.size() as i64 } else { off };
         check_rw_area(off, buf.len())?;
         if buf.is_empty() {
             return Ok((0, off));
         }
+        let _w = inode.rwsem.write();
+        let off = if append { inode.size() as i64 } else { off };
         let max = inode.fs().max_file_size();
         if off as u64 >= max {
             return Err(Errno::EFBIG);
