@@ -62,6 +62,8 @@ thread_local! {
 pub fn set_cpu_override(cpu: Option<usize>) {
     #[cfg(not(loom))]
     CPU_OVERRIDE.with(|c| c.set(cpu.unwrap_or(NO_OVERRIDE)));
+    // The per-CPU counters keep the thread's CPU for a few adds: make them ask again.
+    crate::percpu_ref::expire_cpu_hint();
     #[cfg(loom)]
     let _ = cpu;
 }

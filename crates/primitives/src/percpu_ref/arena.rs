@@ -81,10 +81,12 @@ impl SlotId {
     }
 
     /// The slot of number `n`, if `n` is one an arena hands out.
+    #[inline]
     pub fn from_raw(n: u32) -> Option<SlotId> {
         (1..=Self::MAX).contains(&n).then_some(SlotId(n))
     }
 
+    #[inline]
     fn chunk_and_index(self) -> (usize, usize) {
         let i = (self.0 - 1) as usize;
         (i / CHUNK, i % CHUNK)
@@ -160,16 +162,25 @@ impl SlotArena {
         ids.free.push(id.0 - 1);
     }
 
+    #[inline]
     pub(super) fn counter(&self, id: SlotId, cpu: usize) -> Option<&AtomicU64> {
         let (k, i) = id.chunk_and_index();
         Some(&self.chunks.get(k)?.get()?[cpu].0[i])
     }
 
     /// Adds `delta` to the calling CPU's counter of `id` if it is open; `false` (nothing
-    /// changed) if it is closed.
+    /// changed) if it is closed. The CPU is the thread's as last looked up, as for
+    /// [`SlotCounters::try_add`] (see [`HINT_USES`]): a stale one only puts the add on
+    /// another CPU's counter, and the sum is the same.
     #[inline]
     pub fn try_add(&self, id: SlotId, delta: i64) -> bool {
-        self.counter(id, cpu::current_shard(self.ncpus))
+        let cpu = cpu_hint();
+        let shard = if cpu < self.ncpus {
+            cpu
+        } else {
+            cpu % self.ncpus
+        };
+        self.counter(id, shard)
             .is_some_and(|c| add_unless_closed(c, delta))
     }
 
@@ -295,11 +306,12 @@ thread_local! {
     static HINT: std::cell::Cell<(usize, u32)> = const { std::cell::Cell::new((0, 0)) };
 }
 
-/// The calling thread's CPU for [`SlotCounters::try_add`]: [`cpu::current_cpu`] (the
-/// kernel's answer or the thread's [`cpu::set_cpu_override`]), asked once every
-/// [`HINT_USES`] calls and kept in a thread-local in between. `sched_getcpu` is a load
-/// natively, but these adds run on every sysfs read, and under valgrind (no rseq area)
-/// it is a vDSO call of ~40 instructions; the override check alone was ~20.
+/// The calling thread's CPU for the adds: [`cpu::current_cpu`] (the kernel's answer or
+/// the thread's [`cpu::set_cpu_override`]), asked once every [`HINT_USES`] calls and kept
+/// in a thread-local in between. These adds run on every sysfs read and on every get and
+/// put of a shared dentry; `sched_getcpu` is a call into libc and a load of the rseq area
+/// natively (1% of a 2-thread rename in one directory, by `perf`), and under valgrind (no
+/// rseq area) a vDSO call of ~40 instructions; the override check alone was ~20.
 #[cfg(not(loom))]
 #[inline]
 fn cpu_hint() -> usize {
@@ -316,9 +328,9 @@ fn cpu_hint() -> usize {
     })
 }
 
-/// Makes the calling thread's next [`SlotCounters::try_add`] look its CPU up again: a
-/// [`cpu::set_cpu_override`] then applies at once (tests that move a thread between
-/// CPUs call both; a thread that sets the override before its first add needs neither).
+/// Makes the calling thread's next add ([`SlotArena::try_add`],
+/// [`SlotCounters::try_add`]) look its CPU up again. [`cpu::set_cpu_override`] calls it,
+/// so that an override applies at once.
 pub fn expire_cpu_hint() {
     #[cfg(not(loom))]
     HINT.with(|h| h.set((0, 0)));

@@ -104,7 +104,7 @@ fn arena_counters_of_two_cpus_share_no_line() {
 }
 
 /// A `SlotCounters` handle adds to the counter of the thread's CPU (an override applies
-/// once the hint expires), and its close sums and refuses exactly as the arena's.
+/// at once: setting it expires the hint), and its close sums and refuses exactly as the arena's.
 #[test]
 fn slot_counters_add_on_the_hinted_cpu_and_close_like_the_arena() {
     let a = SlotArena::with_cpus(4);
@@ -116,18 +116,15 @@ fn slot_counters_add_on_the_hinted_cpu_and_close_like_the_arena() {
     a.open(id);
     for (cpu, delta) in [(1, 5), (3, -2), (2, 1)] {
         set_cpu_override(Some(cpu));
-        expire_cpu_hint();
         assert!(c.try_add(delta));
         let on_cpu = a.counter(id, cpu).unwrap().load(Ordering::Relaxed);
         assert_eq!(on_cpu as i64, delta, "cpu {cpu}");
     }
     // Past the arena's CPUs: taken modulo, as the arena's own adds are.
     set_cpu_override(Some(6));
-    expire_cpu_hint();
     assert!(c.try_add(1));
     assert_eq!(a.counter(id, 2).unwrap().load(Ordering::Relaxed), 2);
     set_cpu_override(None);
-    expire_cpu_hint();
     assert_eq!(a.sum(id), 5);
     assert_eq!(c.close(), 5);
     assert!(!c.try_add(1), "closed");
