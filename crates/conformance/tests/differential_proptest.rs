@@ -5,6 +5,7 @@
 //! `scalevfs_vs_host_random` compares scalevfs with it.
 
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+use scalevfs::{Locking, VfsOptions};
 use scalevfs_conformance::{
     known, random, run_case, Backend, Fd, HostBackend, Op, ScalevfsBackend, Slot,
 };
@@ -59,7 +60,8 @@ fn scalevfs_vs_host_random() {
 }
 
 /// A long run for bug hunting, not part of CI: `SOAK_CASES` scripts (default 5000) of up
-/// to `SOAK_LEN` steps (default 60) from seed `SOAK_SEED` (default 1), e.g.
+/// to `SOAK_LEN` steps (default 60) from seed `SOAK_SEED` (default 1), against the
+/// scalable design (`SOAK_DESIGN=legacy`: the legacy ablation), e.g.
 /// `SOAK_CASES=50000 SOAK_SEED=7 cargo test -p scalevfs-conformance --release --test
 /// differential_proptest -- --ignored soak`. A failure prints the shrunk script.
 #[test]
@@ -81,7 +83,18 @@ fn scalevfs_vs_host_soak() {
     };
     let runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
     let host = HostBackend::new().expect("host");
-    let svfs = ScalevfsBackend::default();
+    let locking = match std::env::var("SOAK_DESIGN").as_deref() {
+        Ok("legacy") => Locking::Legacy,
+        Ok("scalable") | Err(_) => Locking::Scalable,
+        Ok(other) => panic!("SOAK_DESIGN={other}: scalable or legacy"),
+    };
+    let svfs = ScalevfsBackend {
+        options: VfsOptions {
+            locking,
+            ..VfsOptions::default()
+        },
+        ..ScalevfsBackend::default()
+    };
     differential_with(runner, env("SOAK_LEN", 60) as usize, &host, &svfs);
 }
 
