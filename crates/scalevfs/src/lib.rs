@@ -78,8 +78,7 @@
 //! * `statx` reports what Linux's tmpfs does (creation time included), but no
 //!   `STATX_MNT_ID_UNIQUE`, `STATX_DIOALIGN` or change cookie;
 //!   `fallocate` takes what Linux's tmpfs takes: mode 0, `FALLOC_FL_KEEP_SIZE` and
-//!   `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`), but does not
-//!   clear set-user-ID bits as Linux's `file_modified` does.
+//!   `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` (others: `EOPNOTSUPP`).
 //! * File locks (`fcntl` record locks, OFD locks, `flock`; see [`locks`]) follow Linux,
 //!   except that deadlock detection follows wait chains of any length (Linux stops after
 //!   10 steps) and blocking waits are interrupted by a `CancelToken`, not a signal.

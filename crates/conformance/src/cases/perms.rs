@@ -266,6 +266,23 @@ fn suid_clearing(v: &mut Vec<Script>) {
             let f = s.open("f", O_WRONLY | O_TRUNC, 0);
             s.close(f);
         }),
+        ("fallocate", |s| {
+            let f = s.open("f", O_WRONLY, 0);
+            s.fallocate(f, 0, 0, 100).close(f);
+        }),
+        ("fallocate-keep-size", |s| {
+            let f = s.open("f", O_WRONLY, 0);
+            s.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 8192).close(f);
+        }),
+        ("fallocate-punch", |s| {
+            let f = s.open("f", O_WRONLY, 0);
+            s.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1)
+                .close(f);
+        }),
+        ("fallocate-fails", |s| {
+            let f = s.open("f", O_WRONLY, 0);
+            s.fallocate(f, FALLOC_FL_PUNCH_HOLE, 0, 1).close(f);
+        }),
         ("chown-keep", |s| {
             s.chown("f", KEEP, KEEP);
         }),
@@ -293,6 +310,7 @@ fn suid_clearing(v: &mut Vec<Script>) {
             .chmod("f", mode);
         let f = s.open("f", O_WRONLY, 0);
         s.write(f, "x")
+            .fallocate(f, 0, 0, 100)
             .close(f)
             .stat("f")
             .truncate("f", 0)

@@ -470,14 +470,18 @@ impl Process {
     /// `FALLOC_FL_KEEP_SIZE`, and `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`.
     ///
     /// Errors: `EOPNOTSUPP` (other modes), `EBADF`, `EINVAL`, `ENODEV` (not a regular file),
-    /// `ESPIPE` (pipes), `ENOSPC`, `EFBIG`, `EPERM`. Difference: set-user-ID bits are not
-    /// cleared.
+    /// `ESPIPE` (pipes), `ENOSPC`, `EFBIG`, `EPERM`.
+    ///
+    /// A call that succeeds clears the set-id bits as a write does (Linux's tmpfs ends
+    /// with `file_modified`), whatever the mode; one that fails leaves them.
     pub fn fallocate(&self, fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<()> {
         let f = self.fds.get(fd)?;
         if f.is_path() {
             return Err(Errno::EBADF);
         }
-        self.core().fallocate(&f, mode, offset, len)
+        self.core().fallocate(&f, mode, offset, len)?;
+        scalevfs_vfs::perm::kill_suid_on_write(f.inode(), &self.cred);
+        Ok(())
     }
     /// `fsync(2)`: nothing to write back in memory; checks the descriptor.
     ///
