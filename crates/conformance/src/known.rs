@@ -40,12 +40,19 @@ pub fn known_difference(case: &str) -> Option<&'static str> {
 /// differ (a step-level rule: it applies to any script, the random ones included).
 pub const UNRETURNED_POSITION: &str =
     "scalable design only: a getdents64 that resumes a directory at a position set by \
-     lseek to a number the directory never returned (3 and up, but the end); scalevfs numbers \
-     entries by (bucket, slot) where Linux counts them, see getdents/seek-to-positions";
+     lseek to a number the directory never returned (3 and up, but the end), or an lseek \
+     that reports a listed directory's position at an entry; scalevfs numbers entries by \
+     (bucket, slot) where Linux counts them, see getdents/seek-to-positions";
 
-/// The `getdents64` steps of `script` that read a directory from a position an `lseek`
-/// set to a number the directory never returned, judged from outcomes `out` (either
-/// target's: when the steps up to here agree, both give the same answer).
+/// The steps of `script` whose outcome depends on how a directory numbers its entries,
+/// judged from outcomes `out` (either target's: when the steps up to here agree, both
+/// give the same answer):
+/// * the `getdents64` steps that read a directory from a position an `lseek` set to a
+///   number the directory never returned;
+/// * the `lseek` steps (`SEEK_CUR`, `SEEK_END`) on a description that a listing has
+///   read, whose answer is an entry's number (3 up to the end): a listing that
+///   stopped at an entry (a full buffer) leaves the position at that entry's number,
+///   which differs.
 ///
 /// Positions 0, 1 and 2 and the end (`i32::MAX`) are the same on every tmpfs, so a seek to
 /// one of them does not count. One past the end does: Linux resumes there at the entry
@@ -58,6 +65,8 @@ pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize>
     // fd number -> open file description (numbered in order of opening).
     let mut desc: HashMap<i32, usize> = HashMap::new();
     let mut unreturned: HashSet<usize> = HashSet::new();
+    // Descriptions a listing has read (so, directories).
+    let mut listed: HashSet<usize> = HashSet::new();
     let mut next_desc = 0;
     let mut found = Vec::new();
     for (i, op) in script.steps.iter().enumerate() {
@@ -106,10 +115,15 @@ pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize>
                     slots.retain(|_, v| *v != n);
                 }
             }
-            Op::Lseek { fd, .. } => {
+            Op::Lseek { fd, whence, .. } => {
                 if let (Some(d), Outcome::Val(pos)) =
                     (num(&slots, fd).and_then(|n| desc.get(&n)), o)
                 {
+                    let reported = *whence != libc::SEEK_SET;
+                    // Entries are numbered below the end; past it, both count alike.
+                    if reported && listed.contains(d) && (3..END).contains(pos) {
+                        found.push(i);
+                    }
                     if *pos >= 3 && *pos != END {
                         unreturned.insert(*d);
                     } else {
@@ -119,6 +133,9 @@ pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize>
             }
             Op::Getdents(fd) | Op::GetdentsOnce { fd, .. } => {
                 if let Some(d) = num(&slots, fd).and_then(|n| desc.get(&n)) {
+                    if !matches!(o, Outcome::Err(_)) {
+                        listed.insert(*d);
+                    }
                     if unreturned.contains(d) {
                         found.push(i);
                         if matches!(op, Op::Getdents(_)) {
@@ -136,7 +153,7 @@ pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use libc::{O_DIRECTORY, O_RDONLY, SEEK_SET};
+    use libc::{O_DIRECTORY, O_RDONLY, SEEK_CUR, SEEK_SET};
 
     /// Outcomes for `s`: `Fd(n)` for the k-th fd-producing step (n = 3 + k), `Val` of the
     /// requested offset for a seek, `Ok` otherwise (what a target would return).
@@ -178,6 +195,25 @@ mod tests {
         s.lseek(d, i64::from(i32::MAX), SEEK_SET).getdents(d); // 8, 9: so is the end
         s.lseek(d, 3, SEEK_SET).close(d).getdents(e); // 10, 11, 12: e still holds it
         assert_eq!(unreturned_position_reads(&s, &outcomes(&s)), vec![5, 12]);
+    }
+
+    /// The wide soak run's find: two listings into a buffer with room for one entry stop
+    /// at the first entry, whose number `lseek(fd, 0, SEEK_CUR)` then reports (through
+    /// another descriptor of the same description); a `SEEK_SET` reports what it was given.
+    #[test]
+    fn a_position_reported_after_a_partial_listing_is_covered() {
+        let mut s = Script::new("t");
+        let d = s.open("d", O_RDONLY | O_DIRECTORY, 0); // 0
+        let e = s.dup(d); // 1
+        s.lseek(d, 0, SEEK_CUR); // 2: before any listing
+        s.getdents_once(e, 40).getdents_once(e, 40); // 3, 4
+        s.lseek(d, 0, SEEK_CUR); // 5: at an entry
+        s.lseek(d, 5, SEEK_SET); // 6: what it was given
+        s.lseek(d, 0, SEEK_CUR); // 7
+        let mut out = outcomes(&s);
+        out[5] = Outcome::Val(6);
+        out[7] = Outcome::Val(5);
+        assert_eq!(unreturned_position_reads(&s, &out), vec![5, 7]);
     }
 
     /// The soak run's find: a listing to the end, `lseek(fd, 1, SEEK_CUR)` (the end + 1),

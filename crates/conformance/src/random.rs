@@ -11,8 +11,9 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
-use crate::op::{Fd, Op, Slot};
+use crate::op::{Fd, Op, Slot, XattrOn};
 use crate::script::Script;
+use scalevfs::Timespec;
 
 /// Paths the generator uses (relative, so they also work after a chdir into `d`, where
 /// most of them do not exist). Modes include 0777/1777 so that an unprivileged phase
@@ -104,6 +105,177 @@ pub fn op() -> impl Strategy<Value = Op> {
         // Drop to an unprivileged user for the rest of the sequence (again: a no-op).
         1 => Just(Op::SetCreds { uid: crate::script::U1, gid: crate::script::G1, groups: vec![] }),
     ]
+}
+
+/// One random step of the wider set: [`op`]'s steps, and about as often one of the calls
+/// it leaves out (vectored and positioned I/O, `copy_file_range`, `fallocate`, `dup2` and
+/// `dup3`, `fcntl`, `fchmod`, `chown`, `utimensat` with fixed times, `faccessat`, `umask`,
+/// `fchdir`, a listing into a small buffer, `linkat(AT_SYMLINK_FOLLOW)`, extended
+/// attributes). No call whose outcome depends on the clock or on the harness's own
+/// descriptors (`UTIME_NOW`, a `dup2` onto a raw number, `F_DUPFD` above 0).
+pub fn wide_op() -> impl Strategy<Value = Op> {
+    use libc::*;
+    let lens = || prop::collection::vec(0usize..6, 0..4);
+    let bufs = || prop::collection::vec(data(), 0..4);
+    let off = || 0i64..10;
+    let time = || {
+        prop::sample::select(vec![
+            Timespec { sec: 1000, nsec: 0 },
+            Timespec { sec: 2000, nsec: 5 },
+            Timespec {
+                sec: 0,
+                nsec: UTIME_OMIT,
+            },
+        ])
+    };
+    let xattr_on = || {
+        prop_oneof![
+            path().prop_map(XattrOn::Path),
+            path().prop_map(XattrOn::Link),
+            fd().prop_map(XattrOn::Fd),
+        ]
+    };
+    let xattr_name = || prop::sample::select(vec![b"user.a".to_vec(), b"user.b".to_vec()]);
+    let extra = prop_oneof![
+        (fd(), lens()).prop_map(|(fd, lens)| Op::Readv { fd, lens }),
+        (fd(), bufs()).prop_map(|(fd, bufs)| Op::Writev { fd, bufs }),
+        (fd(), lens(), off()).prop_map(|(fd, lens, off)| Op::Preadv { fd, lens, off }),
+        (fd(), bufs(), off()).prop_map(|(fd, bufs, off)| Op::Pwritev { fd, bufs, off }),
+        (
+            fd(),
+            prop::option::of(off()),
+            fd(),
+            prop::option::of(off()),
+            0usize..8
+        )
+            .prop_map(|(fd_in, off_in, fd_out, off_out, len)| Op::CopyFileRange {
+                fd_in,
+                off_in,
+                fd_out,
+                off_out,
+                len,
+                flags: 0
+            }),
+        (
+            fd(),
+            prop::sample::select(vec![
+                0,
+                FALLOC_FL_KEEP_SIZE,
+                FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+            ]),
+            0i64..8,
+            0i64..8,
+        )
+            .prop_map(|(fd, mode, off, len)| Op::Fallocate { fd, mode, off, len }),
+        (fd(), fd(), slot()).prop_map(|(old, new, to)| Op::Dup2 { old, new, to }),
+        (fd(), fd(), prop::sample::select(vec![0, O_CLOEXEC]), slot()).prop_map(
+            |(old, new, flags, to)| Op::Dup3 {
+                old,
+                new,
+                flags,
+                to
+            }
+        ),
+        (fd(), slot()).prop_map(|(fd, to)| Op::Fcntl {
+            fd,
+            cmd: F_DUPFD,
+            arg: 0,
+            to: Some(to)
+        }),
+        (
+            fd(),
+            prop::sample::select(vec![
+                (F_GETFL, 0),
+                (F_SETFL, 0),
+                (F_SETFL, i64::from(O_APPEND)),
+                (F_SETFL, i64::from(O_APPEND | O_NONBLOCK)),
+                (F_GETFD, 0),
+                (F_SETFD, i64::from(FD_CLOEXEC)),
+            ]),
+        )
+            .prop_map(|(fd, (cmd, arg))| Op::Fcntl {
+                fd,
+                cmd,
+                arg,
+                to: None
+            }),
+        (fd(), mode()).prop_map(|(fd, mode)| Op::Fchmod { fd, mode }),
+        (
+            path(),
+            prop::sample::select(vec![0, crate::script::U1]),
+            prop::sample::select(vec![0, crate::script::G1]),
+            prop::sample::select(vec![0, AT_SYMLINK_NOFOLLOW]),
+        )
+            .prop_map(|(path, uid, gid, flags)| Op::Chown {
+                dir: Fd::Cwd,
+                path,
+                uid,
+                gid,
+                flags
+            }),
+        (
+            path(),
+            time(),
+            time(),
+            prop::sample::select(vec![0, AT_SYMLINK_NOFOLLOW])
+        )
+            .prop_map(|(path, a, m, flags)| Op::Utimens {
+                dir: Fd::Cwd,
+                path: Some(path),
+                times: Some([a, m]),
+                flags
+            }),
+        (
+            path(),
+            prop::sample::select(vec![F_OK, R_OK, W_OK, X_OK, R_OK | W_OK]),
+            prop::sample::select(vec![0, AT_EACCESS, AT_SYMLINK_NOFOLLOW]),
+        )
+            .prop_map(|(path, mode, flags)| Op::Access {
+                dir: Fd::Cwd,
+                path,
+                mode,
+                flags
+            }),
+        prop::sample::select(vec![0o022u32, 0o077, 0o000]).prop_map(Op::Umask),
+        fd().prop_map(Op::Fchdir),
+        (fd(), prop::sample::select(vec![8usize, 40, 200]))
+            .prop_map(|(fd, size)| Op::GetdentsOnce { fd, size }),
+        (path(), path()).prop_map(|(old, new)| Op::Link {
+            olddir: Fd::Cwd,
+            old,
+            newdir: Fd::Cwd,
+            new,
+            flags: AT_SYMLINK_FOLLOW
+        }),
+        (
+            xattr_on(),
+            xattr_name(),
+            data(),
+            prop::sample::select(vec![0, XATTR_CREATE, XATTR_REPLACE])
+        )
+            .prop_map(|(on, name, value, flags)| Op::SetXattr {
+                on,
+                name,
+                value,
+                flags
+            }),
+        (
+            xattr_on(),
+            xattr_name(),
+            prop::sample::select(vec![0usize, 2, 64])
+        )
+            .prop_map(|(on, name, size)| Op::GetXattr { on, name, size }),
+        (xattr_on(), prop::sample::select(vec![0usize, 7, 64]))
+            .prop_map(|(on, size)| Op::ListXattr { on, size }),
+        (xattr_on(), xattr_name()).prop_map(|(on, name)| Op::RemoveXattr { on, name }),
+    ];
+    prop_oneof![1 => op(), 1 => extra]
+}
+
+/// Random scripts of 1 to `max_len` steps of the wider set ([`wide_op`]).
+pub fn wide_script(max_len: usize) -> impl Strategy<Value = Script> {
+    prop::collection::vec(wide_op(), 1..=max_len.max(1))
+        .prop_map(|ops| script_from("random/generated-wide".into(), ops))
 }
 
 /// The fixed start of every random script, so that generated steps meet existing files,

@@ -1,26 +1,38 @@
 //! proptest: random operation sequences on the host kernel and on scalevfs, compared
 //! step by step, shrunk to a minimal differing sequence on failure.
 //!
-//! `host_vs_host_random` checks that generated scripts are deterministic on the reference;
-//! `scalevfs_vs_host_random` compares scalevfs with it.
+//! `host_vs_host_*` check that generated scripts are deterministic on the reference;
+//! `scalevfs_vs_host_*` compare scalevfs with it, on the common calls (`random::script`)
+//! and on the wider set (`random::wide_script`).
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use scalevfs::{Locking, VfsOptions};
 use scalevfs_conformance::{
-    known, random, run_case, Backend, Fd, HostBackend, Op, ScalevfsBackend, Slot,
+    known, random, run_case, Backend, Fd, HostBackend, Op, ScalevfsBackend, Script, Slot,
 };
 
-fn differential(a: &dyn Backend, b: &dyn Backend, cases: u32) {
+/// `cases` scripts of up to 25 steps, of the common calls or (`wide`) the wider set.
+fn differential(a: &dyn Backend, b: &dyn Backend, cases: u32, wide: bool) {
     let runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
         ..Config::default()
     });
-    differential_with(runner, 25, a, b);
+    if wide {
+        differential_with(runner, random::wide_script(25), a, b);
+    } else {
+        differential_with(runner, random::script(25), a, b);
+    }
 }
 
-fn differential_with(mut runner: TestRunner, max_len: usize, a: &dyn Backend, b: &dyn Backend) {
-    let result = runner.run(&random::script(max_len), |script| {
+fn differential_with(
+    mut runner: TestRunner,
+    scripts: impl Strategy<Value = Script>,
+    a: &dyn Backend,
+    b: &dyn Backend,
+) {
+    let result = runner.run(&scripts, |script| {
         let r = run_case(a, b, &script);
         // A known difference here is a step-level one (the random scripts are listed
         // nowhere): a directory resumed at a position it never returned.
@@ -48,20 +60,32 @@ fn host_vs_host_random() {
     }
     let a = HostBackend::new().expect("host A");
     let b = HostBackend::new().expect("host B");
-    differential(&a, &b, 64);
+    differential(&a, &b, 64, false);
+    differential(&a, &b, 32, true);
+}
+
+/// `cases` random scripts on the host and on scalevfs's scalable design.
+fn scalevfs_vs_host(cases: u32, wide: bool) {
+    assert!(root(), "the host side needs root (chroot, setuid)");
+    let host = HostBackend::new().expect("host");
+    let svfs = ScalevfsBackend::default();
+    differential(&host, &svfs, cases, wide);
 }
 
 #[test]
 fn scalevfs_vs_host_random() {
-    assert!(root(), "the host side needs root (chroot, setuid)");
-    let host = HostBackend::new().expect("host");
-    let svfs = ScalevfsBackend::default();
-    differential(&host, &svfs, 256);
+    scalevfs_vs_host(256, false);
+}
+
+#[test]
+fn scalevfs_vs_host_random_wide() {
+    scalevfs_vs_host(128, true);
 }
 
 /// A long run for bug hunting, not part of CI: `SOAK_CASES` scripts (default 5000) of up
 /// to `SOAK_LEN` steps (default 60) from seed `SOAK_SEED` (default 1), against the
-/// scalable design (`SOAK_DESIGN=legacy`: the legacy ablation), e.g.
+/// scalable design (`SOAK_DESIGN=legacy`: the legacy ablation), of the wider set of calls
+/// (`SOAK_OPS=common`: the common ones only), e.g.
 /// `SOAK_CASES=50000 SOAK_SEED=7 cargo test -p scalevfs-conformance --release --test
 /// differential_proptest -- --ignored soak`. A failure prints the shrunk script.
 #[test]
@@ -95,13 +119,18 @@ fn scalevfs_vs_host_soak() {
         },
         ..ScalevfsBackend::default()
     };
-    differential_with(runner, env("SOAK_LEN", 60) as usize, &host, &svfs);
+    let len = env("SOAK_LEN", 60) as usize;
+    match std::env::var("SOAK_OPS").as_deref() {
+        Ok("common") => differential_with(runner, random::script(len), &host, &svfs),
+        Ok("wide") | Err(_) => differential_with(runner, random::wide_script(len), &host, &svfs),
+        Ok(other) => panic!("SOAK_OPS={other}: wide or common"),
+    }
 }
 
 /// Runs the prologue, `ops` and the epilogue on the host and on scalevfs: they must agree
-/// but for the known difference of a listing resumed at a position never returned, which
-/// the rule must find at exactly the last `Getdents(listed)` among `ops` and nowhere else.
-fn only_the_resumed_listing_differs(name: &str, ops: Vec<Op>, listed: Fd) {
+/// but for the known difference of how a directory numbers its entries, which the rule
+/// must find at exactly the last step among `ops` that is `step`, and nowhere else.
+fn only_the_numbering_differs(name: &str, ops: Vec<Op>, step: Op) {
     assert!(root(), "the host side needs root (chroot, setuid)");
     let host = HostBackend::new().expect("host");
     let svfs = ScalevfsBackend::default();
@@ -112,15 +141,12 @@ fn only_the_resumed_listing_differs(name: &str, ops: Vec<Op>, listed: Fd) {
         "{}",
         r.render("host", "scalevfs")
     );
-    let listing = script
+    let at = script
         .steps
         .iter()
-        .rposition(|op| *op == Op::Getdents(listed))
-        .expect("the listing step");
-    assert_eq!(
-        known::unreturned_position_reads(&script, &r.a),
-        vec![listing]
-    );
+        .rposition(|op| *op == step)
+        .expect("the step");
+    assert_eq!(known::unreturned_position_reads(&script, &r.a), vec![at]);
 }
 
 /// The generated script CI once shrank to: `d` (one entry) resumed at position 4, which
@@ -138,7 +164,8 @@ fn a_directory_resumed_at_a_position_it_never_returned_is_a_known_difference() {
         },
         Op::Getdents(Fd::Slot(Slot(3))),
     ];
-    only_the_resumed_listing_differs("random/resume-at-4", ops, Fd::Slot(Slot(3)));
+    let listing = Op::Getdents(Fd::Slot(Slot(3)));
+    only_the_numbering_differs("random/resume-at-4", ops, listing);
 }
 
 /// What the soak run found: a listing of `d` (which holds `b`) to its end, a seek one past
@@ -156,5 +183,37 @@ fn a_directory_resumed_past_its_end_is_a_known_difference() {
         },
         Op::Getdents(d),
     ];
-    only_the_resumed_listing_differs("random/resume-past-the-end", ops, d);
+    only_the_numbering_differs("random/resume-past-the-end", ops, Op::Getdents(d));
+}
+
+/// What the wide soak run found: two listings of `/` (through `F_DUPFD`'s copy) into a
+/// buffer with room for one entry return `.` and `..` and stop at the first entry, whose
+/// number `lseek(fd, 0, SEEK_CUR)` reports: Linux's count, scalevfs's (bucket, slot).
+#[test]
+fn a_position_reported_after_a_partial_listing_is_a_known_difference() {
+    let (root_dir, copy) = (Fd::Slot(Slot(2)), Fd::Slot(Slot(3)));
+    let report = Op::Lseek {
+        fd: root_dir,
+        off: 0,
+        whence: libc::SEEK_CUR,
+    };
+    let ops = vec![
+        Op::Open {
+            dir: Fd::Cwd,
+            path: b"d/..".to_vec(),
+            flags: libc::O_RDONLY | libc::O_DIRECTORY,
+            mode: 0,
+            to: Slot(2),
+        },
+        Op::Fcntl {
+            fd: root_dir,
+            cmd: libc::F_DUPFD,
+            arg: 0,
+            to: Some(Slot(3)),
+        },
+        Op::GetdentsOnce { fd: copy, size: 40 },
+        Op::GetdentsOnce { fd: copy, size: 40 },
+        report.clone(),
+    ];
+    only_the_numbering_differs("random/position-after-a-partial-listing", ops, report);
 }
