@@ -44,6 +44,69 @@ pub const UNRETURNED_POSITION: &str =
      that reports a listed directory's position at an entry; scalevfs numbers entries by \
      (bucket, slot) where Linux counts them, see getdents/seek-to-positions";
 
+/// Which open file description each descriptor of a script refers to, followed step by
+/// step (positions belong to descriptions: `dup`, `dup2`, `dup3` and `F_DUPFD` share them).
+#[derive(Default)]
+struct Descriptions {
+    /// Slot -> fd number, as the script's outcomes gave it.
+    slots: HashMap<Slot, i32>,
+    /// fd number -> description (numbered in order of opening).
+    desc: HashMap<i32, usize>,
+    next: usize,
+}
+
+impl Descriptions {
+    fn num(&self, fd: &Fd) -> Option<i32> {
+        match fd {
+            Fd::Slot(s) => self.slots.get(s).copied(),
+            Fd::Raw(n) => Some(*n),
+            Fd::Cwd => None,
+        }
+    }
+
+    /// The description `fd` refers to.
+    fn of(&self, fd: &Fd) -> Option<usize> {
+        self.num(fd).and_then(|n| self.desc.get(&n).copied())
+    }
+
+    /// Follows step `op`, whose outcome was `o`: new descriptors and closes.
+    fn step(&mut self, op: &Op, o: &Outcome) {
+        let (to, src) = match op {
+            Op::Open { to, .. } => (*to, None),
+            Op::Dup { fd, to } => (*to, self.num(fd)),
+            Op::Dup2 { old, to, .. } | Op::Dup3 { old, to, .. } => (*to, self.num(old)),
+            Op::Fcntl {
+                fd, to: Some(to), ..
+            } => (*to, self.num(fd)),
+            Op::Close(fd) => {
+                if let (Some(n), Outcome::Ok) = (self.num(fd), o) {
+                    self.desc.remove(&n);
+                    self.slots.retain(|_, v| *v != n);
+                }
+                return;
+            }
+            _ => return,
+        };
+        // A new fd: its description is the source's (a dup) or a fresh one.
+        match o {
+            Outcome::Fd(n) => {
+                let d = match src.and_then(|s| self.desc.get(&s).copied()) {
+                    Some(d) => d,
+                    None => {
+                        self.next += 1;
+                        self.next
+                    }
+                };
+                self.desc.insert(*n, d);
+                self.slots.insert(to, *n);
+            }
+            _ => {
+                self.slots.remove(&to);
+            }
+        }
+    }
+}
+
 /// The steps of `script` whose outcome depends on how a directory numbers its entries,
 /// judged from outcomes `out` (either target's: when the steps up to here agree, both
 /// give the same answer):
@@ -61,91 +124,103 @@ pub const UNRETURNED_POSITION: &str =
 /// description at the end, a position again common to both.
 pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize> {
     const END: i64 = i32::MAX as i64;
-    let mut slots: HashMap<Slot, i32> = HashMap::new();
-    // fd number -> open file description (numbered in order of opening).
-    let mut desc: HashMap<i32, usize> = HashMap::new();
+    let mut fds = Descriptions::default();
     let mut unreturned: HashSet<usize> = HashSet::new();
     // Descriptions a listing has read (so, directories).
     let mut listed: HashSet<usize> = HashSet::new();
-    let mut next_desc = 0;
     let mut found = Vec::new();
     for (i, op) in script.steps.iter().enumerate() {
         let Some(o) = out.get(i) else { break };
-        let num = |slots: &HashMap<Slot, i32>, fd: &Fd| match fd {
-            Fd::Slot(s) => slots.get(s).copied(),
-            Fd::Raw(n) => Some(*n),
-            Fd::Cwd => None,
-        };
-        // A new fd: its description is the source's (a dup) or a fresh one.
-        let mut new_fd = |slots: &mut HashMap<Slot, i32>, to: Slot, src: Option<i32>| match o {
-            Outcome::Fd(n) => {
-                let d = match src.and_then(|s| desc.get(&s).copied()) {
-                    Some(d) => d,
-                    None => {
-                        next_desc += 1;
-                        next_desc
-                    }
-                };
-                desc.insert(*n, d);
-                slots.insert(to, *n);
-            }
-            _ => {
-                slots.remove(&to);
-            }
-        };
         match op {
-            Op::Open { to, .. } => new_fd(&mut slots, *to, None),
-            Op::Dup { fd, to } => {
-                let src = num(&slots, fd);
-                new_fd(&mut slots, *to, src)
-            }
-            Op::Dup2 { old, to, .. } | Op::Dup3 { old, to, .. } => {
-                let src = num(&slots, old);
-                new_fd(&mut slots, *to, src)
-            }
-            Op::Fcntl {
-                fd, to: Some(to), ..
-            } => {
-                let src = num(&slots, fd);
-                new_fd(&mut slots, *to, src)
-            }
-            Op::Close(fd) => {
-                if let (Some(n), Outcome::Ok) = (num(&slots, fd), o) {
-                    desc.remove(&n);
-                    slots.retain(|_, v| *v != n);
-                }
-            }
             Op::Lseek { fd, whence, .. } => {
-                if let (Some(d), Outcome::Val(pos)) =
-                    (num(&slots, fd).and_then(|n| desc.get(&n)), o)
-                {
+                if let (Some(d), Outcome::Val(pos)) = (fds.of(fd), o) {
                     let reported = *whence != libc::SEEK_SET;
                     // Entries are numbered below the end; past it, both count alike.
-                    if reported && listed.contains(d) && (3..END).contains(pos) {
+                    if reported && listed.contains(&d) && (3..END).contains(pos) {
                         found.push(i);
                     }
                     if *pos >= 3 && *pos != END {
-                        unreturned.insert(*d);
+                        unreturned.insert(d);
                     } else {
-                        unreturned.remove(d);
+                        unreturned.remove(&d);
                     }
                 }
             }
             Op::Getdents(fd) | Op::GetdentsOnce { fd, .. } => {
-                if let Some(d) = num(&slots, fd).and_then(|n| desc.get(&n)) {
+                if let Some(d) = fds.of(fd) {
                     if !matches!(o, Outcome::Err(_)) {
-                        listed.insert(*d);
+                        listed.insert(d);
                     }
-                    if unreturned.contains(d) {
+                    if unreturned.contains(&d) {
                         found.push(i);
                         if matches!(op, Op::Getdents(_)) {
-                            unreturned.remove(d);
+                            unreturned.remove(&d);
                         }
+                    }
+                }
+            }
+            _ => fds.step(op, o),
+        }
+    }
+    found
+}
+
+/// Why a listing resumed after the directory tree changed may differ (a step-level rule).
+pub const CHANGED_DURING_LISTING: &str =
+    "scalable design only: a getdents64 that resumes a listing after a file was created \
+     or removed since the listing began; POSIX leaves unspecified whether such an entry is \
+     returned, and which ones are depends on the order (hash order here, newest first on \
+     Linux), see getdents/seek-to-positions";
+
+/// The `getdents64` steps of `script` that resume a listing after the namespace changed
+/// since the listing began, judged from outcomes `out` (as for
+/// [`unreturned_position_reads`]). A listing begins at the description's first
+/// `getdents64` (or its first after a seek to 0, `rewinddir`); a change is a step that
+/// succeeded in creating, removing or renaming a name anywhere (not only in that
+/// directory: the rule is kept simple, and a listing of another directory is not changed
+/// by it anyway, so it agrees there).
+pub fn listings_resumed_after_changes(script: &Script, out: &[Outcome]) -> Vec<usize> {
+    let mut fds = Descriptions::default();
+    // Descriptions in the middle of a listing, and whether the namespace changed since.
+    let mut listing: HashMap<usize, bool> = HashMap::new();
+    let mut found = Vec::new();
+    for (i, op) in script.steps.iter().enumerate() {
+        let Some(o) = out.get(i) else { break };
+        let ok = !matches!(o, Outcome::Err(_));
+        let changes = match op {
+            Op::Open { flags, .. } => flags & libc::O_CREAT != 0,
+            Op::Mkdir { .. }
+            | Op::Unlink { .. }
+            | Op::Rename { .. }
+            | Op::Link { .. }
+            | Op::Symlink { .. }
+            | Op::Mkfifo { .. } => true,
+            _ => false,
+        };
+        if changes && ok {
+            listing.values_mut().for_each(|changed| *changed = true);
+        }
+        match op {
+            Op::Lseek { fd, .. } => {
+                if let (Some(d), Outcome::Val(0)) = (fds.of(fd), o) {
+                    listing.remove(&d);
+                }
+            }
+            Op::Getdents(fd) | Op::GetdentsOnce { fd, .. } => {
+                if let Some(d) = fds.of(fd) {
+                    match listing.get(&d) {
+                        Some(true) => found.push(i),
+                        Some(false) => {}
+                        None if ok => {
+                            listing.insert(d, false);
+                        }
+                        None => {}
                     }
                 }
             }
             _ => {}
         }
+        fds.step(op, o);
     }
     found
 }
@@ -214,6 +289,25 @@ mod tests {
         out[5] = Outcome::Val(6);
         out[7] = Outcome::Val(5);
         assert_eq!(unreturned_position_reads(&s, &out), vec![5, 7]);
+    }
+
+    /// The wide soak run's find: a listing stopped at `d`'s first entry, then `mkdir d/e`,
+    /// then the listing resumed: Linux (newest first) does not return `e`, the hashed
+    /// directory may. A rewind begins a new listing; a failed create changes nothing.
+    #[test]
+    fn a_listing_resumed_after_a_create_is_covered() {
+        let mut s = Script::new("t");
+        let d = s.open("d", O_RDONLY | O_DIRECTORY, 0); // 0
+        s.getdents_once(d, 40); // 1: the listing begins
+        s.getdents_once(d, 40).mkdir("d/e", 0o755); // 2, 3
+        s.getdents_once(d, 200); // 4: resumed after a change
+        s.lseek(d, 0, SEEK_SET).getdents_once(d, 200); // 5, 6: a new listing
+        s.mkdir("d/f", 0o755).getdents(d); // 7, 8: resumed after a change
+        let mut out = outcomes(&s);
+        out[5] = Outcome::Val(0);
+        assert_eq!(listings_resumed_after_changes(&s, &out), vec![4, 8]);
+        out[7] = Outcome::Err(libc::EEXIST);
+        assert_eq!(listings_resumed_after_changes(&s, &out), vec![4]);
     }
 
     /// The soak run's find: a listing to the end, `lseek(fd, 1, SEEK_CUR)` (the end + 1),

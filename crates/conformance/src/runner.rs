@@ -7,7 +7,10 @@
 
 use std::fmt::Write as _;
 
-use crate::known::{known_difference, unreturned_position_reads, UNRETURNED_POSITION};
+use crate::known::{
+    known_difference, listings_resumed_after_changes, unreturned_position_reads,
+    CHANGED_DURING_LISTING, UNRETURNED_POSITION,
+};
 use crate::op::{open_flags, CompareOptions, Op, Outcome};
 use crate::script::Script;
 use crate::target::{Executor, Target};
@@ -50,7 +53,8 @@ pub struct CaseResult {
     /// Indices of the steps that differ (a missing outcome differs).
     pub differing: Vec<usize>,
     /// The reason, if this case is listed as a deliberate difference, or if every step
-    /// that differs is one a step-level rule covers (`known::unreturned_position_reads`).
+    /// that differs is one a step-level rule covers (`known::unreturned_position_reads`,
+    /// `known::listings_resumed_after_changes`).
     pub known: Option<&'static str>,
 }
 
@@ -133,9 +137,18 @@ pub fn run_case(a: &dyn Backend, b: &dyn Backend, script: &Script) -> CaseResult
     let known = known_difference(&script.name).or_else(|| {
         // Otherwise a difference is known only if every differing step is one the
         // step-level rule covers.
-        let excused = unreturned_position_reads(script, &oa);
-        (!differing.is_empty() && differing.iter().all(|i| excused.contains(i)))
-            .then_some(UNRETURNED_POSITION)
+        if differing.is_empty() {
+            return None;
+        }
+        let positions = unreturned_position_reads(script, &oa);
+        if differing.iter().all(|i| positions.contains(i)) {
+            return Some(UNRETURNED_POSITION);
+        }
+        let changed = listings_resumed_after_changes(script, &oa);
+        differing
+            .iter()
+            .all(|i| positions.contains(i) || changed.contains(i))
+            .then_some(CHANGED_DURING_LISTING)
     });
     CaseResult {
         script: script.clone(),

@@ -9,7 +9,7 @@ use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use scalevfs::{Locking, VfsOptions};
 use scalevfs_conformance::{
-    known, random, run_case, Backend, Fd, HostBackend, Op, ScalevfsBackend, Script, Slot,
+    known, random, run_case, Backend, Fd, HostBackend, Op, Outcome, ScalevfsBackend, Script, Slot,
 };
 
 /// `cases` scripts of up to 25 steps, of the common calls or (`wide`) the wider set.
@@ -127,17 +127,26 @@ fn scalevfs_vs_host_soak() {
     }
 }
 
+/// A step-level rule of `known`, and the reason it gives.
+type Rule = (fn(&Script, &[Outcome]) -> Vec<usize>, &'static str);
+
+const POSITIONS: Rule = (known::unreturned_position_reads, known::UNRETURNED_POSITION);
+const CHANGES: Rule = (
+    known::listings_resumed_after_changes,
+    known::CHANGED_DURING_LISTING,
+);
+
 /// Runs the prologue, `ops` and the epilogue on the host and on scalevfs: they must agree
-/// but for the known difference of how a directory numbers its entries, which the rule
-/// must find at exactly the last step among `ops` that is `step`, and nowhere else.
-fn only_the_numbering_differs(name: &str, ops: Vec<Op>, step: Op) {
+/// but for the known difference `rule` names, which it must find at exactly the last step
+/// among `ops` that is `step`, and nowhere else.
+fn only_the_numbering_differs(name: &str, ops: Vec<Op>, step: Op, (rule, reason): Rule) {
     assert!(root(), "the host side needs root (chroot, setuid)");
     let host = HostBackend::new().expect("host");
     let svfs = ScalevfsBackend::default();
     let script = random::script_from(name.into(), ops);
     let r = run_case(&host, &svfs, &script);
     assert!(
-        r.agrees() || r.known == Some(known::UNRETURNED_POSITION),
+        r.agrees() || r.known == Some(reason),
         "{}",
         r.render("host", "scalevfs")
     );
@@ -146,7 +155,7 @@ fn only_the_numbering_differs(name: &str, ops: Vec<Op>, step: Op) {
         .iter()
         .rposition(|op| *op == step)
         .expect("the step");
-    assert_eq!(known::unreturned_position_reads(&script, &r.a), vec![at]);
+    assert_eq!(rule(&script, &r.a), vec![at]);
 }
 
 /// The generated script CI once shrank to: `d` (one entry) resumed at position 4, which
@@ -165,7 +174,7 @@ fn a_directory_resumed_at_a_position_it_never_returned_is_a_known_difference() {
         Op::Getdents(Fd::Slot(Slot(3))),
     ];
     let listing = Op::Getdents(Fd::Slot(Slot(3)));
-    only_the_numbering_differs("random/resume-at-4", ops, listing);
+    only_the_numbering_differs("random/resume-at-4", ops, listing, POSITIONS);
 }
 
 /// What the soak run found: a listing of `d` (which holds `b`) to its end, a seek one past
@@ -183,7 +192,12 @@ fn a_directory_resumed_past_its_end_is_a_known_difference() {
         },
         Op::Getdents(d),
     ];
-    only_the_numbering_differs("random/resume-past-the-end", ops, Op::Getdents(d));
+    only_the_numbering_differs(
+        "random/resume-past-the-end",
+        ops,
+        Op::Getdents(d),
+        POSITIONS,
+    );
 }
 
 /// What the wide soak run found: two listings of `/` (through `F_DUPFD`'s copy) into a
@@ -215,5 +229,30 @@ fn a_position_reported_after_a_partial_listing_is_a_known_difference() {
         Op::GetdentsOnce { fd: copy, size: 40 },
         report.clone(),
     ];
-    only_the_numbering_differs("random/position-after-a-partial-listing", ops, report);
+    only_the_numbering_differs(
+        "random/position-after-a-partial-listing",
+        ops,
+        report,
+        POSITIONS,
+    );
+}
+
+/// What the wide soak run found next: a listing of `d` stopped at its first entry (`b`),
+/// `mkdir d/e`, and the listing resumed: Linux, newest first, has `e` before `b` and does
+/// not return it; the hashed directory returns it if it hashes after `b`.
+#[test]
+fn a_listing_resumed_after_a_create_is_a_known_difference() {
+    let d = Fd::Slot(Slot(1));
+    let resumed = Op::GetdentsOnce { fd: d, size: 200 };
+    let ops = vec![
+        Op::GetdentsOnce { fd: d, size: 40 },
+        Op::GetdentsOnce { fd: d, size: 40 },
+        Op::Mkdir {
+            dir: Fd::Cwd,
+            path: b"d/e".to_vec(),
+            mode: 0o755,
+        },
+        resumed.clone(),
+    ];
+    only_the_numbering_differs("random/resumed-after-a-create", ops, resumed, CHANGES);
 }
