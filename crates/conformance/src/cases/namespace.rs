@@ -233,6 +233,22 @@ fn rename(v: &mut Vec<Script>) {
         .contents("b/g");
     s.rename_at(Fd::Raw(-1), "b/g", Fd::Cwd, "h", 0);
     v.push(s);
+    // The old name's walk, errors and all, comes before the new dirfd is looked at.
+    let mut s = Script::new("rename/old-walk-before-new-dirfd");
+    s.mkdir("a", 0o755)
+        .file("a/f", 0o644, "m")
+        .file("x", 0o644, "");
+    let f = s.open("x", O_RDONLY, 0);
+    let a = s.open("a", O_RDONLY | O_DIRECTORY, 0);
+    s.rename_at(f, "f", Fd::Raw(-1), "g", 0)
+        .rename_at(f, "f", Fd::Raw(77), "g", 0)
+        .rename_at(Fd::Cwd, "nowhere/f", Fd::Raw(-1), "g", 0)
+        .rename_at(Fd::Cwd, "x/f", Fd::Raw(-1), "g", 0)
+        .rename_at(a, "f", Fd::Raw(-1), "g", 0)
+        .rename_at(a, "f", f, "g", 0)
+        .rename_at(Fd::Raw(-1), "f", f, "g", 0)
+        .ls("a");
+    v.push(s);
     let mut s = Script::new("rename/open-fd-survives");
     s.file("f", 0o644, "data");
     let f = s.open("f", O_RDONLY, 0);

@@ -83,7 +83,15 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let os = self.start(olddirfd, op)?;
-        let ns = self.start(newdirfd, np)?;
+        let ns = match self.start(newdirfd, np) {
+            Ok(ns) => ns,
+            // Linux walks to the old name's parent (`filename_parentat`) before it looks
+            // at `newdirfd`: that walk's error (ENOTDIR for a file `olddirfd`) comes first.
+            Err(e) => {
+                let old_parent = self.core().lookup_parent(&self.ctx(), os.path(), op);
+                return Err(old_parent.err().unwrap_or(e));
+            }
+        };
         self.core()
             .rename(&self.ctx(), os.path(), op, ns.path(), np, flags)
     }
