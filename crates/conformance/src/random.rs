@@ -62,13 +62,23 @@ fn mode() -> impl Strategy<Value = u32> {
     prop::sample::select(vec![0o644u32, 0o755, 0o600, 0o000, 0o4755, 0o1777, 0o777])
 }
 
+/// `openat` of a random name, flags and mode relative to `dir`, into a random slot.
+fn open_at(dir: impl Strategy<Value = Fd>) -> impl Strategy<Value = Op> {
+    (dir, path(), open_flags(), mode(), slot()).prop_map(|(dir, path, flags, mode, to)| Op::Open {
+        dir,
+        path,
+        flags,
+        mode,
+        to,
+    })
+}
+
 /// One random step.
 pub fn op() -> impl Strategy<Value = Op> {
     use libc::*;
     let cwd = || Just(Fd::Cwd);
     prop_oneof![
-        4 => (cwd(), path(), open_flags(), mode(), slot())
-            .prop_map(|(dir, path, flags, mode, to)| Op::Open { dir, path, flags, mode, to }),
+        4 => open_at(cwd()),
         2 => fd().prop_map(Op::Close),
         3 => (fd(), data()).prop_map(|(fd, data)| Op::Write { fd, data }),
         2 => (fd(), data(), 0i64..10).prop_map(|(fd, data, off)| Op::Pwrite { fd, data, off }),
@@ -111,7 +121,8 @@ pub fn op() -> impl Strategy<Value = Op> {
 /// it leaves out (vectored and positioned I/O, `copy_file_range`, `fallocate`, `dup2` and
 /// `dup3`, `fcntl`, `fchmod`, `chown`, `utimensat` with fixed times, `faccessat`, `umask`,
 /// `fchdir`, a listing into a small buffer, `linkat(AT_SYMLINK_FOLLOW)`, extended
-/// attributes). No call whose outcome depends on the clock or on the harness's own
+/// attributes, `O_TMPFILE`, short `readlink` buffers, and the `*at` calls relative to a
+/// descriptor). No call whose outcome depends on the clock or on the harness's own
 /// descriptors (`UTIME_NOW`, a `dup2` onto a raw number, `F_DUPFD` above 0).
 pub fn wide_op() -> impl Strategy<Value = Op> {
     use libc::*;
@@ -268,6 +279,49 @@ pub fn wide_op() -> impl Strategy<Value = Op> {
         (xattr_on(), prop::sample::select(vec![0usize, 7, 64]))
             .prop_map(|(on, size)| Op::ListXattr { on, size }),
         (xattr_on(), xattr_name()).prop_map(|(on, name)| Op::RemoveXattr { on, name }),
+        // Relative to a descriptor (a directory, or not: ENOTDIR).
+        open_at(fd()),
+        (
+            fd(),
+            path(),
+            prop::sample::select(vec![0, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH])
+        )
+            .prop_map(|(dir, path, flags)| Op::Stat { dir, path, flags }),
+        (fd(), path(), mode()).prop_map(|(dir, path, mode)| Op::Mkdir { dir, path, mode }),
+        (fd(), path(), prop::sample::select(vec![0, AT_REMOVEDIR]))
+            .prop_map(|(dir, path, flags)| Op::Unlink { dir, path, flags }),
+        (
+            fd(),
+            path(),
+            fd(),
+            path(),
+            prop::sample::select(vec![0u32, RENAME_NOREPLACE])
+        )
+            .prop_map(|(olddir, old, newdir, new, flags)| Op::Rename {
+                olddir,
+                old,
+                newdir,
+                new,
+                flags
+            }),
+        (path(), 0usize..4).prop_map(|(path, size)| Op::Readlink {
+            dir: Fd::Cwd,
+            path,
+            size
+        }),
+        (
+            prop::sample::select(vec!["d", "e", ".", "a"]),
+            prop::sample::select(vec![O_TMPFILE | O_RDWR, O_TMPFILE | O_WRONLY | O_EXCL]),
+            mode(),
+            slot(),
+        )
+            .prop_map(|(p, flags, mode, to)| Op::Open {
+                dir: Fd::Cwd,
+                path: p.as_bytes().to_vec(),
+                flags,
+                mode,
+                to
+            }),
     ];
     prop_oneof![1 => op(), 1 => extra]
 }
