@@ -174,13 +174,7 @@ impl SlotArena {
     /// another CPU's counter, and the sum is the same.
     #[inline]
     pub fn try_add(&self, id: SlotId, delta: i64) -> bool {
-        let cpu = cpu_hint();
-        let shard = if cpu < self.ncpus {
-            cpu
-        } else {
-            cpu % self.ncpus
-        };
-        self.counter(id, shard)
+        self.counter(id, hinted_shard(self.ncpus))
             .is_some_and(|c| add_unless_closed(c, delta))
     }
 
@@ -277,9 +271,7 @@ impl SlotCounters<'_> {
     #[inline]
     pub fn try_add(&self, delta: i64) -> bool {
         let (_, i) = self.id.chunk_and_index();
-        let (cpu, n) = (cpu_hint(), self.blocks.len());
-        let shard = if cpu < n { cpu } else { cpu % n };
-        add_unless_closed(&self.blocks[shard].0[i], delta)
+        add_unless_closed(&self.blocks[hinted_shard(self.blocks.len())].0[i], delta)
     }
 
     /// As [`SlotArena::close`].
@@ -326,6 +318,18 @@ fn cpu_hint() -> usize {
             cpu
         }
     })
+}
+
+/// The counter of `n` (one per CPU) that the calling thread adds to: its CPU hint's,
+/// modulo `n` for a CPU past the arena's (the division only then).
+#[inline]
+fn hinted_shard(n: usize) -> usize {
+    let cpu = cpu_hint();
+    if cpu < n {
+        cpu
+    } else {
+        cpu % n
+    }
 }
 
 /// Makes the calling thread's next add ([`SlotArena::try_add`],
