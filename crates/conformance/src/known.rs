@@ -159,8 +159,9 @@ pub fn unreturned_position_reads(script: &Script, out: &[Outcome]) -> Vec<usize>
                     }
                 }
             }
-            _ => fds.step(op, o),
+            _ => {}
         }
+        fds.step(op, o);
     }
     found
 }
