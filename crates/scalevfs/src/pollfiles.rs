@@ -383,11 +383,12 @@ pub fn epoll_wait(
     timeout_ms: i32,
     cancel: Option<&CancelToken>,
 ) -> SysResult<usize> {
-    // Linux checks maxevents before the descriptor.
+    // Linux 6.15+ (`do_epoll_wait`, then `ep_check_params`): the descriptor (`EBADF`),
+    // then maxevents, then that it is an epoll (both `EINVAL`).
+    let ef = get_file(fds, epfd)?;
     if events.is_empty() || events.len() > (i32::MAX as usize) / 12 {
         return Err(Errno::EINVAL);
     }
-    let ef = get_file(fds, epfd)?;
     let Some(Special::Epoll(ep)) = special(&ef) else {
         return Err(Errno::EINVAL);
     };

@@ -77,9 +77,13 @@ pub unsafe extern "C" fn svfs_epoll_wait(
 ) -> c_int {
     int_call("svfs_epoll_wait", p, |p| {
         if maxevents <= 0 || maxevents > EP_MAX_EVENTS {
-            return Err(Errno::EINVAL);
+            // No room: `EBADF` for a bad descriptor (Linux checks it first), else
+            // `EINVAL`, which is what an empty buffer gets.
+            return p.epoll_wait(epfd, &mut [], timeout);
         }
         if events.is_null() {
+            // After the descriptor check, as in Linux.
+            p.fcntl(epfd, libc::F_GETFD, FcntlArg::None)?;
             return Err(Errno::EFAULT);
         }
         // Up to 64 events on the stack; more on the heap.

@@ -427,6 +427,8 @@ static void bad_input(void) {
     int ep = svfs_epoll_create1(p, 0);
     EQ(svfs_epoll_wait(p, ep, NULL, 0, 0), -EINVAL);
     EQ(svfs_epoll_wait(p, ep, NULL, 4, 0), -EFAULT);
+    EQ(svfs_epoll_wait(p, 9999, NULL, 0, 0), -EBADF);
+    EQ(svfs_epoll_wait(p, 9999, NULL, 4, 0), -EBADF);
     EQ(svfs_epoll_ctl(p, ep, EPOLL_CTL_ADD, fd, NULL), -EFAULT);
 
     /* Bad descriptors. */

@@ -309,3 +309,21 @@ fn fcntl_flags_and_pipe_size() {
         }
     });
 }
+
+/// `epoll_wait`'s checks in Linux 6.15+'s order: the descriptor (`EBADF`) before the
+/// event count, then the count and the file's type (`EINVAL`).
+#[test]
+fn wait_checks_the_descriptor_before_the_count() {
+    differential(|s, l| {
+        let ep = s.epoll_create1(0).unwrap();
+        let efd = s.eventfd(0, libc::EFD_NONBLOCK).unwrap();
+        l.rec("bad fd, no room", s.epoll_wait(BADFD, 0, 0));
+        l.rec("bad fd, room", s.epoll_wait(BADFD, 1, 0));
+        l.rec("not an epoll, no room", s.epoll_wait(efd, 0, 0));
+        l.rec("not an epoll, room", s.epoll_wait(efd, 1, 0));
+        l.rec("epoll, no room", s.epoll_wait(ep, 0, 0));
+        l.rec("epoll, room", s.epoll_wait(ep, 1, 0));
+        s.close(efd).unwrap();
+        s.close(ep).unwrap();
+    });
+}
