@@ -610,3 +610,45 @@ impl Drop for Both {
         }
     }
 }
+
+/// Runs `cases` random scripts of `strategy` from a fixed `seed` through `differ` (the
+/// first difference from the host as text, or `None`), and panics with the first
+/// difference, shrunk to a short script. The same seed gives the same scripts.
+pub fn run_random_scripts<S: proptest::strategy::Strategy>(
+    cases: u32,
+    seed: u64,
+    strategy: S,
+    differ: impl Fn(&S::Value) -> Option<String>,
+) {
+    use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let result = TestRunner::new_with_rng(config, rng).run(&strategy, |script| {
+        differ(&script).map_or(Ok(()), |d| Err(TestCaseError::fail(d)))
+    });
+    if let Err(e) = result {
+        panic!("seed {seed}: {e}");
+    }
+}
+
+/// A by-hand soak's `(cases, seed, max_len)`: the environment variables `{prefix}_CASES`,
+/// `{prefix}_SEED` and `{prefix}_LEN`, or `cases`, seed 2 and `max_len`.
+pub fn soak_settings(prefix: &str, cases: u32, max_len: usize) -> (u32, u64, usize) {
+    let var = |name: &str, default: u64| {
+        std::env::var(format!("{prefix}_{name}"))
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        var("CASES", cases.into()) as u32,
+        var("SEED", 2),
+        var("LEN", max_len as u64) as usize,
+    )
+}

@@ -44,6 +44,9 @@ trait Sys {
     fn regular(&self) -> Res<i32>;
 }
 
+#[path = "../common/mod.rs"]
+mod common;
+mod random;
 mod scalevfs_only;
 mod scenarios;
 

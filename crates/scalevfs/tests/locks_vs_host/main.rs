@@ -36,6 +36,9 @@ use scalevfs::{Credentials, FcntlArg, Flock, Process, Vfs, VfsOptions};
 const REPLY: Duration = Duration::from_secs(30);
 
 mod cases;
+#[path = "../common/mod.rs"]
+mod common;
+mod random;
 
 #[derive(Copy, Clone, Debug)]
 enum Op {
@@ -48,6 +51,8 @@ enum Op {
     /// `lseek(slot, off, SEEK_SET)`.
     Seek(usize, i64),
     Truncate(usize, i64),
+    /// `slot .0 = dup(slot .1)`: a second descriptor of the same open file description.
+    Dup(usize, usize),
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -68,6 +73,9 @@ enum Step {
     Finish(usize),
     /// Interrupts the owner's blocked operation (signal / cancel token).
     Interrupt(usize),
+    /// The lock listing of the test file (`/proc/locks`), normalized: no ids, owners by
+    /// index, lines sorted.
+    List,
 }
 use Step::*;
 
@@ -84,16 +92,50 @@ trait Side {
     fn recv(&mut self, owner: usize, timeout: Duration) -> Option<Reply>;
     fn interrupt(&mut self, owner: usize);
     fn pid(&self, owner: usize) -> i32;
+    /// The lock listing, `/proc/locks` format.
+    fn listing(&self) -> String;
+    /// The test file's inode number, as the listing shows it.
+    fn ino(&self) -> u64;
     /// Waiting requests on the test file in the lock listing.
-    fn waiters(&self) -> usize;
+    fn waiters(&self) -> usize {
+        let tag = format!(":{} ", self.ino());
+        self.listing()
+            .lines()
+            .filter(|l| l.contains("-> ") && l.contains(&tag))
+            .count()
+    }
 }
 
-fn count_waiters(listing: &str, ino: u64) -> usize {
-    let tag = format!(":{ino} ");
-    listing
+/// The test file's lines of the listing, comparable across sides: the lock ids and the
+/// device dropped, a pid replaced by its owner's index, the lines sorted.
+fn normalized_listing(side: &dyn Side, n: usize) -> String {
+    let tag = format!(":{} ", side.ino());
+    let mut lines: Vec<String> = side
+        .listing()
         .lines()
-        .filter(|l| l.contains("-> ") && l.contains(&tag))
-        .count()
+        .filter(|l| l.contains(&tag))
+        .map(|l| {
+            let rest = l.split_once(": ").map_or(l, |(_, r)| r);
+            let mut f: Vec<String> = rest.split_whitespace().map(String::from).collect();
+            // `[->] CLASS ADVISORY TYPE PID MAJ:MIN:INO START END`
+            let at = usize::from(f.first().is_some_and(|w| w == "->"));
+            if let Some(pid) = f.get(at + 3).and_then(|p| p.parse::<i32>().ok()) {
+                if let Some(i) = (0..n).find(|&i| side.pid(i) == pid) {
+                    f[at + 3] = format!("owner{i}");
+                }
+            }
+            if let Some(dev) = f.get_mut(at + 4) {
+                *dev = "file".into();
+            }
+            f.join(" ")
+        })
+        .collect();
+    lines.sort();
+    if lines.is_empty() {
+        "no locks".into()
+    } else {
+        lines.join("; ")
+    }
 }
 
 fn errno_name(e: i32) -> String {
@@ -130,7 +172,7 @@ fn show(side: &dyn Side, n: usize, op: &Op, r: Option<Reply>) -> String {
             format!("{ty} whence={whence} start={start} len={len} {who}")
         }
         // Descriptor numbers and file positions need not agree.
-        Op::Open(..) | Op::Seek(..) => "ok".into(),
+        Op::Open(..) | Op::Seek(..) | Op::Dup(..) => "ok".into(),
         _ => format!("ok {}", r.ret),
     }
 }
@@ -177,6 +219,7 @@ fn run_script(side: &mut dyn Side, n: usize, steps: &[Step]) -> Vec<String> {
                 side.interrupt(o);
                 "interrupted".into()
             }
+            List => normalized_listing(side, n),
         };
         out.push(format!("{k}: {step:?} -> {line}"));
     }
@@ -254,6 +297,7 @@ fn encode_op(op: Op) -> [i64; 8] {
         Op::Flock(s, o) => [3, s as i64, o as i64, 0, 0, 0, 0, 0],
         Op::Seek(s, off) => [4, s as i64, off, 0, 0, 0, 0, 0],
         Op::Truncate(s, len) => [5, s as i64, len, 0, 0, 0, 0, 0],
+        Op::Dup(to, from) => [6, to as i64, from as i64, 0, 0, 0, 0, 0],
     }
 }
 
@@ -293,6 +337,11 @@ fn child_main(path: &CString, cmd: i32, resp: i32) -> ! {
                 3 => libc::flock(fd, v[2] as i32) as i64,
                 4 => libc::lseek(fd, v[2], SEEK_SET),
                 5 => libc::ftruncate(fd, v[2]) as i64,
+                6 => {
+                    let new = libc::dup(slots[(v[2] as usize) % slots.len()]);
+                    slots[slot] = new;
+                    new as i64
+                }
                 _ => -1,
             }
         };
@@ -403,11 +452,11 @@ impl Side for Host {
     fn pid(&self, owner: usize) -> i32 {
         self.owners[owner].pid
     }
-    fn waiters(&self) -> usize {
-        count_waiters(
-            &std::fs::read_to_string("/proc/locks").unwrap_or_default(),
-            self.ino,
-        )
+    fn listing(&self) -> String {
+        std::fs::read_to_string("/proc/locks").unwrap_or_default()
+    }
+    fn ino(&self) -> u64 {
+        self.ino
     }
 }
 
@@ -451,10 +500,12 @@ fn run_op(p: &Process, slots: &mut [i32; 8], op: Op, cancel: &Mutex<Option<Cance
         t
     };
     let r: Result<i64, scalevfs::Errno> = match op {
-        Op::Open(s, flags) => p.open("/f", flags, 0o644).map(|fd| {
-            slots[s] = fd;
-            fd as i64
-        }),
+        // A slot holds what the call returned, as on the host: -1 after a failure.
+        Op::Open(s, flags) => {
+            let r = p.open("/f", flags, 0o644);
+            slots[s] = *r.as_ref().unwrap_or(&-1);
+            r.map(i64::from)
+        }
         Op::Close(s) => p.close(std::mem::replace(&mut slots[s], -1)).map(|_| 0),
         Op::Fcntl(s, cmd, Fl(t, w, st, l, pid)) => {
             fl = Flock {
@@ -480,6 +531,11 @@ fn run_op(p: &Process, slots: &mut [i32; 8], op: Op, cancel: &Mutex<Option<Cance
         .map(|_| 0),
         Op::Seek(s, off) => p.lseek(slots[s], off, SEEK_SET),
         Op::Truncate(s, len) => p.ftruncate(slots[s], len).map(|_| 0),
+        Op::Dup(to, from) => {
+            let r = p.dup(slots[from]);
+            slots[to] = *r.as_ref().unwrap_or(&-1);
+            r.map(i64::from)
+        }
     };
     *cancel.lock().unwrap() = None;
     let (ret, errno) = match r {
@@ -548,8 +604,11 @@ impl Side for Svfs {
     fn pid(&self, owner: usize) -> i32 {
         self.owners[owner].pid
     }
-    fn waiters(&self) -> usize {
-        count_waiters(&self.vfs.proc_locks(), self.ino)
+    fn listing(&self) -> String {
+        self.vfs.proc_locks()
+    }
+    fn ino(&self) -> u64 {
+        self.ino
     }
 }
 
@@ -570,20 +629,29 @@ impl Drop for Svfs {
     }
 }
 
-/// Runs `steps` on the host and on both scalevfs designs and compares.
-fn check(n: usize, steps: &[Step]) {
-    let host = run_script(&mut Host::new(n), n, steps);
+/// Runs `steps` on the host and on both scalevfs designs; the first design whose results
+/// differ from the host's, with both transcripts.
+fn differences(n: usize, steps: &[Step]) -> Option<String> {
+    let host = run_script(&mut Host::new(n), n, steps).join("\n");
     for locking in [scalevfs::Locking::Scalable, scalevfs::Locking::Legacy] {
         let opts = VfsOptions {
             locking,
             ..Default::default()
         };
-        let ours = run_script(&mut Svfs::new(n, opts), n, steps);
-        assert_eq!(
-            host.join("\n"),
-            ours.join("\n"),
-            "host (left) vs scalevfs {locking:?} (right)"
-        );
+        let ours = run_script(&mut Svfs::new(n, opts), n, steps).join("\n");
+        if ours != host {
+            return Some(format!(
+                "host and scalevfs {locking:?} differ\n--- host:\n{host}\n--- scalevfs:\n{ours}"
+            ));
+        }
+    }
+    None
+}
+
+/// Runs `steps` on the host and on both scalevfs designs and compares.
+fn check(n: usize, steps: &[Step]) {
+    if let Some(d) = differences(n, steps) {
+        panic!("{d}");
     }
 }
 
