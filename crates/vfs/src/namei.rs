@@ -49,6 +49,10 @@ pub struct Ctx<'a> {
     /// A scoped walk's sample of the rename sequence, taken by [`VfsCore::scoped`] when
     /// the walk began and checked by `follow_dotdot` after every `..`.
     scope_seq: Cell<Option<SeqCount>>,
+    /// Whether this walk has "set its root", as Linux's `nd->root` is set: by an absolute
+    /// path, a `..` or a scoped start. Under `RESOLVE_NO_XDEV` a symlink's jump to the root
+    /// before that is `EXDEV`, even to the same mount (see [`VfsCore::jump_root`]).
+    root_set: Cell<bool>,
 }
 
 impl<'a> Ctx<'a> {
@@ -59,6 +63,7 @@ impl<'a> Ctx<'a> {
             root,
             resolve: 0,
             scope_seq: Cell::new(None),
+            root_set: Cell::new(false),
         }
     }
     fn has(&self, bit: u64) -> bool {
@@ -86,8 +91,9 @@ impl<'a> From<&'a Path> for PathRef<'a> {
 
 /// `openat2`'s resolution flags, as `Ctx::resolve` carries them (Linux's values):
 ///
-/// * `NO_XDEV`: crossing a mount, either way, or jumping to a root on another mount, is
-///   `EXDEV`;
+/// * `NO_XDEV`: crossing a mount, either way, or a symlink's jump to a root on another
+///   mount, is `EXDEV`; so is such a jump before the walk set its root (an absolute path,
+///   a `..`), as on Linux;
 /// * `NO_MAGICLINKS`: no effect (there are no `/proc` magic links);
 /// * `NO_SYMLINKS`: following any symlink is `ELOOP`;
 /// * `BENEATH`: `root` is the starting directory; an absolute path or symlink, or `..`
@@ -315,7 +321,7 @@ impl VfsCore {
         let g = scalevfs_primitives::epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
         if path[0] == b'/' {
-            if let Err(e) = self.jump_root(ctx, start.mnt) {
+            if let Err(e) = self.jump_root(ctx, start.mnt, true) {
                 return Some(Err(e));
             }
         }
@@ -417,7 +423,7 @@ impl VfsCore {
         let g = scalevfs_primitives::epoch::pin();
         let seq = self.dcache.rename_lock.read_begin();
         if path[0] == b'/' {
-            if let Err(e) = self.jump_root(ctx, start.mnt) {
+            if let Err(e) = self.jump_root(ctx, start.mnt, true) {
                 return Some(Err(e));
             }
         }
@@ -484,13 +490,21 @@ impl VfsCore {
         Some(Ok(r))
     }
 
-    /// The checks of `nd_jump_root` before a walk starts over at `ctx.root` (an absolute
-    /// path or symlink) from a place on mount `from`: `EXDEV` under `RESOLVE_BENEATH`,
-    /// and under `RESOLVE_NO_XDEV` if the root is on another mount.
-    fn jump_root(&self, ctx: &Ctx<'_>, from: MntRef) -> SysResult<()> {
-        if ctx.has(Resolve::BENEATH) || ctx.has(Resolve::NO_XDEV) && ctx.root.mnt != from {
+    /// The checks of `nd_jump_root` before a walk starts over at `ctx.root`, from a place
+    /// on mount `from`: for the path itself (`initial`, Linux's `path_init`) or for an
+    /// absolute symlink. `EXDEV` under `RESOLVE_BENEATH`. Under `RESOLVE_NO_XDEV` an
+    /// absolute path always passes, and a symlink's jump is `EXDEV` if the root is on
+    /// another mount, or if the walk has not set its root yet: Linux compares the mount
+    /// with `nd->root`, still empty then (see [`Ctx::root_set`]).
+    fn jump_root(&self, ctx: &Ctx<'_>, from: MntRef, initial: bool) -> SysResult<()> {
+        if ctx.has(Resolve::BENEATH) {
             return Err(Errno::EXDEV);
         }
+        let root_set = ctx.has(Resolve::SCOPED) || ctx.root_set.get();
+        if ctx.has(Resolve::NO_XDEV) && !initial && (!root_set || ctx.root.mnt != from) {
+            return Err(Errno::EXDEV);
+        }
+        ctx.root_set.set(true);
         Ok(())
     }
 
@@ -504,8 +518,13 @@ impl VfsCore {
         links: &mut u32,
     ) -> SysResult<(Path, Last)> {
         let abs = path.first() == Some(&b'/');
+        // The path itself, not a symlink's target (each of those counted one link first).
+        let initial = *links == 0;
+        if initial {
+            ctx.root_set.set(false);
+        }
         if abs {
-            self.jump_root(ctx, start.mnt)?;
+            self.jump_root(ctx, start.mnt, initial)?;
         }
         let mut cur = if abs { ctx.root.clone() } else { start };
         let slash = path.ends_with(b"/");
@@ -663,6 +682,8 @@ impl VfsCore {
 
     /// [`follow_dotdot`](Self::follow_dotdot) without the rename check.
     fn dotdot(&self, ctx: &Ctx<'_>, mut cur: Path) -> SysResult<Path> {
+        // Linux's `handle_dots` sets the walk's root first.
+        ctx.root_set.set(true);
         loop {
             if cur == *ctx.root {
                 if ctx.has(Resolve::BENEATH) {

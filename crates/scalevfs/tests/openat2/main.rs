@@ -9,6 +9,7 @@ mod common;
 
 mod escapes;
 mod mounts;
+mod random;
 
 use std::ffi::CString;
 
@@ -42,9 +43,11 @@ enum Dir {
     Link,
 }
 
-/// (dirfd, path, flags, mode, resolve). The cases run in order on one tree, so a create
-/// shows in later cases.
-fn cases() -> Vec<(Dir, &'static str, i32, u64, u64)> {
+/// One `openat2` call: (dirfd, path, flags, mode, resolve).
+type Case<'a> = (Dir, &'a str, i32, u64, u64);
+
+/// The cases. They run in order on one tree, so a create shows in later cases.
+fn cases() -> Vec<Case<'static>> {
     use Dir::*;
     let o = O_RDONLY;
     let c = O_CREAT | O_WRONLY;
@@ -116,6 +119,15 @@ fn cases() -> Vec<(Dir, &'static str, i32, u64, u64)> {
         (Sandbox, "lnk_loop", o, 0, BENEATH),
         (Sandbox, "lnk_loop", O_PATH | O_NOFOLLOW, 0, NO_SYMLINKS),
         (Sandbox, "lnk_mid_up", o, 0, NO_SYMLINKS | IN_ROOT),
+        // NO_XDEV: an absolute symlink is EXDEV until the walk has set its root (an
+        // absolute path or a `..` sets it), even to the same mount, as on Linux.
+        (Sandbox, "lnk_both_abs", o, 0, NO_XDEV),
+        (Sandbox, "lnk_chain_abs", o, 0, NO_XDEV),
+        (Cwd, "lnk_both_abs", o, 0, NO_XDEV),
+        (Sandbox, "a/../lnk_both_abs", o, 0, NO_XDEV),
+        (Sandbox, "/sandbox/lnk_both_abs", o, 0, NO_XDEV),
+        (Sandbox, "lnk_dir/../lnk_both_abs", o, 0, NO_XDEV),
+        (Sandbox, "lnk_both_abs", o, 0, NO_XDEV | IN_ROOT),
         // Absolute paths, `.`, `..` at the root, trailing slashes.
         (Sandbox, "/both", o, 0, IN_ROOT),
         (Sandbox, "//both", o, 0, IN_ROOT),
@@ -360,20 +372,25 @@ fn outcome(mode: u32, size: i64) -> (u32, i64) {
     (ty, if ty == libc::S_IFREG { size } else { 0 })
 }
 
-/// The cases on the host, under `dir`, in a thread with its own cwd (`unshare(CLONE_FS)`),
-/// so that `chdir` does not move the other tests' threads.
-fn host_run(dir: &str) -> Vec<Outcome> {
-    let dir = dir.to_owned();
-    std::thread::spawn(move || {
-        // SAFETY: unshare(CLONE_FS) only gives this thread its own cwd and root.
-        assert_eq!(unsafe { libc::unshare(libc::CLONE_FS) }, 0);
-        host_run_here(&dir)
+/// The cases on the host, in a thread with its own cwd and root (`unshare(CLONE_FS)`),
+/// so that `chdir` does not move the other tests' threads, `chroot`ed into `dir`, so that
+/// `/`, an absolute symlink and a `..` above the tree mean what they mean in the `Vfs`,
+/// whose root the tree is.
+fn host_run(dir: &str, cases: &[Case<'_>]) -> Vec<Outcome> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: unshare(CLONE_FS) only gives this thread its own cwd and root.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_FS) }, 0);
+            std::os::unix::fs::chroot(dir).unwrap();
+            std::env::set_current_dir("/").unwrap();
+            host_run_here("", cases)
+        })
+        .join()
+        .unwrap()
     })
-    .join()
-    .unwrap()
 }
 
-fn host_run_here(dir: &str) -> Vec<Outcome> {
+fn host_run_here(dir: &str, cases: &[Case<'_>]) -> Vec<Outcome> {
     let c = |p: &str| CString::new(format!("{dir}/{p}")).unwrap();
     for d in DIRS {
         std::fs::create_dir(format!("{dir}/{d}")).unwrap();
@@ -398,9 +415,9 @@ fn host_run_here(dir: &str) -> Vec<Outcome> {
     std::fs::remove_dir(format!("{dir}/sandbox/gone")).unwrap();
     std::fs::rename(format!("{dir}/sandbox/mv"), format!("{dir}/moved")).unwrap();
     std::env::set_current_dir(format!("{dir}/sandbox")).unwrap();
-    let out = cases()
-        .into_iter()
-        .map(|(at, path, flags, mode, resolve)| {
+    let out = cases
+        .iter()
+        .map(|&(at, path, flags, mode, resolve)| {
             let at = match at {
                 Dir::Sandbox => dfd,
                 Dir::Cwd => libc::AT_FDCWD,
@@ -441,7 +458,7 @@ fn host_run_here(dir: &str) -> Vec<Outcome> {
 
 /// The cases in scalevfs. `cold`: the caches are dropped before each case, so that the
 /// walks take the ref-walk rather than the rcu-walk that a warm cache lets them take.
-fn ours_run(locking: Locking, cold: bool) -> Vec<Outcome> {
+fn ours_run(locking: Locking, cold: bool, cases: &[Case<'_>]) -> Vec<Outcome> {
     let vfs = Vfs::new(VfsOptions {
         locking,
         ..VfsOptions::default()
@@ -465,9 +482,9 @@ fn ours_run(locking: Locking, cold: bool) -> Vec<Outcome> {
     p.rmdir("/sandbox/gone").unwrap();
     p.rename("/sandbox/mv", "/moved").unwrap();
     p.chdir("/sandbox").unwrap();
-    cases()
-        .into_iter()
-        .map(|(at, path, flags, mode, resolve)| {
+    cases
+        .iter()
+        .map(|&(at, path, flags, mode, resolve)| {
             let at = match at {
                 Dir::Sandbox => dfd,
                 Dir::Cwd => libc::AT_FDCWD,
@@ -500,7 +517,7 @@ fn openat2_matches_the_host() {
         eprintln!("no /dev/shm: skipping");
         return;
     }
-    let host = host_run(&base);
+    let host = host_run(&base, &cases());
     std::fs::remove_dir_all(&base).unwrap();
     if host.first() == Some(&Err(libc::ENOSYS)) {
         eprintln!("the host has no openat2: skipping");
@@ -513,7 +530,7 @@ fn openat2_matches_the_host() {
         (Locking::Legacy, false),
         (Locking::Scalable, true),
     ] {
-        let ours = ours_run(locking, cold);
+        let ours = ours_run(locking, cold, &cases());
         for ((case, h), o) in cases().iter().zip(&host).zip(&ours) {
             // With cold caches, RESOLVE_CACHED has nothing to answer from.
             let may_eagain = case.4 & MAY_EAGAIN != 0 || cold && case.4 & CACHED != 0;
