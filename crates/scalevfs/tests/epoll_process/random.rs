@@ -9,6 +9,8 @@
 //! one-shot items disarm, and edge-triggered items fire once per change. Every result is
 //! logged with the ready events in the order they came; descriptor numbers never are.
 //! Nothing blocks: every descriptor is non-blocking and every wait has a zero timeout.
+//! After each script every descriptor is closed and the VFS dropped, and the teardown
+//! must find nothing still referenced (no epoll keeps a file alive).
 //!
 //! CI runs [`CI_CASES`] scripts; `EPOLL_CASES`, `EPOLL_SEED` and `EPOLL_LEN` run more, by
 //! hand.
@@ -212,7 +214,13 @@ fn differences(steps: &[Step]) -> Option<String> {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let host = run_on(&Host, steps).join("\n");
     for locking in [Locking::Scalable, Locking::Legacy] {
+        let leaked = scalevfs_vfs::core::leaked_cores();
         let ours = run_on(&Ours::new(locking), steps).join("\n");
+        // Every descriptor is closed and the VFS dropped by now: a file an epoll still
+        // held (a reference cycle) would make the teardown leak.
+        if scalevfs_vfs::core::leaked_cores() != leaked {
+            return Some(format!("scalevfs {locking:?} leaked its VFS\n{ours}"));
+        }
         if ours != host {
             let slots: Vec<String> = NAMES
                 .iter()

@@ -638,7 +638,13 @@ fn differences(n: usize, steps: &[Step]) -> Option<String> {
             locking,
             ..Default::default()
         };
+        let leaked = scalevfs_vfs::core::leaked_cores();
         let ours = run_script(&mut Svfs::new(n, opts), n, steps).join("\n");
+        // The owners have exited and the VFS is dropped: a lock that kept its file alive
+        // would make the teardown leak.
+        if scalevfs_vfs::core::leaked_cores() != leaked {
+            return Some(format!("scalevfs {locking:?} leaked its VFS\n{ours}"));
+        }
         if ours != host {
             return Some(format!(
                 "host and scalevfs {locking:?} differ\n--- host:\n{host}\n--- scalevfs:\n{ours}"
