@@ -311,3 +311,59 @@ fn umount_races_with_walkers() {
         assert_eq!(leaked_superblocks(), leaked, "no busy inodes after unmount");
     });
 }
+
+/// A lazily detached mount gives its mountpoint back at once, while walkers inside it
+/// still take `..` out of its root: each walker sits in the mount (its cwd) and asks for
+/// `..` while the mount is detached and its mountpoint removed, again and again. A `..`
+/// either reaches the parent (the walk came first) or stays at the detached root; no
+/// count is taken on a dead mountpoint; every detached mount is freed once its walker
+/// leaves, and the file system it was mounted on can be unmounted meanwhile.
+#[test]
+fn dotdot_races_with_lazy_detach() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        let leaked = leaked_superblocks();
+        // The mounts come and go on `/m/d` in a file system of its own on `/m`.
+        p.mount("/m", tmpfs()).unwrap();
+        p.write_file("/m/under", b"U").unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let _stop = StopOnDrop(&stop);
+            for _ in 0..3 {
+                let (vfs, stop) = (&vfs, &stop);
+                s.spawn(move || {
+                    let q = Process::new(vfs, Credentials::root());
+                    while !stop.load(Ordering::Relaxed) {
+                        if q.chdir("/m/d").is_err() {
+                            continue;
+                        }
+                        for _ in 0..8 {
+                            // The parent `/m` (its `under`), or the detached root again.
+                            match q.stat("../under") {
+                                Ok(st) => assert_eq!(st.size, 1),
+                                Err(e) => assert_eq!(e, Errno::ENOENT),
+                            }
+                            q.stat("..").unwrap();
+                        }
+                        q.chdir("/").unwrap();
+                    }
+                });
+            }
+            for _ in 0..300 {
+                p.mkdir("/m/d", 0o755).unwrap();
+                p.mount("/m/d", tmpfs()).unwrap();
+                std::thread::yield_now();
+                p.umount2("/m/d", MNT_DETACH).unwrap();
+                p.rmdir("/m/d").unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        // The walkers left every detached mount, and none kept a dentry of `/m`'s file
+        // system: it unmounts.
+        p.umount2("/m", 0).unwrap();
+        vfs.drop_caches();
+        assert_eq!(vfs.inode_count(), base, "every detached tmpfs was freed");
+        assert_eq!(leaked_superblocks(), leaked, "no busy inodes after unmount");
+    });
+}

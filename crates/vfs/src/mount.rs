@@ -32,10 +32,14 @@
 //! `DETACHED` stays on the mountpoint, as if the mount had already gone. The state itself
 //! publishes nothing (stores and loads are Relaxed around the fences).
 //!
-//! The mount owns one count of its root and one of its mountpoint ([`MountDentry`]) until
-//! the superblock is shut down; then it gives them back (the root's with `put_if_last`:
-//! a walker on its way out may still count it for a moment), but keeps the pointers, which
-//! pinned rcu-walkers may still follow (a dead dentry refuses new counts).
+//! The mount owns one count of its root ([`MountDentry`]) until the superblock is shut
+//! down, and one of its mountpoint until it is detached (Linux's `umount_mnt` puts the
+//! mountpoint then: a lazily detached mount that is still in use must not keep a dentry
+//! of its parent's file system busy, or that file system could not be unmounted). It
+//! gives them back (the root's with `put_if_last`: a walker on its way out may still count
+//! it for a moment) but keeps the pointers, which pinned walkers may still follow (a dead
+//! dentry refuses new counts): `..` at a mount's root counts the mountpoint with
+//! `try_get`, pinned since before it read the mount attached.
 //!
 //! Lock order: table mutex -> rename lock (write) -> d_lock.
 
@@ -71,8 +75,8 @@ impl MountDentry {
         // SAFETY: see above; the mount's count or the caller's pin keeps it allocated.
         unsafe { &*self.ptr }
     }
-    /// A counted reference. Only for callers that hold a reference into the mount (so it
-    /// is not released) or whose mount is known busy.
+    /// A counted reference. Only for callers that know the count is not given back: a
+    /// mount's root, while they hold a reference into the mount or know it busy.
     pub fn get(&self) -> DentryRef {
         // SAFETY: the mount's own count keeps the dentry alive: not released (see above).
         unsafe { DentryRef::from_borrowed(self.ptr) }
@@ -210,6 +214,13 @@ impl Mount {
     pub(crate) fn cancel_umount(&self) {
         // Relaxed: the state publishes nothing (module docs); waiting walkers poll it.
         self.state.store(ATTACHED, Ordering::Relaxed);
+    }
+    /// Gives back the mountpoint's count (once): the mount was detached (module docs).
+    pub(crate) fn release_mountpoint(&self) {
+        debug_assert!(self.is_detached());
+        if let Some((_, mp)) = &self.parent {
+            mp.release();
+        }
     }
     /// Gives back the root and mountpoint counts (superblock shutdown of a detached,
     /// unused mount; see [`MountDentry::release_last`]).

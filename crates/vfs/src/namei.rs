@@ -692,16 +692,22 @@ impl VfsCore {
                 return Ok(cur);
             }
             if cur.mnt.is_root(&cur.dentry) {
+                // Pinned from before `parent()` read the mount attached: a lazy umount may
+                // detach it and give its mountpoint's count back at any moment (`mount.rs`),
+                // and the dentry's memory outlives the grace period after it dies.
+                let _g = scalevfs_primitives::epoch::pin();
                 match cur.mnt.parent() {
                     Some((pm, mp)) => {
                         if ctx.has(Resolve::NO_XDEV) {
                             return Err(Errno::EXDEV);
                         }
-                        cur = Path {
-                            mnt: pm,
-                            // We hold a count in `cur.mnt`, so it is not released.
-                            dentry: mp.get(),
+                        // SAFETY: pinned, as above. A dead mountpoint means the mount was
+                        // detached meanwhile: `..` then stays at its root, as for any
+                        // detached mount.
+                        let Some(dentry) = (unsafe { DentryRef::try_get(mp.as_ptr()) }) else {
+                            return Ok(cur);
                         };
+                        cur = Path { mnt: pm, dentry };
                         continue;
                     }
                     None => return Ok(cur),

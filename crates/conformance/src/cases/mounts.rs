@@ -68,6 +68,16 @@ fn basics(v: &mut Vec<Script>) {
         .contents("m/g");
     v.push(s);
 
+    // From the covered directory (the cwd from before the mount), `.` and a symlink to
+    // `.` name the top of what is mounted there, for mount and umount alike.
+    let mut s = Script::new("mount/from-the-covered-directory");
+    s.mkdir("m", 0o755).file("m/under", 0o644, "u").chdir("m");
+    s.symlink(".", "self").mount_tmpfs(".").ls(".").ls("/m");
+    s.mount_tmpfs("self").file("/m/top", 0o644, "t").ls("/m");
+    s.umount2(".", 0).ls("/m").umount2("self", 0).ls("/m");
+    s.umount2(".", 0).chdir("/").contents("m/under");
+    v.push(s);
+
     let mut s = mounted("stacked");
     s.file("m/first", 0o644, "1").mount_tmpfs("m");
     s.stat("m/first").file("m/second", 0o644, "2");
@@ -210,5 +220,23 @@ fn lazy(v: &mut Vec<Script>) {
     let f = s.open("m/d/f", O_RDONLY, 0);
     s.umount2("m", MNT_DETACH).contents("m/under").stat("m/d");
     s.pread(f, 1, 0).close(f).umount2("m", MNT_DETACH);
+    v.push(s);
+
+    // A detached mount still in use gives its mountpoint back at once, so the file
+    // system it was mounted on can be unmounted: the top of a stack, then a mount on a
+    // subdirectory.
+    let mut s = mounted("lazy-top-of-a-stack-in-use");
+    s.mount_tmpfs("m").file("m/top", 0o644, "t");
+    let f = s.open("m/top", O_RDONLY, 0);
+    s.umount2("m", MNT_DETACH).stat("m/top").umount2("m", 0);
+    s.contents("m/under").pread(f, 1, 0).fstat(f).close(f);
+    v.push(s);
+
+    let mut s = mounted("lazy-child-in-use-then-its-parent");
+    s.mkdir("m/d", 0o755)
+        .mount_tmpfs("m/d")
+        .mkdir("m/d/x", 0o755);
+    s.chdir("m/d/x").umount2("/m/d", MNT_DETACH).getcwd();
+    s.umount2("/m", 0).chdir("..").getcwd().chdir("/").ls("m");
     v.push(s);
 }

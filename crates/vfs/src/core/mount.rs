@@ -11,6 +11,9 @@ use std::sync::Arc;
 impl VfsCore {
     /// Mounts `fs` on the directory `at`.
     pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
+        // On top of whatever is mounted there already (Linux's `lock_mount`): a walk that
+        // ended in `.` or a symlink's `.` stands on the covered directory.
+        let at = &self.cross_mounts(at.clone());
         let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
             return Err(Errno::ENOTDIR);
         };
@@ -58,6 +61,9 @@ impl VfsCore {
     /// `umount`/`drop_caches` calls). `MNT_FORCE` changes nothing for our file systems
     /// (tmpfs has no `umount_begin` either).
     pub fn umount(&self, target: Path, flags: i32) -> SysResult<()> {
+        // The top of what is mounted there (Linux's `LOOKUP_MOUNTPOINT`): a walk that ended
+        // in `.` or a symlink's `.` stands on the covered directory.
+        let target = self.cross_mounts(target);
         let m = target.mnt;
         if !m.is_root(&target.dentry) || m.is_detached() {
             return Err(Errno::EINVAL);
@@ -111,7 +117,11 @@ impl VfsCore {
         }
         drop(all);
         drop(target);
-        // Children first: a child holds a count on its mountpoint in its parent.
+        // Detached mounts give their mountpoints back at once (`mount.rs`), also those
+        // still in use, outside the locks (a put may kill the dentry).
+        for d in &tree {
+            d.release_mountpoint();
+        }
         for d in tree.iter().rev() {
             if !self.mount_busy(*d, 0) {
                 self.shut_down(*d);
