@@ -332,6 +332,39 @@ pub fn wide_script(max_len: usize) -> impl Strategy<Value = Script> {
         .prop_map(|ops| script_from("random/generated-wide".into(), ops))
 }
 
+/// One step of the wider set, or now and then a `mount` of a fresh tmpfs or a `umount2`
+/// (plain, `MNT_DETACH`, `UMOUNT_NOFOLLOW`, an unknown flag) on one of the
+/// directories, so that the other steps meet mount points: busy and lazy unmounts,
+/// `rmdir`/`rename`/`unlink` of a mount point, walks and `..` across mounts, `link` and
+/// `rename` between file systems, and descriptors left open on a detached tree.
+pub fn mount_op() -> impl Strategy<Value = Op> {
+    // Mostly the prologue's directories. Not the case's root: on the host it is a
+    // directory in a tmpfs, not a mount root.
+    let dir = || {
+        prop_oneof![
+            4 => prop::sample::select(vec!["d", "e"]),
+            2 => prop::sample::select(vec!["d/e", "e/x", "d/a", "a", "l", "nope"]),
+        ]
+    };
+    // No `MNT_EXPIRE`: whether a failed walk into the mount clears its mark depends on
+    // Linux's dcache (see the README's differences); the scripted cases cover expiry.
+    let flags = prop::sample::select(vec![0, 0, libc::MNT_DETACH, libc::UMOUNT_NOFOLLOW, 0x100]);
+    prop_oneof![
+        12 => wide_op(),
+        1 => dir().prop_map(|p| Op::MountTmpfs(p.as_bytes().to_vec())),
+        2 => (dir(), flags).prop_map(|(p, flags)| Op::Umount2 {
+            path: p.as_bytes().to_vec(),
+            flags
+        }),
+    ]
+}
+
+/// Random scripts of 1 to `max_len` steps of [`mount_op`].
+pub fn mount_script(max_len: usize) -> impl Strategy<Value = Script> {
+    prop::collection::vec(mount_op(), 1..=max_len.max(1))
+        .prop_map(|ops| script_from("random/generated-mounts".into(), ops))
+}
+
 /// The fixed start of every random script, so that generated steps meet existing files,
 /// directories, a symlink and open fds rather than mostly ENOENT and EBADF: `a` (data, open
 /// read-write in slot 0), `d` (open in slot 1) with `d/b`, `e` (mode 0777), `l -> a`.

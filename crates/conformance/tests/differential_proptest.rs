@@ -85,7 +85,7 @@ fn scalevfs_vs_host_random_wide() {
 /// A long run for bug hunting, not part of CI: `SOAK_CASES` scripts (default 5000) of up
 /// to `SOAK_LEN` steps (default 60) from seed `SOAK_SEED` (default 1), against the
 /// scalable design (`SOAK_DESIGN=legacy`: the legacy ablation), of the wider set of calls
-/// (`SOAK_OPS=common`: the common ones only), e.g.
+/// (`SOAK_OPS=common`: the common ones only; `SOAK_OPS=mounts`: with mounts), e.g.
 /// `SOAK_CASES=50000 SOAK_SEED=7 cargo test -p scalevfs-conformance --release --test
 /// differential_proptest -- --ignored soak`. A failure prints the shrunk script.
 #[test]
@@ -123,7 +123,8 @@ fn scalevfs_vs_host_soak() {
     match std::env::var("SOAK_OPS").as_deref() {
         Ok("common") => differential_with(runner, random::script(len), &host, &svfs),
         Ok("wide") | Err(_) => differential_with(runner, random::wide_script(len), &host, &svfs),
-        Ok(other) => panic!("SOAK_OPS={other}: wide or common"),
+        Ok("mounts") => differential_with(runner, random::mount_script(len), &host, &svfs),
+        Ok(other) => panic!("SOAK_OPS={other}: wide, common or mounts"),
     }
 }
 
