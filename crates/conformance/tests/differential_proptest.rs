@@ -2,8 +2,9 @@
 //! step by step, shrunk to a minimal differing sequence on failure.
 //!
 //! `host_vs_host_*` check that generated scripts are deterministic on the reference;
-//! `scalevfs_vs_host_*` compare scalevfs with it, on the common calls (`random::script`)
-//! and on the wider set (`random::wide_script`).
+//! `scalevfs_vs_host_*` compare scalevfs with it, on the common calls (`random::script`),
+//! on the wider set (`random::wide_script`) and on that with mounts
+//! (`random::mount_script`).
 
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -12,18 +13,34 @@ use scalevfs_conformance::{
     known, random, run_case, Backend, Fd, HostBackend, Op, Outcome, ScalevfsBackend, Script, Slot,
 };
 
-/// `cases` scripts of up to 25 steps, of the common calls or (`wide`) the wider set.
-fn differential(a: &dyn Backend, b: &dyn Backend, cases: u32, wide: bool) {
+/// Which calls the scripts draw from.
+#[derive(Clone, Copy)]
+enum Ops {
+    /// The common calls (`random::script`).
+    Common,
+    /// The wider set (`random::wide_script`).
+    Wide,
+    /// The wider set with mounts and unmounts (`random::mount_script`).
+    Mounts,
+}
+
+/// Runs the scripts of `runner` (of up to `len` steps, from `ops`) on `a` and `b`.
+fn differential_ops(runner: TestRunner, ops: Ops, len: usize, a: &dyn Backend, b: &dyn Backend) {
+    match ops {
+        Ops::Common => differential_with(runner, random::script(len), a, b),
+        Ops::Wide => differential_with(runner, random::wide_script(len), a, b),
+        Ops::Mounts => differential_with(runner, random::mount_script(len), a, b),
+    }
+}
+
+/// `cases` scripts of up to 25 steps from `ops`.
+fn differential(a: &dyn Backend, b: &dyn Backend, cases: u32, ops: Ops) {
     let runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
         ..Config::default()
     });
-    if wide {
-        differential_with(runner, random::wide_script(25), a, b);
-    } else {
-        differential_with(runner, random::script(25), a, b);
-    }
+    differential_ops(runner, ops, 25, a, b);
 }
 
 fn differential_with(
@@ -60,26 +77,32 @@ fn host_vs_host_random() {
     }
     let a = HostBackend::new().expect("host A");
     let b = HostBackend::new().expect("host B");
-    differential(&a, &b, 64, false);
-    differential(&a, &b, 32, true);
+    differential(&a, &b, 64, Ops::Common);
+    differential(&a, &b, 32, Ops::Wide);
+    differential(&a, &b, 16, Ops::Mounts);
 }
 
 /// `cases` random scripts on the host and on scalevfs's scalable design.
-fn scalevfs_vs_host(cases: u32, wide: bool) {
+fn scalevfs_vs_host(cases: u32, ops: Ops) {
     assert!(root(), "the host side needs root (chroot, setuid)");
     let host = HostBackend::new().expect("host");
     let svfs = ScalevfsBackend::default();
-    differential(&host, &svfs, cases, wide);
+    differential(&host, &svfs, cases, ops);
 }
 
 #[test]
 fn scalevfs_vs_host_random() {
-    scalevfs_vs_host(256, false);
+    scalevfs_vs_host(256, Ops::Common);
 }
 
 #[test]
 fn scalevfs_vs_host_random_wide() {
-    scalevfs_vs_host(128, true);
+    scalevfs_vs_host(128, Ops::Wide);
+}
+
+#[test]
+fn scalevfs_vs_host_random_mounts() {
+    scalevfs_vs_host(64, Ops::Mounts);
 }
 
 /// A long run for bug hunting, not part of CI: `SOAK_CASES` scripts (default 5000) of up
@@ -120,12 +143,13 @@ fn scalevfs_vs_host_soak() {
         ..ScalevfsBackend::default()
     };
     let len = env("SOAK_LEN", 60) as usize;
-    match std::env::var("SOAK_OPS").as_deref() {
-        Ok("common") => differential_with(runner, random::script(len), &host, &svfs),
-        Ok("wide") | Err(_) => differential_with(runner, random::wide_script(len), &host, &svfs),
-        Ok("mounts") => differential_with(runner, random::mount_script(len), &host, &svfs),
+    let ops = match std::env::var("SOAK_OPS").as_deref() {
+        Ok("common") => Ops::Common,
+        Ok("wide") | Err(_) => Ops::Wide,
+        Ok("mounts") => Ops::Mounts,
         Ok(other) => panic!("SOAK_OPS={other}: wide, common or mounts"),
-    }
+    };
+    differential_ops(runner, ops, len, &host, &svfs);
 }
 
 /// A step-level rule of `known`, and the reason it gives.
