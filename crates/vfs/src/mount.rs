@@ -39,7 +39,11 @@
 //! gives them back (the root's with `put_if_last`: a walker on its way out may still count
 //! it for a moment) but keeps the pointers, which pinned walkers may still follow (a dead
 //! dentry refuses new counts): `..` at a mount's root counts the mountpoint with
-//! `try_get`, pinned since before it read the mount attached.
+//! `try_get`, pinned since before it read the mount attached. Why the pin is enough: the
+//! detach stores `DETACHED` before the put that may kill the mountpoint, whose memory is
+//! then retired through the epoch. The retirement's SeqCst fence and the walker's pin
+//! fence are ordered one way or the other: either the walker reads `DETACHED` and does
+//! not touch the mountpoint, or the epoch cannot free it before the walker unpins.
 //!
 //! Lock order: table mutex -> rename lock (write) -> d_lock.
 
