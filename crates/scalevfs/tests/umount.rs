@@ -367,3 +367,61 @@ fn dotdot_races_with_lazy_detach() {
         assert_eq!(leaked_superblocks(), leaked, "no busy inodes after unmount");
     });
 }
+
+/// A lazy and a plain umount of one mount at once: whichever wins, the mount is detached
+/// for good (a detached mount never comes back), so `..` from its root, where a process
+/// stands, never leads out to the file system below.
+#[test]
+fn lazy_and_plain_umount_of_one_mount() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        for _ in 0..300 {
+            p.mount("/m", tmpfs()).unwrap();
+            let inside = Process::new(&vfs, Credentials::root());
+            inside.chdir("/m").unwrap();
+            let start = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                for flags in [MNT_DETACH, 0] {
+                    let (vfs, start) = (&vfs, &start);
+                    s.spawn(move || {
+                        let q = Process::new(vfs, Credentials::root());
+                        start.wait();
+                        match q.umount2("/m", flags) {
+                            Ok(()) => {}
+                            Err(e) => assert!([Errno::EBUSY, Errno::EINVAL].contains(&e), "{e:?}"),
+                        }
+                    });
+                }
+            });
+            // The lazy one always detaches (the plain one finds it busy or detached).
+            assert_eq!(inside.stat("../m/under").err(), Some(Errno::ENOENT));
+            inside.chdir("/").unwrap();
+            assert_eq!(p.read_file("/m/under").unwrap(), b"u");
+        }
+    });
+}
+
+/// Two mounts on one directory at once: the second goes on top of the first (Linux's
+/// `lock_mount`), and two umounts take both off.
+#[test]
+fn concurrent_mounts_stack() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        for _ in 0..300 {
+            let start = std::sync::Barrier::new(2);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    let (vfs, start) = (&vfs, &start);
+                    s.spawn(move || {
+                        let q = Process::new(vfs, Credentials::root());
+                        start.wait();
+                        q.mount("/m", tmpfs()).unwrap();
+                    });
+                }
+            });
+            p.umount2("/m", 0).unwrap();
+            p.umount2("/m", 0).unwrap();
+            assert_eq!(p.read_file("/m/under").unwrap(), b"u");
+        }
+    });
+}

@@ -39,7 +39,9 @@
 //! gives them back (the root's with `put_if_last`: a walker on its way out may still count
 //! it for a moment) but keeps the pointers, which pinned walkers may still follow (a dead
 //! dentry refuses new counts): `..` at a mount's root counts the mountpoint with
-//! `try_get`, pinned since before it read the mount attached. Why the pin is enough: the
+//! `try_get`, pinned since before it read the mount attached. `DETACHED` is final: umount
+//! checks it again under the table mutex, so no later umount moves a detached mount to
+//! `UMOUNTING` and back to `ATTACHED`. Why the pin is enough: the
 //! detach stores `DETACHED` before the put that may kill the mountpoint, whose memory is
 //! then retired through the epoch. The retirement's SeqCst fence and the walker's pin
 //! fence are ordered one way or the other: either the walker reads `DETACHED` and does
@@ -219,12 +221,17 @@ impl Mount {
         // Relaxed: the state publishes nothing (module docs); waiting walkers poll it.
         self.state.store(ATTACHED, Ordering::Relaxed);
     }
-    /// Gives back the mountpoint's count (once): the mount was detached (module docs).
-    pub(crate) fn release_mountpoint(&self) {
+    /// The mountpoint's count, taken over from the mount (once; `None` after that or for
+    /// a mount with no parent): the mount was detached (module docs), and the caller
+    /// holds the table mutex, so no other detach runs.
+    pub(crate) fn take_mountpoint(&self) -> Option<DentryRef> {
         debug_assert!(self.is_detached());
-        if let Some((_, mp)) = &self.parent {
-            mp.release();
+        let (_, mp) = self.parent.as_ref()?;
+        if mp.released.swap(true, Ordering::AcqRel) {
+            return None;
         }
+        // SAFETY: the count `MountDentry::new` took over, handed on once (the flag).
+        Some(unsafe { DentryRef::from_raw(mp.ptr) })
     }
     /// Gives back the root and mountpoint counts (superblock shutdown of a detached,
     /// unused mount; see [`MountDentry::release_last`]).

@@ -51,7 +51,8 @@ pub struct Ctx<'a> {
     scope_seq: Cell<Option<SeqCount>>,
     /// Whether this walk has "set its root", as Linux's `nd->root` is set: by an absolute
     /// path, a `..` or a scoped start. Under `RESOLVE_NO_XDEV` a symlink's jump to the root
-    /// before that is `EXDEV`, even to the same mount (see [`VfsCore::jump_root`]).
+    /// before that is `EXDEV`, even to the same mount (see [`VfsCore::jump_root`]). Cleared
+    /// where each walk begins (`lookup`, `lookup_parent_counting`).
     root_set: Cell<bool>,
 }
 
@@ -189,6 +190,7 @@ impl VfsCore {
         must_dir: bool,
     ) -> SysResult<Path> {
         check_path(path)?;
+        ctx.root_set.set(false);
         // The lock-free walk (module docs), counting the final dentry.
         let rcu = self.rcu_walk(ctx, start, path, follow, must_dir, |mnt, d| {
             // SAFETY: found while pinned; `try_get` refuses a dead dentry.
@@ -295,6 +297,10 @@ impl VfsCore {
         links: &mut u32,
     ) -> SysResult<(Path, Last)> {
         check_path(path)?;
+        if *links == 0 {
+            // A new walk (not a symlink's target): it has set no root yet.
+            ctx.root_set.set(false);
+        }
         let r = match self.rcu_lookup_parent(ctx, start, path) {
             Some(r) => r,
             None => self.link_path_walk(ctx, start.clone(), path, links),
@@ -520,9 +526,6 @@ impl VfsCore {
         let abs = path.first() == Some(&b'/');
         // The path itself, not a symlink's target (each of those counted one link first).
         let initial = *links == 0;
-        if initial {
-            ctx.root_set.set(false);
-        }
         if abs {
             self.jump_root(ctx, start.mnt, initial)?;
         }

@@ -9,41 +9,66 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 impl VfsCore {
-    /// Mounts `fs` on the directory `at`.
+    /// Mounts `fs` on the directory `at`, or on top of whatever is mounted there already
+    /// (Linux's `lock_mount`: a walk that ended in `.`, or a mount that another thread
+    /// made meanwhile, leaves `at` on a covered directory).
     pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
-        // On top of whatever is mounted there already (Linux's `lock_mount`): a walk that
-        // ended in `.` or a symlink's `.` stands on the covered directory.
-        let at = &self.cross_mounts(at.clone());
-        let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
-            return Err(Errno::ENOTDIR);
-        };
-        // The mountpoint held exclusively (Linux's `lock_mount` holds its inode): an rmdir
-        // of it checks for a mount under the same lock, so it runs wholly before this
-        // (and the directory is dead here: link count 0) or after (and sees the mount).
-        // Lock order: directory locks, then the mount table, then the rename lock.
-        let _mountpoint = self.lock_dir(dir);
-        if at.dentry.is_unlinked() || dir.nlink() == 0 {
-            return Err(Errno::ENOENT);
+        let mut at = self.cross_mounts(at.clone());
+        let mut fs = Some(fs);
+        // The new superblock and root, made once (outside the table mutex: `fill_super`
+        // is the file system's code) and kept across a retry.
+        let mut made = None;
+        loop {
+            let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
+                return Err(Errno::ENOTDIR);
+            };
+            // The mountpoint held exclusively (Linux's `lock_mount` holds its inode): an
+            // rmdir of it checks for a mount under the same lock, so it runs wholly before
+            // this (and the directory is dead here: link count 0) or after (and sees the
+            // mount). Lock order: directory locks, then the mount table, then the rename
+            // lock.
+            let mountpoint = self.lock_dir(dir);
+            if at.dentry.is_unlinked() || dir.nlink() == 0 {
+                return Err(Errno::ENOENT);
+            }
+            // In a lazily unmounted tree: ENOENT (Linux 6.18's answer, found by the
+            // conformance suite: not the EINVAL of check_mnt). Asked first without the
+            // table mutex, so that the common failure makes no superblock.
+            if at.mnt.is_detached() {
+                return Err(Errno::ENOENT);
+            }
+            if made.is_none() {
+                made = Some(self.new_sb(fs.take().expect("made once"))?);
+            }
+            let mut all = self.mounts.lock();
+            // Both checked again under the table mutex, which every mount and detach
+            // holds. A superblock made for a mount that then fails here stays with the VFS
+            // until it goes (a lost race with an unmount of the tree).
+            if at.mnt.is_detached() {
+                return Err(Errno::ENOENT);
+            }
+            let g = scalevfs_primitives::epoch::pin();
+            if self.mounts.lookup(at.mnt, at.dentry.as_ptr(), &g).is_some() {
+                // Another mount came first: go on top of it.
+                drop((g, all, mountpoint));
+                at = self.cross_mounts(at);
+                continue;
+            }
+            drop(g);
+            let (sb, root) = made.take().expect("made above");
+            static NEXT_ID: AtomicU64 = AtomicU64::new(2);
+            // Writers of the rename sequence: concurrent rcu-walks re-validate.
+            let _w = self.dcache.rename_lock.write();
+            return Ok(self.mounts.add_locked(
+                &mut all,
+                Mount::new(
+                    NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                    sb,
+                    root,
+                    Some((at.mnt, at.dentry.clone())),
+                ),
+            ));
         }
-        if at.mnt.is_detached() {
-            // In a lazily unmounted tree (Linux 6.18's answer, found by the conformance
-            // suite: not the EINVAL of check_mnt).
-            return Err(Errno::ENOENT);
-        }
-        let (sb, root) = self.new_sb(fs)?;
-        static NEXT_ID: AtomicU64 = AtomicU64::new(2);
-        let mut all = self.mounts.lock();
-        // Writers of the rename sequence: concurrent rcu-walks re-validate.
-        let _w = self.dcache.rename_lock.write();
-        Ok(self.mounts.add_locked(
-            &mut all,
-            Mount::new(
-                NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                sb,
-                root,
-                Some((at.mnt, at.dentry.clone())),
-            ),
-        ))
     }
 
     /// `umount2(2)` of the mount whose root is `target` (the caller resolved the path and
@@ -78,6 +103,14 @@ impl VfsCore {
             return Err(Errno::EINVAL);
         }
         let all = self.mounts.lock();
+        // Again under the table mutex: a concurrent umount may have detached it since, and
+        // a detached mount never becomes attached again (`mount.rs`).
+        if m.is_detached() {
+            return Err(Errno::EINVAL);
+        }
+        // Pinned until we are done with the mounts: once the mutex is dropped, another
+        // umount's `reap_detached` may shut down and retire a detached, unused one.
+        let _g = scalevfs_primitives::epoch::pin();
         if !lazy {
             if !MountTable::children(&all, m).is_empty() {
                 return Err(Errno::EBUSY);
@@ -115,13 +148,12 @@ impl VfsCore {
             let _w = self.dcache.rename_lock.write();
             self.mounts.detach(&tree);
         }
+        // Detached mounts give their mountpoints back at once (`mount.rs`), also those
+        // still in use: taken under the mutex, put after it (a put may kill the dentry).
+        let mountpoints: Vec<_> = tree.iter().filter_map(|d| d.take_mountpoint()).collect();
         drop(all);
         drop(target);
-        // Detached mounts give their mountpoints back at once (`mount.rs`), also those
-        // still in use, outside the locks (a put may kill the dentry).
-        for d in &tree {
-            d.release_mountpoint();
-        }
+        drop(mountpoints);
         for d in tree.iter().rev() {
             if !self.mount_busy(*d, 0) {
                 self.shut_down(*d);
@@ -168,6 +200,8 @@ impl VfsCore {
 
     /// Shuts down lazily detached file systems that nobody uses any more.
     pub(super) fn reap_detached(&self) {
+        // Pinned: a concurrent reaper may shut down and retire one of these meanwhile.
+        let _g = scalevfs_primitives::epoch::pin();
         let detached: Vec<MntRef> = {
             let all = self.mounts.lock();
             all.iter()
