@@ -75,8 +75,11 @@ impl MountDentry {
     pub fn as_ptr(&self) -> *const Dentry {
         self.ptr
     }
-    /// The dentry itself, for a caller that holds a reference into the mount or is
-    /// pinned (a released one may be dead, but its memory is there).
+    /// The dentry itself. For a mount's root: for a caller that holds a reference into
+    /// the mount, or is pinned. For a mountpoint, whose count a detach gives back: for a
+    /// caller that holds the table mutex and saw the mount attached, or that pinned before
+    /// it saw the mount attached (a released one may be dead, but its memory is there
+    /// until the caller unpins; see the module docs).
     pub fn dentry(&self) -> &Dentry {
         // SAFETY: see above; the mount's count or the caller's pin keeps it allocated.
         unsafe { &*self.ptr }
