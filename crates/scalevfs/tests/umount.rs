@@ -425,3 +425,51 @@ fn concurrent_mounts_stack() {
         }
     });
 }
+
+/// A walker takes `..` from the root of a mount stacked on another mount's root (so its
+/// mountpoint is that mount's root) while the whole tree is lazily detached: the detach
+/// never waits for the walker (it either sees the walker's count and leaves the mount for
+/// later, or the walker sees its mount detached and stays), and a mount racing the same
+/// detach leaves no superblock behind. Then nothing is left.
+#[test]
+fn dotdot_and_mount_race_a_lazy_detach_of_the_tree() {
+    both(|locking| {
+        let (vfs, p) = setup(locking);
+        let base = vfs.inode_count();
+        let sbs = vfs.core().superblocks().len();
+        for _ in 0..200 {
+            p.mount("/m", tmpfs()).unwrap();
+            p.mkdir("/m/d", 0o755).unwrap();
+            p.mount("/m/d", tmpfs()).unwrap();
+            p.mount("/m/d", tmpfs()).unwrap();
+            let walker = Process::new(&vfs, Credentials::root());
+            walker.chdir("/m/d").unwrap();
+            let start = std::sync::Barrier::new(3);
+            std::thread::scope(|s| {
+                let (vfs, start, walker) = (&vfs, &start, &walker);
+                s.spawn(move || {
+                    start.wait();
+                    walker.chdir("..").unwrap();
+                    walker.chdir("/").unwrap();
+                });
+                s.spawn(move || {
+                    let q = Process::new(vfs, Credentials::root());
+                    start.wait();
+                    match q.mount("/m/d", tmpfs()) {
+                        Ok(_) | Err(Errno::ENOENT) => {}
+                        Err(e) => panic!("mount: {e:?}"),
+                    }
+                });
+                start.wait();
+                p.umount2("/m", MNT_DETACH).unwrap();
+            });
+        }
+        vfs.drop_caches();
+        assert_eq!(vfs.inode_count(), base, "every detached tmpfs was freed");
+        assert_eq!(
+            vfs.core().superblocks().len(),
+            sbs,
+            "no superblock left behind"
+        );
+    });
+}

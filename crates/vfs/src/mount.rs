@@ -45,7 +45,12 @@
 //! detach stores `DETACHED` before the put that may kill the mountpoint, whose memory is
 //! then retired through the epoch. The retirement's SeqCst fence and the walker's pin
 //! fence are ordered one way or the other: either the walker reads `DETACHED` and does
-//! not touch the mountpoint, or the epoch cannot free it before the walker unpins.
+//! not touch the mountpoint, or the epoch cannot free it before the walker unpins. A
+//! mountpoint may itself be the root of a mount that the same lazy umount detaches and
+//! finds unused; so after its `try_get` the walker issues a SeqCst fence and looks at its
+//! own mount's state again, and gives the count back if it was detached. Dekker's pattern
+//! with the fence in `mount_busy`: the busy check sees the walker's count, or the walker
+//! lets go, and the shutdown (`release_last`) never waits on it.
 //!
 //! Lock order: table mutex -> rename lock (write) -> d_lock.
 

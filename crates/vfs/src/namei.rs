@@ -29,6 +29,7 @@ use crate::perm::{permission, Cred, MAY_EXEC};
 use crate::{Errno, SysResult};
 use scalevfs_primitives::seqlock::SeqCount;
 use std::cell::Cell;
+use std::sync::atomic::{fence, Ordering};
 
 /// `PATH_MAX`: a path of this many bytes or more is `ENAMETOOLONG`.
 pub const PATH_MAX: usize = 4096;
@@ -710,6 +711,16 @@ impl VfsCore {
                         let Some(dentry) = (unsafe { DentryRef::try_get(mp.as_ptr()) }) else {
                             return Ok(cur);
                         };
+                        // SeqCst fence, then the state again: pairs with the fence in
+                        // `mount_busy`. The mountpoint may be the root of a mount that a
+                        // lazy umount is shutting down; either its busy check sees our
+                        // count, or we see our mount detached and give the count back
+                        // (else its shutdown would wait for as long as we hold it).
+                        fence(Ordering::SeqCst);
+                        if cur.mnt.is_detached() {
+                            drop(dentry);
+                            return Ok(cur);
+                        }
                         cur = Path { mnt: pm, dentry };
                         continue;
                     }

@@ -5,7 +5,7 @@ use super::{VfsCore, LEAKED_SUPERBLOCKS};
 use crate::fs::FileSystem;
 use crate::mount::{MntRef, Mount, MountTable, Path};
 use crate::{Errno, SysResult};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
 impl VfsCore {
@@ -14,10 +14,6 @@ impl VfsCore {
     /// made meanwhile, leaves `at` on a covered directory).
     pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
         let mut at = self.cross_mounts(at.clone());
-        let mut fs = Some(fs);
-        // The new superblock and root, made once (outside the table mutex: `fill_super`
-        // is the file system's code) and kept across a retry.
-        let mut made = None;
         loop {
             let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
                 return Err(Errno::ENOTDIR);
@@ -31,20 +27,11 @@ impl VfsCore {
             if at.dentry.is_unlinked() || dir.nlink() == 0 {
                 return Err(Errno::ENOENT);
             }
-            // In a lazily unmounted tree: ENOENT (Linux 6.18's answer, found by the
-            // conformance suite: not the EINVAL of check_mnt). Asked first without the
-            // table mutex, so that the common failure makes no superblock.
-            if at.mnt.is_detached() {
-                return Err(Errno::ENOENT);
-            }
-            if made.is_none() {
-                made = Some(self.new_sb(fs.take().expect("made once"))?);
-            }
             let mut all = self.mounts.lock();
-            // Both checked again under the table mutex, which every mount and detach
-            // holds. A superblock made for a mount that then fails here stays with the VFS
-            // until it goes (a lost race with an unmount of the tree).
+            // Both checked under the table mutex, which every mount and detach holds.
             if at.mnt.is_detached() {
+                // In a lazily unmounted tree (Linux 6.18's answer, found by the
+                // conformance suite: not the EINVAL of check_mnt).
                 return Err(Errno::ENOENT);
             }
             let g = scalevfs_primitives::epoch::pin();
@@ -55,7 +42,10 @@ impl VfsCore {
                 continue;
             }
             drop(g);
-            let (sb, root) = made.take().expect("made above");
+            // Made only once nothing can fail but the file system's own `fill_super`
+            // (which takes no VFS lock), so no superblock is left behind by a mount that
+            // lost a race. `sbs` is a leaf lock.
+            let (sb, root) = self.new_sb(fs)?;
             static NEXT_ID: AtomicU64 = AtomicU64::new(2);
             // Writers of the rename sequence: concurrent rcu-walks re-validate.
             let _w = self.dcache.rename_lock.write();
@@ -95,17 +85,18 @@ impl VfsCore {
         }
         let lazy = flags & libc::MNT_DETACH != 0;
         let expire = flags & libc::MNT_EXPIRE != 0;
+        let all = self.mounts.lock();
+        // Again under the table mutex: a concurrent umount may have detached it since (and
+        // then `parent()` says `None` as for the root mount), and a detached mount never
+        // becomes attached again (`mount.rs`).
+        if m.is_detached() {
+            return Err(Errno::EINVAL);
+        }
         if m.parent().is_none() {
             // The root mount (Linux remounts it read-only; we have no read-only mounts).
             return Err(if expire { Errno::EINVAL } else { Errno::EBUSY });
         }
         if expire && flags & (libc::MNT_FORCE | libc::MNT_DETACH) != 0 {
-            return Err(Errno::EINVAL);
-        }
-        let all = self.mounts.lock();
-        // Again under the table mutex: a concurrent umount may have detached it since, and
-        // a detached mount never becomes attached again (`mount.rs`).
-        if m.is_detached() {
             return Err(Errno::EINVAL);
         }
         // Pinned until we are done with the mounts: once the mutex is dropped, another
@@ -169,6 +160,10 @@ impl VfsCore {
     /// user (see `mount.rs`; Linux's umount likewise discounts the caller's `mnt_count`).
     fn mount_busy(&self, m: MntRef, held: u32) -> bool {
         self.dcache.shrink_sb(&m.sb);
+        // SeqCst fence: pairs with the one in `dotdot` after it counts a mount's root that
+        // is another mount's mountpoint (Dekker: either the counts read here include the
+        // walker's, or the walker sees its mount detached and gives the count back).
+        fence(Ordering::SeqCst);
         m.sb.dentries.sum() > 1 || m.root().dentry().count() > 1 + held
     }
 
