@@ -426,7 +426,7 @@ pub struct SuperBlock {
     pub revalidates: bool,
     /// Positive dentries naming this superblock's inodes (changed when a dentry gains or
     /// loses its inode, never on a cached lookup). umount reads it to tell whether anyone
-    /// still holds a dentry of the file system (see `mount.rs`). Per CPU, so that creates
+    /// still holds a dentry of the file system (see `mount/mod.rs`). Per CPU, so that creates
     /// and unlinks on different CPUs share no counter.
     pub(crate) dentries: PerCpuCounter,
 }

@@ -29,7 +29,6 @@ use crate::perm::{permission, Cred, MAY_EXEC};
 use crate::{Errno, SysResult};
 use scalevfs_primitives::seqlock::SeqCount;
 use std::cell::Cell;
-use std::sync::atomic::{fence, Ordering};
 
 /// `PATH_MAX`: a path of this many bytes or more is `ENAMETOOLONG`.
 pub const PATH_MAX: usize = 4096;
@@ -697,7 +696,7 @@ impl VfsCore {
             }
             if cur.mnt.is_root(&cur.dentry) {
                 // Pinned from before `parent()` read the mount attached: a lazy umount may
-                // detach it and give its mountpoint's count back at any moment (`mount.rs`),
+                // detach it and give its mountpoint's count back at any moment (`mount/mod.rs`),
                 // and the dentry's memory outlives the grace period after it dies.
                 let _g = scalevfs_primitives::epoch::pin();
                 match cur.mnt.parent() {
@@ -707,20 +706,16 @@ impl VfsCore {
                         }
                         // SAFETY: pinned, as above. A dead mountpoint means the mount was
                         // detached meanwhile: `..` then stays at its root, as for any
-                        // detached mount.
-                        let Some(dentry) = (unsafe { DentryRef::try_get(mp.as_ptr()) }) else {
+                        // detached mount; so does a detach seen after the count (the
+                        // mountpoint may be the root of a mount that a lazy umount is
+                        // shutting down, which must not wait for us: `MountState`).
+                        let counted = cur
+                            .mnt
+                            .state
+                            .count_if_attached(|| unsafe { DentryRef::try_get(mp.as_ptr()) });
+                        let Some(dentry) = counted else {
                             return Ok(cur);
                         };
-                        // SeqCst fence, then the state again: pairs with the fence in
-                        // `mount_busy`. The mountpoint may be the root of a mount that a
-                        // lazy umount is shutting down; either its busy check sees our
-                        // count, or we see our mount detached and give the count back
-                        // (else its shutdown would wait for as long as we hold it).
-                        fence(Ordering::SeqCst);
-                        if cur.mnt.is_detached() {
-                            drop(dentry);
-                            return Ok(cur);
-                        }
                         cur = Path { mnt: pm, dentry };
                         continue;
                     }

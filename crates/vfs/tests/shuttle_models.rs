@@ -395,7 +395,7 @@ fn shuttle_rename_against_lookup_and_d_path() {
 
 // ------------------------------------------------------------------ 3. umount vs enter
 
-/// The umount decision (`mount.rs`): the mount's root count (the mount's own 1, plus
+/// The umount decision (`mount/mod.rs`): the mount's root count (the mount's own 1, plus
 /// walkers'), its state, and the file system's positive-dentry count (the root's 1, plus
 /// one per dentry a walker holds inside). A walker enters as `Mount::enter` does (count the
 /// root unless dead, fence, look at the state: wait while umount decides, leave if

@@ -48,6 +48,8 @@ mod dirlock;
 mod fileattr;
 mod io;
 mod mount;
+#[cfg(test)]
+mod mount_tests;
 mod namespace;
 mod open;
 #[cfg(test)]
@@ -241,7 +243,7 @@ pub fn reclaim() {
 /// For d_path: a mount root's mountpoint and the parent mount (`None` at the top).
 fn mount_parent(m: usize, _root: *const Dentry) -> Option<(usize, *const Dentry)> {
     // SAFETY: `m` is the address of a mount that the d_path caller's path names (held,
-    // or read while pinned), so it is allocated (see `mount.rs`).
+    // or read while pinned), so it is allocated (see `mount/mod.rs`).
     let m = unsafe { &*(m as *const Mount) };
     m.parent().map(|(pm, mp)| (pm.addr(), mp.as_ptr()))
 }

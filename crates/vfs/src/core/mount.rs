@@ -3,9 +3,10 @@
 
 use super::{VfsCore, LEAKED_SUPERBLOCKS};
 use crate::fs::FileSystem;
+use crate::inode::{InodeRef, SuperBlock};
 use crate::mount::{MntRef, Mount, MountTable, Path};
 use crate::{Errno, SysResult};
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 impl VfsCore {
@@ -62,7 +63,7 @@ impl VfsCore {
     }
 
     /// `umount2(2)` of the mount whose root is `target` (the caller resolved the path and
-    /// checked the flags and privilege). See `mount.rs` for how "busy" is decided without a
+    /// checked the flags and privilege). See `mount/mod.rs` for how "busy" is decided without a
     /// mount count.
     ///
     /// * `EINVAL`: `target` is not the root of a mount, or of one still attached;
@@ -88,7 +89,7 @@ impl VfsCore {
         let all = self.mounts.lock();
         // Again under the table mutex: a concurrent umount may have detached it since (and
         // then `parent()` says `None` as for the root mount), and a detached mount never
-        // becomes attached again (`mount.rs`).
+        // becomes attached again (`mount/mod.rs`).
         if m.is_detached() {
             return Err(Errno::EINVAL);
         }
@@ -99,16 +100,17 @@ impl VfsCore {
         if expire && flags & (libc::MNT_FORCE | libc::MNT_DETACH) != 0 {
             return Err(Errno::EINVAL);
         }
-        // Pinned until we are done with the mounts: once the mutex is dropped, another
-        // umount's `reap_detached` may shut down and retire a detached, unused one.
+        // Pinned until the mounts we work on are claimed or passed over: once the mutex is
+        // dropped, another umount's `reap_detached` may shut down and retire a detached,
+        // unused one.
         let _g = scalevfs_primitives::epoch::pin();
         if !lazy {
             if !MountTable::children(&all, m).is_empty() {
                 return Err(Errno::EBUSY);
             }
-            m.begin_umount();
+            m.state.begin_umount();
             // rcu-walks that started before must re-validate, and new ones wait for the
-            // decision (see `mount.rs`).
+            // decision (see `mount/mod.rs`).
             let w = self.dcache.rename_lock.write();
             let verdict = if self.mount_busy(m, 1) {
                 Err(Errno::EBUSY)
@@ -120,12 +122,15 @@ impl VfsCore {
             };
             drop(w);
             if verdict.is_err() {
-                m.cancel_umount();
+                m.state.cancel_umount();
                 return verdict;
             }
-            drop(all);
-            drop(target);
-            self.shut_down(m);
+            // Claimed under the mutex, so no reaper frees the mount before we are done.
+            let claim = self.claim_shutdown(m);
+            drop((all, _g, target));
+            if let Some(c) = claim {
+                self.shut_down(c);
+            }
             self.reap_detached();
             return Ok(());
         }
@@ -139,16 +144,22 @@ impl VfsCore {
             let _w = self.dcache.rename_lock.write();
             self.mounts.detach(&tree);
         }
-        // Detached mounts give their mountpoints back at once (`mount.rs`), also those
+        // Detached mounts give their mountpoints back at once (`mount/mod.rs`), also those
         // still in use: taken under the mutex, put after it (a put may kill the dentry).
         let mountpoints: Vec<_> = tree.iter().filter_map(|d| d.take_mountpoint()).collect();
         drop(all);
         drop(target);
         drop(mountpoints);
-        for d in tree.iter().rev() {
-            if !self.mount_busy(*d, 0) {
-                self.shut_down(*d);
-            }
+        // Children first, as `reap_detached` does. Claimed while pinned, shut down after.
+        let claims: Vec<_> = tree
+            .iter()
+            .rev()
+            .filter(|d| !self.mount_busy(**d, 0))
+            .filter_map(|d| self.claim_shutdown(*d))
+            .collect();
+        drop(_g);
+        for c in claims {
+            self.shut_down(c);
         }
         self.reap_detached();
         Ok(())
@@ -157,31 +168,39 @@ impl VfsCore {
     /// Does anyone use `m`? Drops the unused cached dentries of its file system first
     /// (`shrink_dcache_for_umount`); then any positive dentry left but the root, or a
     /// count on the root beyond the mount's own and the `held` ones of our caller, is a
-    /// user (see `mount.rs`; Linux's umount likewise discounts the caller's `mnt_count`).
+    /// user (see `mount/mod.rs`; Linux's umount likewise discounts the caller's `mnt_count`).
     fn mount_busy(&self, m: MntRef, held: u32) -> bool {
         self.dcache.shrink_sb(&m.sb);
-        // SeqCst fence: pairs with the one in `dotdot` after it counts a mount's root that
-        // is another mount's mountpoint (Dekker: either the counts read here include the
-        // walker's, or the walker sees its mount detached and gives the count back).
-        fence(Ordering::SeqCst);
+        // Pairs with the fences of walkers that count a root (`MountState::enter`,
+        // `count_if_attached`): either the counts read here include theirs, or they see
+        // the mount detached and give them back.
+        crate::mount::fence_before_busy_check();
         m.sb.dentries.sum() > 1 || m.root().dentry().count() > 1 + held
     }
 
-    /// Shuts down the file system of the unused, detached mount `m`
-    /// (`generic_shutdown_super`): gives back the mount's root and mountpoint, lets the
-    /// file system drop its links (`kill_sb`), and walks the superblock's inode list the
-    /// way `evict_inodes` does: an inode still on it is still referenced ("busy inodes
-    /// after unmount"), and then the superblock is left allocated rather than freed.
-    fn shut_down(&self, m: MntRef) {
-        let entry = {
-            let mut sbs = self.sbs.lock();
-            let Some(i) = sbs.iter().position(|(sb, _)| Arc::ptr_eq(sb, &m.sb)) else {
-                return; // shut down already
-            };
-            sbs.swap_remove(i)
-        };
+    /// Claims the shutdown of the detached, unused mount `m`: takes its superblock out of
+    /// `sbs`, so that no other umount or reaper shuts it down too. `None`: another one
+    /// claimed it first. The caller is pinned, or holds the table mutex, so that `m` is
+    /// allocated; from the claim on, only the claimant frees it ([`shut_down`]), so the
+    /// claimant needs no pin to finish: the file system's `kill_sb` runs unpinned and does
+    /// not hold back every other retirement in the process while it works.
+    ///
+    /// [`shut_down`]: Self::shut_down
+    fn claim_shutdown(&self, m: MntRef) -> Option<ShutdownClaim> {
+        let mut sbs = self.sbs.lock();
+        let i = sbs.iter().position(|(sb, _)| Arc::ptr_eq(sb, &m.sb))?;
+        let (sb, root_inode) = sbs.swap_remove(i);
+        Some(ShutdownClaim { m, sb, root_inode })
+    }
+
+    /// Shuts down a claimed file system (`generic_shutdown_super`): gives back the mount's
+    /// root and mountpoint, lets the file system drop its links (`kill_sb`), and walks the
+    /// superblock's inode list the way `evict_inodes` does: an inode still on it is still
+    /// referenced ("busy inodes after unmount"), and then the superblock is left allocated
+    /// rather than freed. Last, the mount is freed (after a grace period).
+    fn shut_down(&self, claim: ShutdownClaim) {
+        let ShutdownClaim { m, sb, root_inode } = claim;
         m.release();
-        let (sb, root_inode) = entry;
         sb.fs.kill_sb(&root_inode);
         drop(root_inode);
         let mut busy = 0usize;
@@ -195,20 +214,35 @@ impl VfsCore {
 
     /// Shuts down lazily detached file systems that nobody uses any more.
     pub(super) fn reap_detached(&self) {
-        // Pinned: a concurrent reaper may shut down and retire one of these meanwhile.
-        let _g = scalevfs_primitives::epoch::pin();
-        let detached: Vec<MntRef> = {
-            let all = self.mounts.lock();
-            all.iter()
-                .filter(|m| m.is_detached())
-                .map(|m| MntRef(&**m))
+        let claims: Vec<ShutdownClaim> = {
+            // Pinned until each is claimed or passed over: a concurrent reaper may shut
+            // down and retire one of these meanwhile.
+            let _g = scalevfs_primitives::epoch::pin();
+            let detached: Vec<MntRef> = {
+                let all = self.mounts.lock();
+                all.iter()
+                    .filter(|m| m.is_detached())
+                    .map(|m| m.mnt())
+                    .collect()
+            };
+            detached
+                .into_iter()
+                .rev()
+                .filter(|m| self.sbs.lock().iter().any(|(sb, _)| Arc::ptr_eq(sb, &m.sb)))
+                .filter(|m| !self.mount_busy(*m, 0))
+                .filter_map(|m| self.claim_shutdown(m))
                 .collect()
         };
-        for m in detached.into_iter().rev() {
-            let pending = self.sbs.lock().iter().any(|(sb, _)| Arc::ptr_eq(sb, &m.sb));
-            if pending && !self.mount_busy(m, 0) {
-                self.shut_down(m);
-            }
+        for c in claims {
+            self.shut_down(c);
         }
     }
+}
+
+/// A detached, unused mount whose shutdown one caller claimed (see
+/// `VfsCore::claim_shutdown`).
+struct ShutdownClaim {
+    m: MntRef,
+    sb: Arc<SuperBlock>,
+    root_inode: InodeRef,
 }

@@ -207,7 +207,7 @@ pub(super) fn dput(mut d: *mut Dentry) {
 /// Drops the caller's count of `d` only if it is the last one, and then at once (under
 /// `d_lock`), so that no `try_get` can take a count in between; `false`, with nothing
 /// done, while someone else holds one. For a mount giving back its root at unmount while
-/// a walker may still be counting it on its way out (see `mount.rs`).
+/// a walker may still be counting it on its way out (see `mount/mod.rs`).
 ///
 /// # Safety
 /// The caller owns a count of `d`.

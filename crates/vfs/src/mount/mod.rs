@@ -52,14 +52,38 @@
 //! with the fence in `mount_busy`: the busy check sees the walker's count, or the walker
 //! lets go, and the shutdown (`release_last`) never waits on it.
 //!
-//! Lock order: table mutex -> rename lock (write) -> d_lock.
+//! The state word and both handshakes are `MountState` (`state_impl.rs`), which the
+//! loom models in `loom_tests.rs` run on loom's atomics: a walker entering from the table
+//! against a plain and a lazy umount, `..` against a lazy umount of the mount below, and a
+//! plain umount against a lazy one. A model fails when a walker's fence is taken out, or
+//! the busy check's (`fence_before_busy_check`; a plain umount has a second one in
+//! `begin_umount`), or umount's second look at `DETACHED` under the mutex, or when a
+//! walker that meets `UMOUNTING` gives up instead of waiting for the verdict.
+//!
+//! Shutting down a detached, unused mount's file system is claimed first
+//! (`VfsCore::claim_shutdown`: its superblock leaves the list of live ones), pinned or
+//! under the table mutex; only the claimant frees the mount, so it runs the file system's
+//! `kill_sb` unpinned and no other thread's retirements wait for it.
+//!
+//! Lock order: table mutex -> rename lock (write) -> d_lock. The superblock list's mutex
+//! is a leaf.
 
 use crate::dentry::{Dentry, DentryRef};
 use crate::inode::SuperBlock;
 use scalevfs_primitives::epoch::{Atomic, Guard, Owned};
 use std::collections::HashMap;
-use std::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+mod sync {
+    pub use crossbeam_utils::Backoff;
+    pub use std::sync::atomic::{fence, AtomicU8, Ordering};
+}
+
+include!("state_impl.rs");
+
+#[cfg(test)]
+mod loom_tests;
 
 /// A dentry a mount holds one count of until `MountDentry::release`. The pointer stays
 /// valid for readers that hold a reference into the mount, or that are pinned (as for any
@@ -119,10 +143,6 @@ impl MountDentry {
     }
 }
 
-const ATTACHED: u8 = 0;
-const UMOUNTING: u8 = 1;
-const DETACHED: u8 = 2;
-
 /// See the module docs.
 pub struct Mount {
     /// The mount id (`STATX_MNT_ID`, `/proc/self/mountinfo`).
@@ -132,9 +152,8 @@ pub struct Mount {
     root: MountDentry,
     /// Parent mount and mountpoint (`None` for the root mount and internal mounts).
     parent: Option<(MntRef, MountDentry)>,
-    /// `ATTACHED`, `UMOUNTING` (umount is deciding) or `DETACHED` (see the module docs:
-    /// SeqCst, with `enter`).
-    state: AtomicU8,
+    /// Attached, being unmounted, or detached (see the module docs).
+    pub(crate) state: MountState,
     /// `MNT_EXPIRE`: set by the first expiry request, unmounted by the second unless the
     /// mount was used in between ([`note_use`](Mount::note_use)).
     pub(crate) expiry_mark: AtomicBool,
@@ -159,7 +178,7 @@ impl Mount {
             sb,
             root: MountDentry::new(root),
             parent: parent.map(|(m, d)| (m, MountDentry::new(d))),
-            state: AtomicU8::new(ATTACHED),
+            state: MountState::new(),
             expiry_mark: AtomicBool::new(false),
         }
     }
@@ -190,44 +209,17 @@ impl Mount {
         }
         self.parent.as_ref().map(|(m, d)| (*m, d))
     }
-    /// Whether the mount was detached (lazily unmounted).
+    /// Whether the mount was detached (by any umount; final).
     pub fn is_detached(&self) -> bool {
-        self.state.load(Ordering::SeqCst) == DETACHED
+        self.state.is_detached()
     }
     /// Enters the mount from the table (ref-walk): a count on its root, or `None` if
-    /// umount detached it meanwhile (see the module docs). While an umount decides, waits
-    /// for its answer without holding the count, so that it cannot be the reason the
-    /// umount fails.
+    /// umount detached it meanwhile (see `MountState::enter` and the module docs).
     pub fn enter(&self) -> Option<DentryRef> {
-        let backoff = crossbeam_utils::Backoff::new();
-        loop {
-            // SAFETY: the caller found us in the table while pinned; until the grace
-            // period after umount gives the root back, its memory is allocated.
-            let r = unsafe { DentryRef::try_get(self.root.ptr) }?;
-            // SeqCst fence: pairs with the one in `begin_umount` (Dekker): either umount's
-            // busy check sees our count, or we see its state.
-            fence(Ordering::SeqCst);
-            match self.state.load(Ordering::Relaxed) {
-                ATTACHED => return Some(r),
-                DETACHED => return None,
-                _ => {
-                    drop(r);
-                    backoff.snooze();
-                }
-            }
-        }
-    }
-    /// umount starts deciding: walkers entering now wait (see `enter`). Call with the
-    /// table mutex held; then look at the counts.
-    pub(crate) fn begin_umount(&self) {
-        self.state.store(UMOUNTING, Ordering::Relaxed);
-        // SeqCst fence: pairs with the one in `enter`; the counts are read after it.
-        fence(Ordering::SeqCst);
-    }
-    /// umount decided the mount stays (it was busy).
-    pub(crate) fn cancel_umount(&self) {
-        // Relaxed: the state publishes nothing (module docs); waiting walkers poll it.
-        self.state.store(ATTACHED, Ordering::Relaxed);
+        // SAFETY: the caller found us in the table while pinned; until the grace period
+        // after umount gives the root back, its memory is allocated.
+        self.state
+            .enter(|| unsafe { DentryRef::try_get(self.root.ptr) })
     }
     /// The mountpoint's count, taken over from the mount (once; `None` after that or for
     /// a mount with no parent): the mount was detached (module docs), and the caller
@@ -266,7 +258,8 @@ impl Drop for Mount {
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct MntRef(pub(crate) *const Mount);
 
-// SAFETY: Mount is Sync and lives as long as the VFS.
+// SAFETY: Mount is Sync, and stays allocated while a path names it or a pinned walker
+// holds it (the module docs).
 unsafe impl Send for MntRef {}
 // SAFETY: as above.
 unsafe impl Sync for MntRef {}
@@ -310,10 +303,52 @@ impl PartialEq for Path {
     }
 }
 
-/// Every mount, boxed: `MntRef`s point at the mounts, so they must not move when the
-/// vector grows.
-#[allow(clippy::vec_box)]
-pub(crate) type MountList = Vec<Box<Mount>>;
+/// The owner of one mount in the table's list: a heap allocation that `MntRef`s point
+/// into, so it must not move when the list grows. It holds the pointer that
+/// `Box::leak` gave rather than the `Box`: moving a `Box` asserts that it is the only
+/// way to the memory (a retag, under Stacked and Tree Borrows alike), which every
+/// `MntRef` walkers hold would contradict.
+pub(crate) struct OwnedMount(std::ptr::NonNull<Mount>);
+
+// SAFETY: an owner like `Box<Mount>`, and `Mount` is Send + Sync.
+unsafe impl Send for OwnedMount {}
+// SAFETY: as above.
+unsafe impl Sync for OwnedMount {}
+
+impl OwnedMount {
+    fn new(m: Mount) -> OwnedMount {
+        OwnedMount(std::ptr::NonNull::from(Box::leak(Box::new(m))))
+    }
+    /// The mount, named without a count.
+    pub(crate) fn mnt(&self) -> MntRef {
+        MntRef(self.0.as_ptr())
+    }
+    /// Gives up ownership: the pointer, for the caller to free as a `Box`.
+    fn into_raw(self) -> *mut Mount {
+        let p = self.0.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+}
+
+impl std::ops::Deref for OwnedMount {
+    type Target = Mount;
+    fn deref(&self) -> &Mount {
+        // SAFETY: owned (allocated until `drop` or `into_raw`); only shared references to
+        // a mount are ever made.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Drop for OwnedMount {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `new`, freed once (here or by `into_raw`'s caller).
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
+/// Every mount (see [`OwnedMount`]).
+pub(crate) type MountList = Vec<OwnedMount>;
 
 /// The mount table (see the module docs).
 pub struct MountTable {
@@ -350,8 +385,8 @@ impl MountTable {
 
     /// [`add`](Self::add) with the table mutex ([`lock`](Self::lock)) held.
     pub(crate) fn add_locked(&self, all: &mut MountList, m: Mount) -> MntRef {
-        let b = Box::new(m);
-        let r = MntRef(&*b);
+        let b = OwnedMount::new(m);
+        let r = b.mnt();
         if let Some((pm, mp)) = &b.parent {
             self.republish(|map| {
                 map.insert((pm.addr(), mp.as_ptr() as usize), r.0 as usize);
@@ -374,10 +409,10 @@ impl MountTable {
     }
 
     /// The attached mounts whose parent is `m` (with the table mutex held).
-    pub(crate) fn children(all: &[Box<Mount>], m: MntRef) -> Vec<MntRef> {
+    pub(crate) fn children(all: &[OwnedMount], m: MntRef) -> Vec<MntRef> {
         all.iter()
             .filter(|c| !c.is_detached() && c.parent.as_ref().is_some_and(|(p, _)| *p == m))
-            .map(|c| MntRef(&**c))
+            .map(|c| c.mnt())
             .collect()
     }
 
@@ -391,9 +426,9 @@ impl MountTable {
             if let Some((_, mp)) = &m.parent {
                 mp.dentry().set_mounted(false);
             }
-            // Relaxed: the state publishes nothing (module docs); `enter` reads it after
-            // its fence, and the table change above is ordered by the rename lock.
-            m.state.store(DETACHED, Ordering::Relaxed);
+            // The table change above is ordered for rcu-walks by the rename lock; ref-walks
+            // that loaded the old table meet the state in `enter`.
+            m.state.detach();
         }
     }
 
@@ -406,7 +441,7 @@ impl MountTable {
     /// keep its superblock (hash buckets, per-CPU lists) until the VFS goes.
     pub(crate) fn free(&self, m: MntRef) {
         let mut all = self.all.lock();
-        let Some(i) = all.iter().position(|b| std::ptr::eq(&**b, m.0)) else {
+        let Some(i) = all.iter().position(|b| b.mnt() == m) else {
             return;
         };
         debug_assert!(m.is_detached());
@@ -415,7 +450,7 @@ impl MountTable {
         drop(all);
         // SAFETY: out of the table and of `all`, so no new reference can be made; pinned
         // walkers that loaded it earlier unpin before the grace period ends.
-        unsafe { crate::retire::retire_box(Box::into_raw(b)) };
+        unsafe { crate::retire::retire_box(b.into_raw()) };
     }
 
     /// Publishes a changed copy of the map (with the table mutex held).
