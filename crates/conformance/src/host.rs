@@ -403,8 +403,9 @@ impl Target for HostTarget {
         ok(unsafe { libc::syscall(libc::SYS_getcwd, buf.as_mut_ptr(), buf.len()) })
             .map(|v| v as usize)
     }
-    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()> {
+    fn mount_tmpfs(&mut self, path: &[u8], read_only: bool) -> SysResult<()> {
         let p = cpath(path)?;
+        let flags = if read_only { libc::MS_RDONLY } else { 0 };
         // SAFETY: NUL-terminated strings; no data argument.
         unit(unsafe {
             libc::syscall(
@@ -412,7 +413,7 @@ impl Target for HostTarget {
                 c"tmpfs".as_ptr(),
                 p.as_ptr(),
                 c"tmpfs".as_ptr(),
-                0u64,
+                flags,
                 std::ptr::null::<u8>(),
             )
         })

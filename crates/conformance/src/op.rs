@@ -247,6 +247,8 @@ pub enum Op {
     Fdatasync(Fd),
     /// `mount("tmpfs", path, "tmpfs", 0, "")`: a fresh, empty tmpfs on `path`.
     MountTmpfs(Vec<u8>),
+    /// A new tmpfs mounted read-only (`MS_RDONLY`).
+    MountTmpfsRo(Vec<u8>),
     Umount2 {
         path: Vec<u8>,
         flags: i32,

@@ -332,7 +332,8 @@ pub fn wide_script(max_len: usize) -> impl Strategy<Value = Script> {
         .prop_map(|ops| script_from("random/generated-wide".into(), ops))
 }
 
-/// One step of the wider set, or now and then a `mount` of a fresh tmpfs or a `umount2`
+/// One step of the wider set, or now and then a `mount` of a fresh tmpfs (read-write or
+/// read-only) or a `umount2`
 /// (plain, `MNT_DETACH`, `UMOUNT_NOFOLLOW`, an unknown flag) on one of the
 /// directories, so that the other steps meet mount points: busy and lazy unmounts,
 /// `rmdir`/`rename`/`unlink` of a mount point, walks and `..` across mounts, `link` and
@@ -352,6 +353,7 @@ pub fn mount_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => wide_op(),
         1 => dir().prop_map(|p| Op::MountTmpfs(p.as_bytes().to_vec())),
+        1 => dir().prop_map(|p| Op::MountTmpfsRo(p.as_bytes().to_vec())),
         2 => (dir(), flags).prop_map(|(p, flags)| Op::Umount2 {
             path: p.as_bytes().to_vec(),
             flags

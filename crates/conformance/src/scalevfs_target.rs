@@ -5,7 +5,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use scalevfs::{
-    Credentials, FcntlArg, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions, Vfs, VfsOptions,
+    Credentials, FcntlArg, MountOptions, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions,
+    Vfs, VfsOptions,
 };
 
 use crate::op::Outcome;
@@ -180,9 +181,12 @@ impl Target for ScalevfsTarget {
     fn fsync(&mut self, fd: i32) -> SysResult<()> {
         self.proc.fsync(fd)
     }
-    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()> {
-        self.proc
-            .mount(path, Arc::new(Tmpfs::new(TmpfsOptions::default())))
+    fn mount_tmpfs(&mut self, path: &[u8], read_only: bool) -> SysResult<()> {
+        self.proc.mount_with(
+            path,
+            Arc::new(Tmpfs::new(TmpfsOptions::default())),
+            MountOptions::new().read_only(read_only),
+        )
     }
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()> {
         self.proc.umount2(path, flags)

@@ -537,6 +537,10 @@ impl Script {
     pub fn mount_tmpfs(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
         self.push(Op::MountTmpfs(b(path)))
     }
+    /// A new tmpfs mounted read-only (`MS_RDONLY`).
+    pub fn mount_tmpfs_ro(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
+        self.push(Op::MountTmpfsRo(b(path)))
+    }
     pub fn umount2(&mut self, path: impl AsRef<[u8]>, flags: i32) -> &mut Self {
         self.push(Op::Umount2 {
             path: b(path),
@@ -648,9 +652,12 @@ impl Script {
     /// Does the script mount or unmount? (The host runs it in a mount namespace of its
     /// own then, so that nothing leaks out of the case.)
     pub fn mounts(&self) -> bool {
-        self.steps
-            .iter()
-            .any(|s| matches!(s, Op::MountTmpfs(_) | Op::Umount2 { .. }))
+        self.steps.iter().any(|s| {
+            matches!(
+                s,
+                Op::MountTmpfs(_) | Op::MountTmpfsRo(_) | Op::Umount2 { .. }
+            )
+        })
     }
 
     // --- harness helpers ---

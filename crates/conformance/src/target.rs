@@ -83,7 +83,8 @@ pub trait Target {
     fn fsync(&mut self, fd: i32) -> SysResult<()>;
     fn fdatasync(&mut self, fd: i32) -> SysResult<()>;
     /// Mounts a fresh, empty tmpfs on `path`.
-    fn mount_tmpfs(&mut self, path: &[u8]) -> SysResult<()>;
+    /// A new tmpfs on `path`, read-only (`MS_RDONLY`) if `read_only`.
+    fn mount_tmpfs(&mut self, path: &[u8], read_only: bool) -> SysResult<()>;
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()>;
     fn setxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
     fn lsetxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
@@ -501,7 +502,8 @@ impl<'t> Executor<'t> {
             }
             Op::Fsync(fd) => unit(self.target.fsync(self.fd(*fd))),
             Op::Fdatasync(fd) => unit(self.target.fdatasync(self.fd(*fd))),
-            Op::MountTmpfs(path) => unit(self.target.mount_tmpfs(path)),
+            Op::MountTmpfs(path) => unit(self.target.mount_tmpfs(path, false)),
+            Op::MountTmpfsRo(path) => unit(self.target.mount_tmpfs(path, true)),
             Op::Umount2 { path, flags } => unit(self.target.umount2(path, *flags)),
             Op::SetXattr {
                 on,

@@ -54,8 +54,11 @@
 //!   ; no POSIX ACLs, so `system.posix_acl_*` is `EOPNOTSUPP` where
 //!   Linux's tmpfs takes ACLs; no `*xattrat` calls (Linux 6.13); `user.` attributes are
 //!   not charged against `nr_inodes=`; kernfs has none (sysfs has `security.` ones).
-//! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources,
-//!   types or flags: no bind mounts, no read-only or remount, no propagation). `umount2`
+//! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources or
+//!   types, no bind mounts, no remount, no propagation); [`Process::mount_with`] takes
+//!   [`MountOptions`], whose one flag is `MS_RDONLY` ([`MountOptions::read_only`]: `EROFS`
+//!   in Linux's order, compared with the host in the conformance suite's `read-only/*`
+//!   cases and random scripts). `umount2`
 //!   follows Linux (see the conformance suite's `mount/*` cases) except that the root
 //!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
 //!   when a path walk ends in the mount or the last close of a file opened in it (Linux
@@ -134,8 +137,8 @@ pub use scalevfs_vfs::cancel::{CancelToken, Registration};
 pub use scalevfs_vfs::epoll::EpollEvent;
 pub use scalevfs_vfs::fileattr;
 pub use scalevfs_vfs::{
-    CoreOptions, DirEntry, Errno, FcntlArg, FileRef, Flock, OpenHow, Stat, Statfs, Statx,
-    SysResult, Timespec,
+    CoreOptions, DirEntry, Errno, FcntlArg, FileRef, Flock, MountOptions, OpenHow, Stat, Statfs,
+    Statx, SysResult, Timespec,
 };
 pub use typed::{
     AtFlags, Descriptor, Dir, Entry, Epoll, EpollFlags, Event, File, FileType, FlockOp, LockHolder,

@@ -12,7 +12,7 @@ use scalevfs_tmpfs::{Tmpfs, TmpfsOptions};
 use scalevfs_vfs::core::CoreOptions;
 use scalevfs_vfs::locks::LockManager;
 use scalevfs_vfs::namei::Ctx;
-use scalevfs_vfs::{Cred, FileSystem, SysResult, VfsCore};
+use scalevfs_vfs::{Cred, FileSystem, MountOptions, SysResult, VfsCore};
 
 /// How to build a [`Vfs`].
 #[derive(Clone, Debug, Default)]
@@ -88,13 +88,24 @@ impl Vfs {
 
     /// Mounts `fs` on the directory at absolute `path` (resolved as root).
     pub fn mount(&self, path: impl PathArg, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        self.mount_with(path, fs, MountOptions::new())
+    }
+
+    /// [`mount`](Self::mount) with `opts`, such as read-only:
+    /// `MountOptions::new().read_only(true)` (see [`MountOptions::read_only`]).
+    pub fn mount_with(
+        &self,
+        path: impl PathArg,
+        fs: Arc<dyn FileSystem>,
+        opts: MountOptions,
+    ) -> SysResult<()> {
         let root = self.core.root();
         let cred = Cred::root();
         let ctx = Ctx::new(&cred, &root);
         let at = self
             .core
             .lookup(&ctx, &root, path.path_bytes(), true, true)?;
-        self.core.mount(&at, fs).map(|_| ())
+        self.core.mount_with(&at, fs, &opts).map(|_| ())
     }
 
     /// Unmounts the file system mounted at absolute `path` (resolved as root; `umount2`

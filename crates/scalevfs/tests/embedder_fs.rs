@@ -1,13 +1,13 @@
 //! An embedder's own file system, written against the `scalevfs` crate alone (no other
 //! scalevfs crate is named here): a read-only directory holding one file, mounted next to
-//! the root tmpfs and used through the system-call API.
+//! the root tmpfs and used through the system-call API, read-write and read-only.
 
 use std::sync::Arc;
 
 use scalevfs::dirent::decode_dirents;
 use scalevfs::fs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
 use scalevfs::libc;
-use scalevfs::{Credentials, Errno, Process, SysResult, Vfs, VfsOptions};
+use scalevfs::{Credentials, Errno, MountOptions, Process, SysResult, Vfs, VfsOptions};
 
 const GREETING: &[u8] = b"hello from an embedded fs\n";
 const ROOT_INO: u64 = 1;
@@ -113,10 +113,14 @@ impl FileSystem for GreetingFs {
 }
 
 fn mounted() -> (Arc<Vfs>, Process) {
+    mounted_with(MountOptions::new())
+}
+
+fn mounted_with(opts: MountOptions) -> (Arc<Vfs>, Process) {
     let vfs = Vfs::new(VfsOptions::default());
     let p = Process::new(&vfs, Credentials::root());
     p.mkdirat(libc::AT_FDCWD, "/mnt", 0o755).unwrap();
-    p.mount("/mnt", Arc::new(GreetingFs)).unwrap();
+    p.mount_with("/mnt", Arc::new(GreetingFs), opts).unwrap();
     (vfs, p)
 }
 
@@ -171,4 +175,59 @@ fn the_file_systems_errors_reach_the_caller_as_errno_values() {
     assert!(e.to_string().starts_with("EROFS: "), "{e}");
     let io: std::io::Error = e.into();
     assert_eq!(io.raw_os_error(), Some(libc::EROFS));
+}
+
+#[test]
+fn a_read_only_mount_refuses_changes_before_the_file_system_sees_them() {
+    const F: &str = "/mnt/greeting";
+    let at = libc::AT_FDCWD;
+    // Read-write, the file system's own answers: root opens the 0444 file for writing
+    // (DAC override), and the write is what fails.
+    let (_vfs, p) = mounted();
+    let fd = p.openat(at, F, libc::O_WRONLY, 0).unwrap();
+    assert_eq!(p.write(fd, b"x"), Err(Errno::EROFS));
+    p.close(fd).unwrap();
+    assert_eq!(p.statfs("/mnt").unwrap().flags & libc::ST_RDONLY as i64, 0);
+    // A read moves the atime here (relatime: it was not newer than the mtime).
+    let atime = p.stat(F).unwrap().atime;
+    let fd = p.openat(at, F, libc::O_RDONLY, 0).unwrap();
+    p.read(fd, &mut [0u8; 8]).unwrap();
+    p.close(fd).unwrap();
+    assert_ne!(p.stat(F).unwrap().atime, atime);
+
+    let (_vfs, p) = mounted_with(MountOptions::new().read_only(true));
+    let atime = p.stat(F).unwrap().atime;
+    for flags in [libc::O_WRONLY, libc::O_RDWR, libc::O_RDONLY | libc::O_TRUNC] {
+        assert_eq!(p.openat(at, F, flags, 0), Err(Errno::EROFS), "{flags:#x}");
+    }
+    assert_eq!(p.truncate(F, 0), Err(Errno::EROFS));
+    assert_eq!(p.fchmodat(at, F, 0o644, 0), Err(Errno::EROFS));
+    assert_eq!(p.fchownat(at, F, 1, 1, 0), Err(Errno::EROFS));
+    assert_eq!(p.utimensat(at, F, None, 0), Err(Errno::EROFS));
+    assert_eq!(p.faccessat(at, F, libc::W_OK, 0), Err(Errno::EROFS));
+    assert_eq!(p.setxattr(F, b"user.x", b"v", 0), Err(Errno::EROFS));
+    assert_eq!(p.unlinkat(at, F, 0), Err(Errno::EROFS));
+    assert_eq!(p.unlinkat(at, "/mnt/missing", 0), Err(Errno::EROFS));
+    assert_eq!(p.linkat(at, F, at, "/mnt/again", 0), Err(Errno::EROFS));
+    assert_eq!(p.linkat(at, F, at, "/elsewhere", 0), Err(Errno::EXDEV));
+    assert_eq!(p.mkdirat(at, "/mnt/d", 0o755), Err(Errno::EROFS));
+    // Reads work, and leave the atime alone.
+    let fd = p.openat(at, F, libc::O_RDONLY, 0).unwrap();
+    let mut buf = [0u8; 64];
+    let n = p.read(fd, &mut buf).unwrap();
+    assert_eq!(&buf[..n], GREETING);
+    assert_eq!(p.fchmod(fd, 0o644), Err(Errno::EROFS));
+    p.close(fd).unwrap();
+    assert_eq!(p.faccessat(at, F, libc::R_OK, 0), Ok(()));
+    assert_eq!(
+        p.stat(F).unwrap().atime,
+        atime,
+        "no atime on a read-only mount"
+    );
+    let flags = p.statfs("/mnt").unwrap().flags;
+    assert_ne!(flags & libc::ST_RDONLY as i64, 0, "statfs says read-only");
+    // The mount point's own file system stays writable around it, and the mount comes off.
+    p.mkdirat(at, "/elsewhere", 0o755).unwrap();
+    p.umount2("/mnt", 0).unwrap();
+    p.mkdirat(at, "/mnt/d", 0o755).unwrap();
 }

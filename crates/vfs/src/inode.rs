@@ -322,7 +322,8 @@ impl Inode {
     /// Most reads of a file update nothing, so they must not pay for a precise clock: the
     /// day-old test uses the coarse clock (a tick's error is nothing against a day).
     pub fn touch_atime(&self) {
-        if self.fs_flags() & crate::fileattr::FS_NOATIME_FL != 0 {
+        // A read-only mount keeps atimes (`atime_needs_update`).
+        if self.fs_flags() & crate::fileattr::FS_NOATIME_FL != 0 || self.sb().is_read_only() {
             return;
         }
         let a = self.atime.get();
@@ -429,6 +430,9 @@ pub struct SuperBlock {
     /// still holds a dentry of the file system (see `mount/mod.rs`). Per CPU, so that creates
     /// and unlinks on different CPUs share no counter.
     pub(crate) dentries: PerCpuCounter,
+    /// Mounted read-only (`MS_RDONLY`), fixed when the superblock is made: every mount has
+    /// a superblock of its own, so this is the mount's flag too.
+    read_only: bool,
 }
 
 impl SuperBlock {
@@ -448,6 +452,31 @@ impl SuperBlock {
             revalidates: fs.revalidates(),
             dentries: PerCpuCounter::new(locking == Locking::Scalable),
             fs,
+            read_only: false,
+        }
+    }
+
+    /// The same superblock, read-only (`MS_RDONLY`) or not. Set before the file system
+    /// fills it, which may look at it ([`is_read_only`](Self::is_read_only)).
+    pub fn with_read_only(mut self, read_only: bool) -> SuperBlock {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Whether it was mounted read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Linux's `mnt_want_write`: `EROFS` if the file system was mounted read-only. Called
+    /// by every call that changes it, where Linux calls it, so that its `EROFS` comes in
+    /// Linux's order among the call's other errors. (Nothing is counted: the flag never
+    /// changes, so no writer can be in flight when it is set.)
+    pub fn want_write(&self) -> crate::SysResult<()> {
+        if self.read_only {
+            Err(crate::Errno::EROFS)
+        } else {
+            Ok(())
         }
     }
 

@@ -149,5 +149,5 @@ pub use errno::{Errno, SysResult};
 pub use file::{FileRef, OpenFile};
 pub use fs::{DirAttrs, DirEmit, FileSystem};
 pub use inode::{Inode, InodeRef, NewInode, SuperBlock};
-pub use mount::{MntRef, Path};
+pub use mount::{MntRef, MountOptions, Path};
 pub use perm::Cred;

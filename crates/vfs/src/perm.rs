@@ -54,10 +54,22 @@ impl Cred {
 }
 
 /// `inode_permission`: `mask` is a combination of MAY_READ/WRITE/EXEC. Nobody may write
-/// an immutable inode (`EPERM`); then `generic_permission`.
+/// a file, directory or symlink on a read-only mount (`EROFS`, `sb_permission`; devices,
+/// FIFOs and sockets stay writable) or an immutable inode (`EPERM`); then
+/// `generic_permission`.
 pub fn permission(inode: &Inode, cred: &Cred, mask: u32) -> SysResult<()> {
-    if mask & MAY_WRITE != 0 && inode.is_immutable() {
-        return Err(Errno::EPERM);
+    if mask & MAY_WRITE != 0 {
+        if inode.sb().is_read_only()
+            && matches!(
+                inode.file_type(),
+                libc::S_IFREG | libc::S_IFDIR | libc::S_IFLNK
+            )
+        {
+            return Err(Errno::EROFS);
+        }
+        if inode.is_immutable() {
+            return Err(Errno::EPERM);
+        }
     }
     let mode = inode.mode();
     if cred.is_root() {

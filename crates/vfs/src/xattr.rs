@@ -131,6 +131,8 @@ fn fs_of(inode: &Inode) -> &dyn FileSystem {
 
 /// `vfs_setxattr`: the caller checked the arguments ([`check_set_args`]).
 pub fn set(inode: &Inode, cred: &Cred, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
+    // The mount before the permission checks (`filename_setxattr`).
+    inode.sb().want_write()?;
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;
     namespace(name)?;
@@ -175,6 +177,7 @@ pub fn list(inode: &Inode, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
 /// `vfs_removexattr`.
 pub fn remove(inode: &Inode, cred: &Cred, name: &[u8]) -> SysResult<()> {
     check_name(name)?;
+    inode.sb().want_write()?;
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;
     namespace(name)?;

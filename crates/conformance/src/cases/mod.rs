@@ -16,6 +16,7 @@ mod open;
 mod paths;
 mod perms;
 mod punch;
+mod read_only;
 mod tmpfile;
 mod whiteout;
 mod xattr;
@@ -36,6 +37,7 @@ pub fn all() -> Vec<Script> {
     fds::cases(&mut v);
     perms::cases(&mut v);
     mounts::cases(&mut v);
+    read_only::cases(&mut v);
     xattr::cases(&mut v);
     chattr::cases(&mut v);
     v

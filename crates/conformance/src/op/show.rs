@@ -394,6 +394,7 @@ impl fmt::Display for Op {
             Op::Fsync(fd) => write!(f, "fsync({fd})"),
             Op::Fdatasync(fd) => write!(f, "fdatasync({fd})"),
             Op::MountTmpfs(path) => write!(f, "mount(tmpfs, {})", p(path)),
+            Op::MountTmpfsRo(path) => write!(f, "mount(tmpfs, {}, MS_RDONLY)", p(path)),
             Op::Umount2 { path, flags } => write!(f, "umount2({}, {flags:#x})", p(path)),
             Op::SetXattr {
                 on,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::Process;
 use scalevfs_vfs::dentry::DPathError;
 use scalevfs_vfs::namei::{Resolve, PATH_MAX};
-use scalevfs_vfs::{Errno, FileSystem, Path, SysResult};
+use scalevfs_vfs::{Errno, FileSystem, MountOptions, Path, SysResult};
 
 impl Process {
     /// `mkdirat(2)`: makes directory `path` with `mode & !umask` (plus the parent's
@@ -187,11 +187,20 @@ impl Process {
     /// for a directory in a lazily unmounted tree. Mounting on a mount root stacks the new
     /// mount on top, as Linux does; `umount2` uncovers the one below.
     pub fn mount(&self, path: impl PathArg, fs: Arc<dyn FileSystem>) -> SysResult<()> {
+        self.mount_with(path, fs, MountOptions::new())
+    }
+    /// [`mount`](Self::mount) with `opts` (`MS_RDONLY`: [`MountOptions::read_only`]).
+    pub fn mount_with(
+        &self,
+        path: impl PathArg,
+        fs: Arc<dyn FileSystem>,
+        opts: MountOptions,
+    ) -> SysResult<()> {
         let at = self.resolve_at(libc::AT_FDCWD, path.path_bytes(), 0, true)?;
         if !self.creds.is_privileged() {
             return Err(Errno::EPERM);
         }
-        self.core().mount(&at, fs).map(|_| ())
+        self.core().mount_with(&at, fs, &opts).map(|_| ())
     }
     /// `umount2(2)`: unmounts the file system mounted at `path` (the checks, `EBUSY` and
     /// the lazy `MNT_DETACH` are `VfsCore::umount`'s). `EINVAL` for an unknown flag, then

@@ -86,7 +86,13 @@ impl VfsCore {
     /// `statfs(2)` of the file system `p` is on.
     pub fn statfs(&self, p: &Path) -> crate::abi::Statfs {
         match p.dentry.inode() {
-            Some(i) => i.fs().statfs(i.sb()),
+            Some(i) => {
+                let mut s = i.fs().statfs(i.sb());
+                if i.sb().is_read_only() {
+                    s.flags |= libc::ST_RDONLY as i64;
+                }
+                s
+            }
             None => crate::abi::Statfs::default(),
         }
     }
@@ -94,6 +100,7 @@ impl VfsCore {
     /// `chmod`: sets the permission bits (owner or root; `EPERM` otherwise or if immutable or append-only).
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        inode.sb().want_write()?;
         perm::may_setattr(inode)?;
         if !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
@@ -114,6 +121,7 @@ impl VfsCore {
     /// `chown`: changes owner and group (`u32::MAX` keeps one), clearing set-id bits as Linux does.
     pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        inode.sb().want_write()?;
         let cred = ctx.cred;
         perm::may_setattr(inode)?;
         let _w = inode.rwsem.write();
@@ -152,6 +160,7 @@ impl VfsCore {
     /// `utimensat` on a resolved path; `times == None` means both now.
     pub fn utimes(&self, ctx: &Ctx<'_>, p: &Path, times: Option<[Timespec; 2]>) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
+        inode.sb().want_write()?;
         // Only "set both to now" (NULL, or both UTIME_NOW) is allowed to a writer who is not
         // the owner; anything else (explicit times, or UTIME_OMIT for one) needs ownership.
         let explicit = times.is_some_and(|t| t.iter().any(|x| x.nsec != libc::UTIME_NOW));
@@ -229,6 +238,7 @@ impl VfsCore {
         if !inode.is_reg() {
             return Err(Errno::EINVAL);
         }
+        inode.sb().want_write()?;
         permission(inode, ctx.cred, MAY_WRITE)?;
         perm::may_truncate(inode)?;
         self.do_truncate(ctx, inode, len, true)

@@ -29,6 +29,8 @@ impl VfsCore {
     /// flags or fields the file system does not keep are `EOPNOTSUPP`.
     pub fn set_fileattr(&self, ctx: &Ctx<'_>, f: &OpenFile, set: SetAttr) -> SysResult<()> {
         let inode = f.inode();
+        // ioctl_setflags: the mount first.
+        inode.sb().want_write()?;
         let supported = inode.fs().fileattr_flags(inode).ok_or(Errno::ENOTTY)?;
         if !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);

@@ -62,7 +62,7 @@ pub use namespace::check_rename_flags;
 use crate::dentry::{DPathError, Dcache, Dentry, DentryRef};
 use crate::fs::FileSystem;
 use crate::inode::SuperBlock;
-use crate::mount::{MntRef, Mount, MountTable, Path};
+use crate::mount::{MntRef, Mount, MountOptions, MountTable, Path};
 use crate::SysResult;
 use scalevfs_primitives::Locking;
 use std::mem::ManuallyDrop;
@@ -142,7 +142,7 @@ impl VfsCore {
             ),
             sbs: parking_lot::Mutex::new(Vec::new()),
         });
-        let (sb, root) = core.new_sb(root_fs)?;
+        let (sb, root) = core.new_sb(root_fs, &MountOptions::default())?;
         let m = core.mounts.add(Mount::new(1, sb, root.clone(), None));
         let _ = core.root.set(Path {
             mnt: m,
@@ -151,9 +151,13 @@ impl VfsCore {
         Ok(core)
     }
 
-    fn new_sb(&self, fs: Arc<dyn FileSystem>) -> SysResult<(Arc<SuperBlock>, DentryRef)> {
+    fn new_sb(
+        &self,
+        fs: Arc<dyn FileSystem>,
+        opts: &MountOptions,
+    ) -> SysResult<(Arc<SuperBlock>, DentryRef)> {
         let dev = self.next_dev.fetch_add(1, Ordering::Relaxed);
-        let sb = Arc::new(SuperBlock::new(dev, fs, self.locking));
+        let sb = Arc::new(SuperBlock::new(dev, fs, self.locking).with_read_only(opts.read_only));
         let root_inode = sb.fs.fill_super(&sb)?;
         self.sbs.lock().push((sb.clone(), root_inode.clone()));
         let root = self.dcache.alloc_root(root_inode);

@@ -4,7 +4,7 @@
 use super::{VfsCore, LEAKED_SUPERBLOCKS};
 use crate::fs::FileSystem;
 use crate::inode::{InodeRef, SuperBlock};
-use crate::mount::{MntRef, Mount, MountTable, Path};
+use crate::mount::{MntRef, Mount, MountOptions, MountTable, Path};
 use crate::{Errno, SysResult};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,6 +14,16 @@ impl VfsCore {
     /// (Linux's `lock_mount`: a walk that ended in `.`, or a mount that another thread
     /// made meanwhile, leaves `at` on a covered directory).
     pub fn mount(&self, at: &Path, fs: Arc<dyn FileSystem>) -> SysResult<MntRef> {
+        self.mount_with(at, fs, &MountOptions::default())
+    }
+
+    /// [`mount`](Self::mount) with `opts` (read-only: [`MountOptions::read_only`]).
+    pub fn mount_with(
+        &self,
+        at: &Path,
+        fs: Arc<dyn FileSystem>,
+        opts: &MountOptions,
+    ) -> SysResult<MntRef> {
         let mut at = self.cross_mounts(at.clone());
         loop {
             let Some(dir) = at.dentry.inode().filter(|i| i.is_dir()) else {
@@ -46,7 +56,7 @@ impl VfsCore {
             // Made only once nothing can fail but the file system's own `fill_super`
             // (which takes no VFS lock), so no superblock is left behind by a mount that
             // lost a race. `sbs` is a leaf lock.
-            let (sb, root) = self.new_sb(fs)?;
+            let (sb, root) = self.new_sb(fs, opts)?;
             static NEXT_ID: AtomicU64 = AtomicU64::new(2);
             // Writers of the rename sequence: concurrent rcu-walks re-validate.
             let _w = self.dcache.rename_lock.write();

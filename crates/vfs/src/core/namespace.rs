@@ -32,6 +32,8 @@ impl VfsCore {
             if last.slash && !is_dir {
                 return Err(Errno::ENOENT);
             }
+            // filename_create: EEXIST and the trailing slash's ENOENT come first.
+            dir.sb().want_write()?;
             if check_create {
                 perm::may_create(dir, ctx.cred)?;
             }
@@ -236,6 +238,12 @@ impl VfsCore {
             (LastKind::Dot, true) => return Err(Errno::EINVAL),
             (LastKind::Root, true) => return Err(Errno::EBUSY),
         }
+        // Before the name is looked up: EROFS comes before ENOENT.
+        dirp.dentry
+            .inode()
+            .ok_or(Errno::ENOENT)?
+            .sb()
+            .want_write()?;
         self.unlink_locked(ctx, &dirp, &last.name, rmdir, last.slash)
     }
 
@@ -349,6 +357,8 @@ impl VfsCore {
             });
         }
         let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
+        // One mount (checked above), before either name is looked up.
+        odir.sb().want_write()?;
         let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
         let same = odp.dentry == ndp.dentry;
         let rename = RenameArgs {

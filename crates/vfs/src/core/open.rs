@@ -70,6 +70,8 @@ impl VfsCore {
                     let _w = self.lock_names(&dirp.dentry, dir, (&last.name, None));
                     let d = self.lookup_one(&dirp, &last.name, true)?;
                     if d.is_negative() {
+                        // lookup_open: only a name that does not exist gives EROFS.
+                        dir.sb().want_write()?;
                         perm::may_create(dir, ctx.cred)?;
                         let (gid, _) = self.new_owner(dir, ctx.cred, false);
                         let m = self.strip_sgid(
@@ -133,6 +135,7 @@ impl VfsCore {
     ) -> SysResult<FileRef> {
         let dirp = self.lookup(ctx, start, path, flags & libc::O_NOFOLLOW == 0, true)?;
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
+        dir.sb().want_write()?;
         permission(dir, ctx.cred, MAY_WRITE | MAY_EXEC)?;
         let (gid, _) = self.new_owner(dir, ctx.cred, false);
         let m = self.strip_sgid(dir, ctx.cred, libc::S_IFREG | mode);
@@ -197,6 +200,11 @@ impl VfsCore {
         }
         if acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0 {
             mask |= MAY_WRITE;
+        }
+        // do_open: a regular file to truncate wants a writable mount before `may_open`
+        // (whose permission check gives EROFS for any other write).
+        if flags & libc::O_TRUNC != 0 && inode.is_reg() {
+            inode.sb().want_write()?;
         }
         if inode.is_dir() && mask & MAY_WRITE != 0 {
             return Err(Errno::EISDIR);

@@ -254,6 +254,30 @@ impl Drop for Mount {
     }
 }
 
+/// How a file system is mounted: the `mount(2)` flags kept here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MountOptions {
+    /// `MS_RDONLY`: nothing on the mount may be changed. Every call that would change a
+    /// file, a directory's entries or any attribute fails with `EROFS`, in Linux's order
+    /// among the call's other errors; reads leave atimes alone; `statfs` reports
+    /// `ST_RDONLY`. FIFOs, sockets and device nodes on it stay writable, as in Linux. Set
+    /// at mount time for the mount's life (there is no remount).
+    pub read_only: bool,
+}
+
+impl MountOptions {
+    /// Read-write, the default.
+    pub fn new() -> MountOptions {
+        MountOptions::default()
+    }
+    /// Sets [`read_only`](Self::read_only).
+    pub fn read_only(mut self, read_only: bool) -> MountOptions {
+        self.read_only = read_only;
+        self
+    }
+}
+
 /// A mount, named without a count (mounts outlive every path that names them).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct MntRef(pub(crate) *const Mount);
