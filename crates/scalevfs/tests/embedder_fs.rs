@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use scalevfs::dirent::decode_dirents;
+use scalevfs::frontend::SetAttr;
 use scalevfs::fs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
 use scalevfs::libc;
 use scalevfs::{Credentials, Errno, MountOptions, Process, SysResult, Vfs, VfsOptions};
@@ -195,7 +196,7 @@ fn a_read_only_mount_refuses_changes_before_the_file_system_sees_them() {
     p.close(fd).unwrap();
     assert_ne!(p.stat(F).unwrap().atime, atime);
 
-    let (_vfs, p) = mounted_with(MountOptions::new().read_only(true));
+    let (vfs, p) = mounted_with(MountOptions::new().read_only(true));
     let atime = p.stat(F).unwrap().atime;
     for flags in [libc::O_WRONLY, libc::O_RDWR, libc::O_RDONLY | libc::O_TRUNC] {
         assert_eq!(p.openat(at, F, flags, 0), Err(Errno::EROFS), "{flags:#x}");
@@ -226,6 +227,28 @@ fn a_read_only_mount_refuses_changes_before_the_file_system_sees_them() {
     );
     let flags = p.statfs("/mnt").unwrap().flags;
     assert_ne!(flags & libc::ST_RDONLY as i64, 0, "statfs says read-only");
+    // The front ends' handle API (FUSE's SETATTR) refuses too.
+    let c = vfs.core();
+    let file = c.node_lookup(&c.node_lookup(&c.root_node(), b"mnt").unwrap(), b"greeting");
+    let file = file.unwrap();
+    for set in [
+        SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        },
+        SetAttr {
+            size: Some(0),
+            by_file: true,
+            ..SetAttr::default()
+        },
+        SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        },
+    ] {
+        assert_eq!(c.node_setattr(&file, &set), Err(Errno::EROFS), "{set:?}");
+    }
+    drop(file);
     // The mount point's own file system stays writable around it, and the mount comes off.
     p.mkdirat(at, "/elsewhere", 0o755).unwrap();
     p.umount2("/mnt", 0).unwrap();

@@ -50,6 +50,9 @@ pub const FS_XFLAG_DAX: u32 = 0x0000_8000;
 pub const FS_XFLAG_COWEXTSIZE: u32 = 0x0001_0000;
 /// Reported, never set (`FS_XFLAG_RDONLY_MASK`).
 pub const FS_XFLAG_HASATTR: u32 = 0x8000_0000;
+/// Every xflag Linux defines (`FS_XFLAGS_MASK`: bits 0-16 but 0x4, and `HASATTR`); a
+/// `FS_IOC_FSSETXATTR` with any other bit is `EOPNOTSUPP`.
+pub const FS_XFLAGS_MASK: u32 = 0x0001_fffb | FS_XFLAG_HASATTR;
 
 /// The flags and xflags that mean the same thing (`FS_COMMON_FL`/`FS_XFLAG_COMMON`).
 const FLAG_XFLAG: [(u32, u32); 7] = [

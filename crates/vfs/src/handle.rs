@@ -435,6 +435,9 @@ impl VfsCore {
                 return Err(Errno::EINVAL);
             }
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
+            // vfs_truncate: the mount after EISDIR/EINVAL (a descriptor open for
+            // writing cannot exist on a read-only mount).
+            inode.sb().want_write()?;
             if a.by_file {
                 perm::may_ftruncate(inode)?;
             } else {
@@ -451,9 +454,6 @@ impl VfsCore {
             )?;
         }
         if let Some(mode) = a.mode {
-            if inode.is_symlink() {
-                return Err(Errno::EOPNOTSUPP);
-            }
             self.chmod(&ctx, &node.path, mode)?;
         }
         if a.atime.is_some() || a.mtime.is_some() {

@@ -7,8 +7,8 @@ use libc::*;
 use scalevfs::fileattr::{
     FsxAttr, FS_APPEND_FL, FS_IMMUTABLE_FL, FS_IOC_FSGETXATTR, FS_IOC_FSSETXATTR, FS_IOC_GETFLAGS,
     FS_IOC_SETFLAGS, FS_NOATIME_FL, FS_NODUMP_FL, FS_SYNC_FL, FS_XFLAG_APPEND, FS_XFLAG_COWEXTSIZE,
-    FS_XFLAG_DAX, FS_XFLAG_EXTSIZE, FS_XFLAG_EXTSZINHERIT, FS_XFLAG_NOATIME, FS_XFLAG_NODUMP,
-    FS_XFLAG_PROJINHERIT, FS_XFLAG_SYNC,
+    FS_XFLAG_DAX, FS_XFLAG_EXTSIZE, FS_XFLAG_EXTSZINHERIT, FS_XFLAG_HASATTR, FS_XFLAG_NOATIME,
+    FS_XFLAG_NODUMP, FS_XFLAG_PROJINHERIT, FS_XFLAG_SYNC,
 };
 use scalevfs::Timespec;
 
@@ -258,5 +258,10 @@ fn noatime_and_users(v: &mut Vec<Script>) {
         .setflags(r, FS_NODUMP_FL)
         .setflags(r, 0)
         .fssetxattr(r, xattr(0));
+    // Unknown xflags (bit 0x4, bit 26) before the owner check (Linux 6.17+).
+    s.fssetxattr(r, xattr(0x4))
+        .fssetxattr(r, xattr(0x0400_0000))
+        .fssetxattr(m, xattr(0x0400_0000))
+        .fssetxattr(m, xattr(FS_XFLAG_HASATTR));
     v.push(s);
 }

@@ -220,7 +220,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .truncate("missing", 0)
         .truncate("f", -1)
         .truncate("", 0)
-        .truncate("f/x", 0);
+        .truncate("f/x", 0)
+        // A negative length before the walk.
+        .truncate("missing", -1)
+        .truncate("d", -1)
+        .truncate("", -1);
     v.push(s);
     let mut s = Script::new("io/truncate-follows-symlink");
     s.file("f", 0o644, "abcdef")

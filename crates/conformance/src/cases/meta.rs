@@ -112,6 +112,12 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .chmod_at(Fd::Cwd, "f", 0o600, AT_SYMLINK_NOFOLLOW)
         .stat("f")
         .lstat("l");
+    // A symlink's EOPNOTSUPP comes before the owner's EPERM, also through O_PATH.
+    s.become_user(1000, 1000);
+    let l = s.open("l", O_PATH | O_NOFOLLOW, 0);
+    s.chmod_at(Fd::Cwd, "l", 0o600, AT_SYMLINK_NOFOLLOW)
+        .chmod_at(l, "", 0o600, AT_EMPTY_PATH)
+        .chmod_at(Fd::Cwd, "f", 0o600, AT_SYMLINK_NOFOLLOW);
     v.push(s);
     let mut s = Script::new("chmod/errors");
     s.file("f", 0o644, "");
@@ -227,6 +233,11 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         .futimens(Fd::Raw(-1), None)
         .futimens(p, None)
         .utimens_at(p, "", Some([ts(7, 0), ts(8, 0)]), AT_EMPTY_PATH)
+        // Both omitted: nothing is checked, not the flags, not the path. A bad time is
+        // checked after the walk.
+        .utimens("missing", Some([OMIT, OMIT]), AT_REMOVEDIR)
+        .utimens("missing", Some([ts(0, 1_000_000_000), OMIT]), 0)
+        .utimens("f", Some([ts(0, -1), OMIT]), AT_REMOVEDIR)
         .exact_times("f");
     v.push(s);
 

@@ -454,6 +454,10 @@ impl Process {
     /// Errors: `EINVAL` (negative length), `EISDIR`, `EACCES`, `EPERM` (immutable or
     /// append-only), `EFBIG`, `ETXTBSY`, and the path-walk errors.
     pub fn truncate(&self, path: impl PathArg, length: i64) -> SysResult<()> {
+        // do_sys_truncate: before the walk.
+        if length < 0 {
+            return Err(Errno::EINVAL);
+        }
         let path = path.path_bytes();
         let p = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
         self.core().truncate_path(&self.ctx(), &p, length)

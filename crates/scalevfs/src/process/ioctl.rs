@@ -11,7 +11,7 @@
 use super::Process;
 use scalevfs_vfs::core::SetAttr;
 use scalevfs_vfs::fileattr::{
-    FsxAttr, FS_IOC_FSGETXATTR, FS_IOC_FSSETXATTR, FS_IOC_GETFLAGS, FS_IOC_SETFLAGS,
+    FsxAttr, FS_IOC_FSGETXATTR, FS_IOC_FSSETXATTR, FS_IOC_GETFLAGS, FS_IOC_SETFLAGS, FS_XFLAGS_MASK,
 };
 use scalevfs_vfs::{Errno, SysResult};
 
@@ -86,7 +86,13 @@ impl Process {
                     let v = i32::from_ne_bytes(arg[..4].try_into().expect("4 bytes"));
                     SetAttr::Flags(v as u32)
                 } else {
-                    SetAttr::Fsx(FsxAttr::from_bytes(arg).ok_or(Errno::EFAULT)?)
+                    let x = FsxAttr::from_bytes(arg).ok_or(Errno::EFAULT)?;
+                    // copy_fsxattr_from_user (Linux 6.17+): unknown xflags before anything
+                    // else looks at the file.
+                    if x.xflags & !FS_XFLAGS_MASK != 0 {
+                        return Err(Errno::EOPNOTSUPP);
+                    }
+                    SetAttr::Fsx(x)
                 };
                 core.set_fileattr(&self.ctx(), &f, set)?;
             }

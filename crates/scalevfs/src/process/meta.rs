@@ -84,10 +84,6 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let p = self.resolve_at(dirfd, path.path_bytes(), flags, true)?;
-        if p.dentry.inode().is_some_and(|i| i.is_symlink()) {
-            // Symlink modes cannot be changed.
-            return Err(Errno::EOPNOTSUPP);
-        }
         self.core().chmod(&self.ctx(), &p, mode)
     }
     /// `fchmod(2)`: [`fchmodat`](Self::fchmodat) on the file open on `fd`.
@@ -141,19 +137,12 @@ impl Process {
         times: Option<[Timespec; 2]>,
         flags: i32,
     ) -> SysResult<()> {
+        // sys_utimensat: nothing to do, not even the flags or the path are checked.
+        if times.is_some_and(|t| t.iter().all(|ts| ts.nsec == libc::UTIME_OMIT)) {
+            return Ok(());
+        }
         if flags & !(libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
-        }
-        if let Some(t) = &times {
-            for ts in t {
-                let special = ts.nsec == libc::UTIME_NOW || ts.nsec == libc::UTIME_OMIT;
-                if !special && !(0..1_000_000_000).contains(&ts.nsec) {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            if t[0].nsec == libc::UTIME_OMIT && t[1].nsec == libc::UTIME_OMIT {
-                return Ok(());
-            }
         }
         let path = path.path_bytes();
         let p = if path.is_empty() && flags & libc::AT_EMPTY_PATH == 0 {
@@ -173,6 +162,15 @@ impl Process {
         } else {
             self.resolve_at(dirfd, path, flags, true)?
         };
+        // vfs_utimes: the times after the walk, before anything else.
+        if let Some(t) = &times {
+            for ts in t {
+                let special = ts.nsec == libc::UTIME_NOW || ts.nsec == libc::UTIME_OMIT;
+                if !special && !(0..1_000_000_000).contains(&ts.nsec) {
+                    return Err(Errno::EINVAL);
+                }
+            }
+        }
         self.core().utimes(&self.ctx(), &p, times)
     }
     /// `faccessat2(2)`: whether the caller may access `path` with `mode` (`F_OK` or a

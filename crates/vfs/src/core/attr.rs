@@ -97,11 +97,16 @@ impl VfsCore {
         }
     }
 
-    /// `chmod`: sets the permission bits (owner or root; `EPERM` otherwise or if immutable or append-only).
+    /// `chmod`: sets the permission bits (owner or root; `EPERM` otherwise or if immutable
+    /// or append-only). In `chmod_common`'s order: `EROFS`, the immutable and append-only
+    /// `EPERM`, a symlink's `EOPNOTSUPP` (its mode never changes), then the owner's `EPERM`.
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
         inode.sb().want_write()?;
         perm::may_setattr(inode)?;
+        if inode.is_symlink() {
+            return Err(Errno::EOPNOTSUPP);
+        }
         if !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);
         }
