@@ -103,9 +103,7 @@
 //!   and times may be changed (Linux 6.15+ refuses: `EOPNOTSUPP`). `pipe2` has no packet
 //!   mode (`O_DIRECT`: `EINVAL`) and no notification pipes (`ENOPKG`, as a kernel
 //!   without `CONFIG_WATCH_QUEUE`); `F_SETPIPE_SZ` above 1 GiB is `ENOMEM` (Linux makes
-//!   a 2 GiB pipe, whose size `fcntl`'s `i32` cannot return). Reads and writes of pipes
-//!   and FIFOs leave the inode's times alone (Linux's `pipe_read` touches the atime and
-//!   `pipe_write` the mtime and ctime).
+//!   a 2 GiB pipe, whose size `fcntl`'s `i32` cannot return).
 //! * The cwd is read as Linux reads `fs->pwd` (a sequence counter, no lock): `getcwd`
 //!   writes nothing shared. A relative path walk takes a count on the cwd dentry (one
 //!   RMW on its line, shared by the process's threads) where Linux's rcu-walk takes none;

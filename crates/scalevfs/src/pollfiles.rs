@@ -453,7 +453,14 @@ pub fn read(
         return Err(Errno::EBADF);
     }
     match s {
-        Special::Pipe(p) => p.read(buf, cancel),
+        Special::Pipe(p) => {
+            let n = p.read(buf, cancel)?;
+            // pipe_read's file_accessed, for FIFOs only (see `PipeEnd::is_fifo`).
+            if n > 0 && p.is_fifo() && f.flags() & libc::O_NOATIME == 0 {
+                f.inode().touch_atime();
+            }
+            Ok(n)
+        }
         Special::EventFd(e) => e.read(buf, cancel),
         // eventpoll_fops has no read.
         Special::Epoll(_) => Err(Errno::EINVAL),
@@ -472,7 +479,14 @@ pub fn write(
         return Err(Errno::EBADF);
     }
     match s {
-        Special::Pipe(p) => p.write(buf, cancel),
+        Special::Pipe(p) => {
+            let n = p.write(buf, cancel)?;
+            // pipe_write's file_update_time, for FIFOs only.
+            if n > 0 && p.is_fifo() {
+                f.inode().file_update_time();
+            }
+            Ok(n)
+        }
         Special::EventFd(e) => e.write(buf, cancel),
         Special::Epoll(_) => Err(Errno::EINVAL),
     }

@@ -1,26 +1,28 @@
 //! An embedder's own file system, written against the `scalevfs` crate alone (no other
-//! scalevfs crate is named here): a read-only directory holding one file, mounted next to
+//! scalevfs crate is named here): a read-only directory holding one file and one FIFO, mounted next to
 //! the root tmpfs and used through the system-call API, read-write and read-only.
 
 use std::sync::Arc;
 
 use scalevfs::dirent::decode_dirents;
 use scalevfs::frontend::SetAttr;
-use scalevfs::fs::{DirEmit, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
+use scalevfs::fs::{DirEmit, FifoSlot, FileSystem, Inode, InodeRef, NewInode, SuperBlock};
 use scalevfs::libc;
 use scalevfs::{Credentials, Errno, MountOptions, Process, SysResult, Vfs, VfsOptions};
 
 const GREETING: &[u8] = b"hello from an embedded fs\n";
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
+const FIFO_INO: u64 = 3;
 
 /// The file system's own data: its one file, created with the root.
 #[derive(Default)]
 struct GreetingFs;
 
-/// What the root directory's inode keeps: the file's inode.
+/// What the root directory's inode keeps: its two entries' inodes.
 struct RootDir {
     file: InodeRef,
+    fifo: InodeRef,
 }
 
 impl FileSystem for GreetingFs {
@@ -28,31 +30,40 @@ impl FileSystem for GreetingFs {
         "greetingfs"
     }
     fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef> {
-        let file = sb.new_inode(NewInode {
-            ino: FILE_INO,
-            mode: libc::S_IFREG | 0o444,
-            uid: 0,
-            gid: 0,
-            nlink: 1,
-            rdev: 0,
-            private: Box::new(()),
-        });
+        // Root owns all three; a directory has two links, the others one.
+        let node = |ino, mode: u32, private: Box<dyn std::any::Any + Send + Sync>| {
+            sb.new_inode(NewInode {
+                ino,
+                mode,
+                uid: 0,
+                gid: 0,
+                nlink: if mode & libc::S_IFMT == libc::S_IFDIR {
+                    2
+                } else {
+                    1
+                },
+                rdev: 0,
+                private,
+            })
+        };
+        let file = node(FILE_INO, libc::S_IFREG | 0o444, Box::new(()));
         file.set_size(GREETING.len() as u64);
-        Ok(sb.new_inode(NewInode {
-            ino: ROOT_INO,
-            mode: libc::S_IFDIR | 0o555,
-            uid: 0,
-            gid: 0,
-            nlink: 2,
-            rdev: 0,
-            private: Box::new(RootDir { file }),
-        }))
+        let fifo = node(FIFO_INO, libc::S_IFIFO | 0o666, Box::<FifoSlot>::default());
+        Ok(node(
+            ROOT_INO,
+            libc::S_IFDIR | 0o555,
+            Box::new(RootDir { file, fifo }),
+        ))
     }
     fn kill_sb(&self, _root: &Inode) {}
     fn evict_inode(&self, _inode: &Inode) {}
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>> {
         let root = dir.private::<RootDir>().ok_or(Errno::ENOTDIR)?;
-        Ok((name == b"greeting").then(|| root.file.clone()))
+        Ok(match name {
+            b"greeting" => Some(root.file.clone()),
+            b"pipe" => Some(root.fifo.clone()),
+            _ => None,
+        })
     }
     fn create(&self, _: &Inode, _: &[u8], _: u32, _: u32, _: u32) -> SysResult<InodeRef> {
         Err(Errno::EROFS)
@@ -64,10 +75,11 @@ impl FileSystem for GreetingFs {
         pos: i64,
         emit: &mut dyn FnMut(DirEmit<'_>) -> bool,
     ) -> SysResult<bool> {
-        let entries: [(u64, u8, &[u8]); 3] = [
+        let entries: [(u64, u8, &[u8]); 4] = [
             (dir.ino, libc::DT_DIR, b"."),
             (parent_ino, libc::DT_DIR, b".."),
             (FILE_INO, libc::DT_REG, b"greeting"),
+            (FIFO_INO, libc::DT_FIFO, b"pipe"),
         ];
         for (i, &(ino, d_type, name)) in entries.iter().enumerate().skip(pos.max(0) as usize) {
             let next_pos = i as i64 + 1;
@@ -111,6 +123,9 @@ impl FileSystem for GreetingFs {
     fn blocks(&self, _: &Inode) -> u64 {
         0
     }
+    fn fifo<'a>(&self, inode: &'a Inode) -> Option<&'a FifoSlot> {
+        inode.private::<FifoSlot>()
+    }
 }
 
 fn mounted() -> (Arc<Vfs>, Process) {
@@ -151,7 +166,7 @@ fn an_embedders_file_system_serves_reads_and_directory_listings() {
         .into_iter()
         .map(|e| e.name)
         .collect();
-    assert_eq!(names, [&b"."[..], b"..", b"greeting"]);
+    assert_eq!(names, [&b"."[..], b"..", b"greeting", b"pipe"]);
     p.close(dir).unwrap();
 }
 
@@ -253,4 +268,36 @@ fn a_read_only_mount_refuses_changes_before_the_file_system_sees_them() {
     p.mkdirat(at, "/elsewhere", 0o755).unwrap();
     p.umount2("/mnt", 0).unwrap();
     p.mkdirat(at, "/mnt/d", 0o755).unwrap();
+}
+
+/// A FIFO's writes move its mtime and ctime and its reads its atime, as Linux's
+/// `pipe_write` and `pipe_read` do; on a read-only mount it is still written and read,
+/// and its times stay.
+#[test]
+fn fifo_io_moves_the_times_except_on_a_read_only_mount() {
+    const P: &str = "/mnt/pipe";
+    let tick = std::time::Duration::from_millis(25); // past a coarse clock tick
+    for read_only in [false, true] {
+        let (_vfs, p) = mounted_with(MountOptions::new().read_only(read_only));
+        let fd = p.openat(libc::AT_FDCWD, P, libc::O_RDWR, 0).unwrap();
+        let before = p.stat(P).unwrap();
+        std::thread::sleep(tick);
+        assert_eq!(p.write(fd, b"ab"), Ok(2));
+        let written = p.stat(P).unwrap();
+        std::thread::sleep(tick);
+        let mut buf = [0u8; 2];
+        assert_eq!(p.read(fd, &mut buf), Ok(2));
+        assert_eq!(&buf, b"ab");
+        let read = p.stat(P).unwrap();
+        p.close(fd).unwrap();
+        let times = |st: &scalevfs::Stat| (st.atime, st.mtime, st.ctime);
+        if read_only {
+            assert_eq!(times(&read), times(&before), "read-only: no time moves");
+        } else {
+            assert!(written.mtime > before.mtime && written.ctime > before.ctime);
+            assert_eq!(written.atime, before.atime, "a write leaves the atime");
+            assert!(read.atime > written.atime, "relatime: atime was not newer");
+            assert_eq!((read.mtime, read.ctime), (written.mtime, written.ctime));
+        }
+    }
 }

@@ -314,6 +314,19 @@ impl Inode {
         self.mtime.set(t);
         self.ctime.set(t);
     }
+    /// Linux's `file_update_time` for a FIFO's write, which holds no inode lock: mtime and
+    /// ctime move to now only once the coarse clock has passed them, so a busy FIFO stores
+    /// to the inode's time line once a tick, not once a write (Linux's timestamps have a
+    /// tick's granularity too, unless `stat` asked for the ctime since). Two writers that
+    /// race may interleave their seconds and nanoseconds, as Linux's two plain stores
+    /// may. Nothing moves on a read-only mount, where the write itself goes on
+    /// (`__mnt_want_write_file` fails and `file_update_time` gives up quietly).
+    pub fn file_update_time(&self) {
+        let t = now_coarse();
+        if (t > self.mtime.get() || t > self.ctime.get()) && !self.sb().is_read_only() {
+            self.touch_mc();
+        }
+    }
     /// Sets the status-change time to now.
     pub fn touch_c(&self) {
         self.ctime.set(now());

@@ -195,6 +195,8 @@ impl Pollable for PipeEndInner {
 pub struct PipeEnd {
     inner: Arc<PipeEndInner>,
     nonblock: AtomicBool,
+    /// Opened on a FIFO inode ([`FifoSlot::open`]), not made by [`pipe2`].
+    fifo: bool,
 }
 
 /// `pipe2(flags)`: `(read end, write end)`. `O_NONBLOCK` applies to both ends;
@@ -214,8 +216,8 @@ pub fn pipe2(flags: i32) -> Result<(PipeEnd, PipeEnd), Errno> {
     let pipe = PipeInner::new(1, 1, 1);
     let nb = flags & libc::O_NONBLOCK != 0;
     Ok((
-        PipeEnd::new(&pipe, READ, 0, nb),
-        PipeEnd::new(&pipe, WRITE, 0, nb),
+        PipeEnd::new(&pipe, READ, 0, nb, false),
+        PipeEnd::new(&pipe, WRITE, 0, nb, false),
     ))
 }
 
@@ -287,7 +289,7 @@ impl FifoSlot {
             pipe.rd_wait.wake(0);
         }
         // The end exists from here on (its Drop undoes the counts if the wait fails).
-        let end = PipeEnd::new(&pipe, mode, hup_after, nb);
+        let end = PipeEnd::new(&pipe, mode, hup_after, nb, true);
         if let Some((want_reader, seen)) = wait_for {
             let waited = wait_event(&[&pipe.rd_wait], 0, None, cancel, || {
                 let st = pipe.state.lock();
@@ -311,7 +313,7 @@ fn cancelled(cancel: Option<&CancelToken>) -> bool {
 }
 
 impl PipeEnd {
-    fn new(pipe: &Arc<PipeInner>, mode: u8, hup_after: u64, nonblock: bool) -> PipeEnd {
+    fn new(pipe: &Arc<PipeInner>, mode: u8, hup_after: u64, nonblock: bool, fifo: bool) -> PipeEnd {
         PipeEnd {
             inner: Arc::new(PipeEndInner {
                 pipe: pipe.clone(),
@@ -320,7 +322,15 @@ impl PipeEnd {
                 links: EpLinks::new(),
             }),
             nonblock: AtomicBool::new(nonblock),
+            fifo,
         }
+    }
+
+    /// Whether this end was opened on a FIFO inode. Linux updates a FIFO's times on reads
+    /// and writes, and an anonymous pipe's never (`pipeanon_fops`, in Linux since 2025; the
+    /// 6.18 host kernel the conformance suite compares against behaves so).
+    pub fn is_fifo(&self) -> bool {
+        self.fifo
     }
 
     /// The object to pass to `epoll_ctl` and `poll`.

@@ -357,6 +357,56 @@ pub(super) fn cases(v: &mut Vec<Script>) {
         v.push(s);
     }
 
+    // A FIFO's reads and writes move its times (pipe_read's file_accessed, pipe_write's
+    // file_update_time); empty and failed ones, opens and closes do not.
+    let fifo: &[(&str, Act)] = &[
+        ("open-close", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.close(w).close(r);
+        }),
+        ("write", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.write(w, "xy").close(w).close(r);
+        }),
+        ("write-empty", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.write(w, "").close(w).close(r);
+        }),
+        ("read", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.write(w, "xy").snap("p").read(r, 1).close(w).close(r);
+        }),
+        ("read-noatime", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK | O_NOATIME, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.write(w, "xy").snap("p").read(r, 1).close(w).close(r);
+        }),
+        ("read-empty", |s| {
+            let r = s.open("p", O_RDONLY | O_NONBLOCK, 0);
+            let w = s.open("p", O_WRONLY, 0);
+            s.read(r, 1).close(w).read(r, 1).close(r);
+        }),
+        ("read-write-end-rdwr", |s| {
+            let rw = s.open("p", O_RDWR, 0);
+            s.write(rw, "xy")
+                .times_since("p")
+                .snap("p")
+                .read(rw, 2)
+                .close(rw);
+        }),
+    ];
+    for (name, act) in fifo {
+        let mut s = Script::new(format!("times/fifo-{name}"));
+        s.mkfifo("p", 0o644).snap("p");
+        act(&mut s);
+        s.times_since("p");
+        v.push(s);
+    }
+
     // faccessat as root on every kind, following and not.
     for kind in Kind::ALL {
         for (fname, flags) in [("follow", 0), ("nofollow", AT_SYMLINK_NOFOLLOW)] {
