@@ -33,6 +33,10 @@ from . import _scalevfs
 
 __all__ = [
     "AT_FDCWD",
+    "MNT_FORCE",
+    "MNT_DETACH",
+    "MNT_EXPIRE",
+    "UMOUNT_NOFOLLOW",
     "Vfs",
     "Process",
     "File",
@@ -42,6 +46,12 @@ __all__ = [
 
 #: ``dir_fd`` for "relative to the cwd" (Linux's ``AT_FDCWD``).
 AT_FDCWD: int = _scalevfs.AT_FDCWD
+
+#: ``umount`` flags (Linux's values; the ``os`` module has none of them).
+MNT_FORCE: int = _scalevfs.MNT_FORCE
+MNT_DETACH: int = _scalevfs.MNT_DETACH
+MNT_EXPIRE: int = _scalevfs.MNT_EXPIRE
+UMOUNT_NOFOLLOW: int = _scalevfs.UMOUNT_NOFOLLOW
 
 PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -319,6 +329,25 @@ class Process:
 
     def umask(self, mask: int) -> int:
         return self._p.umask(mask)
+
+    def mount_tmpfs(
+        self,
+        path: PathArg,
+        *,
+        size: Optional[int] = None,
+        nr_inodes: Optional[int] = None,
+        read_only: bool = False,
+    ) -> None:
+        """Mounts a fresh tmpfs on the directory ``path`` (root only), as ``mount -t tmpfs
+        -o size=SIZE,nr_inodes=N[,ro]``: ``None`` is unlimited; on a ``read_only`` mount
+        every change raises ``OSError(EROFS)``."""
+        self._p.mount_tmpfs(path, size, nr_inodes, read_only)
+
+    def umount(self, path: PathArg, flags: int = 0) -> None:
+        """``umount2(2)``: ``flags`` from ``MNT_FORCE``, ``MNT_DETACH``, ``MNT_EXPIRE``,
+        ``UMOUNT_NOFOLLOW``. A mount in use raises ``OSError(EBUSY)`` unless
+        ``MNT_DETACH``."""
+        self._p.umount2(path, flags)
 
     def statfs(self, path: PathArg) -> Tuple[int, ...]:
         """``statfs(2)``: ``(f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files,

@@ -13,6 +13,10 @@ _StatTuple = Tuple[
 
 AT_FDCWD: int
 MAX_RW_COUNT: int
+MNT_FORCE: int
+MNT_DETACH: int
+MNT_EXPIRE: int
+UMOUNT_NOFOLLOW: int
 
 class Vfs:
     def __init__(self, size_limit: Optional[int] = None, inode_limit: Optional[int] = None) -> None: ...
@@ -77,4 +81,12 @@ class Process:
     def getxattr(self, path: _Path, name: _Path, follow: bool) -> bytes: ...
     def listxattr(self, path: _Path, follow: bool) -> List[bytes]: ...
     def removexattr(self, path: _Path, name: _Path, follow: bool) -> None: ...
+    def mount_tmpfs(
+        self,
+        path: _Path,
+        size_limit: Optional[int] = None,
+        inode_limit: Optional[int] = None,
+        read_only: bool = False,
+    ) -> None: ...
+    def umount2(self, path: _Path, flags: int) -> None: ...
     def statfs(self, path: _Path) -> Tuple[int, int, int, int, int, int, int, int, int, int]: ...

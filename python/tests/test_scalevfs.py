@@ -202,6 +202,41 @@ def test_size_limit_enospc():
             assert e.value.errno == errno.ENOSPC
 
 
+# --- mounts ---
+
+
+def test_mount_tmpfs_limits_read_only_and_umount(vfs, root):
+    root.mkdir("/rw")
+    root.mkdir("/ro")
+    with vfs.process(uid=1000, gid=1000) as user:
+        with pytest.raises(PermissionError) as e:
+            user.mount_tmpfs("/rw")
+        assert e.value.errno == errno.EPERM and e.value.filename == "/rw"
+    root.mount_tmpfs("/rw", size=8192, nr_inodes=16)
+    assert root.statfs("/rw")[5] == 16  # f_files
+    with root.open("/rw/f", os.O_CREAT | os.O_WRONLY) as f:
+        f.write(b"x" * 8192)
+        with pytest.raises(OSError) as e:
+            f.write(b"x")
+        assert e.value.errno == errno.ENOSPC
+        with pytest.raises(OSError) as e:
+            root.umount("/rw")
+        assert e.value.errno == errno.EBUSY
+    root.umount("/rw")
+    assert not root.exists("/rw/f")
+
+    root.mount_tmpfs("/ro", read_only=True)
+    assert root.statfs("/ro")[9] & os.ST_RDONLY
+    with pytest.raises(OSError) as e:
+        root.open("/ro/f", os.O_CREAT | os.O_WRONLY)
+    assert e.value.errno == errno.EROFS and e.value.filename == "/ro/f"
+    with pytest.raises(OSError) as e:
+        root.mkdir("/ro/d")
+    assert e.value.errno == errno.EROFS
+    root.umount("/ro", scalevfs.MNT_DETACH)
+    root.mkdir("/ro/d")  # the directory beneath, writable
+
+
 # --- permissions ---
 
 

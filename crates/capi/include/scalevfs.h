@@ -95,14 +95,17 @@ int svfs_process_free(struct svfs_process *p);
 pid_t svfs_getpid(struct svfs_process *p);
 
 // Mounts a new tmpfs (`size=size_limit`, `nr_inodes=inode_limit`, 0: unlimited) on the
-// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", 0, ...)`.
+// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", mountflags,
+// ...)`. `mountflags` is 0 or `MS_RDONLY` (every call that would change the mount then
+// fails with `-EROFS`); any other bit is `-EINVAL`.
 //
 // # Safety
 // `path` is `NULL` or a NUL-terminated string.
 int svfs_mount_tmpfs(struct svfs_process *p,
                      const char *path,
                      uint64_t size_limit,
-                     uint64_t inode_limit);
+                     uint64_t inode_limit,
+                     unsigned long mountflags);
 
 // `umount2(2)` (`MNT_DETACH`, `MNT_EXPIRE`, `UMOUNT_NOFOLLOW`).
 //

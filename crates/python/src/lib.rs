@@ -643,6 +643,34 @@ impl Process {
         ok_path(r, path)
     }
 
+    /// `mount("tmpfs", path, "tmpfs", flags, "size=..,nr_inodes=..")`: a fresh tmpfs
+    /// on the directory `path` (root only), with limits (`None`: unlimited), read-only
+    /// (`MS_RDONLY`) if `read_only`.
+    #[pyo3(signature = (path, size_limit=None, inode_limit=None, read_only=false))]
+    fn mount_tmpfs(
+        &self,
+        path: &Bound<'_, PyAny>,
+        size_limit: Option<u64>,
+        inode_limit: Option<u64>,
+        read_only: bool,
+    ) -> PyResult<()> {
+        let fs = scalevfs::Tmpfs::new(scalevfs::TmpfsOptions {
+            size_limit,
+            inode_limit,
+        });
+        let opts = scalevfs::MountOptions::new().read_only(read_only);
+        ok_path(
+            self.get()?.mount_with(fspath(path)?, Arc::new(fs), opts),
+            path,
+        )
+    }
+
+    /// `umount2(path, flags)` (`MNT_FORCE`, `MNT_DETACH`, `MNT_EXPIRE`,
+    /// `UMOUNT_NOFOLLOW`).
+    fn umount2(&self, path: &Bound<'_, PyAny>, flags: i32) -> PyResult<()> {
+        ok_path(self.get()?.umount2(fspath(path)?, flags), path)
+    }
+
     /// `(f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files, f_ffree, f_namelen,
     /// f_frsize, f_flags)` of the file system `path` is on.
     fn statfs<'py>(
@@ -665,6 +693,10 @@ fn _scalevfs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Vfs>()?;
     m.add_class::<Process>()?;
     m.add("AT_FDCWD", libc::AT_FDCWD)?;
+    m.add("MNT_FORCE", libc::MNT_FORCE)?;
+    m.add("MNT_DETACH", libc::MNT_DETACH)?;
+    m.add("MNT_EXPIRE", libc::MNT_EXPIRE)?;
+    m.add("UMOUNT_NOFOLLOW", libc::UMOUNT_NOFOLLOW)?;
     m.add("MAX_RW_COUNT", MAX_RW_COUNT)?;
     Ok(())
 }

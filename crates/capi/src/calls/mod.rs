@@ -293,7 +293,9 @@ pub use xattr::*;
 // --- mounts ---
 
 /// Mounts a new tmpfs (`size=size_limit`, `nr_inodes=inode_limit`, 0: unlimited) on the
-/// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", 0, ...)`.
+/// directory `path` (root only: `-EPERM`), as `mount("tmpfs", path, "tmpfs", mountflags,
+/// ...)`. `mountflags` is 0 or `MS_RDONLY` (every call that would change the mount then
+/// fails with `-EROFS`); any other bit is `-EINVAL`.
 ///
 /// # Safety
 /// `path` is `NULL` or a NUL-terminated string.
@@ -303,14 +305,19 @@ pub unsafe extern "C" fn svfs_mount_tmpfs(
     path: *const c_char,
     size_limit: u64,
     inode_limit: u64,
+    mountflags: c_ulong,
 ) -> c_int {
     int_call("svfs_mount_tmpfs", p, |p| {
+        if mountflags & !libc::MS_RDONLY != 0 {
+            return Err(Errno::EINVAL);
+        }
         let fs = scalevfs_rs::Tmpfs::new(scalevfs_rs::TmpfsOptions {
             size_limit: (size_limit != 0).then_some(size_limit),
             inode_limit: (inode_limit != 0).then_some(inode_limit),
         });
+        let opts = scalevfs_rs::MountOptions::new().read_only(mountflags & libc::MS_RDONLY != 0);
         // SAFETY: the caller's contract for `path`.
-        p.mount(unsafe { cpath(path) }?, Arc::new(fs))
+        p.mount_with(unsafe { cpath(path) }?, Arc::new(fs), opts)
     })
 }
 

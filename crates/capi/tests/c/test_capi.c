@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -399,7 +401,45 @@ static void free_while_in_use(void) {
     svfs_vfs_free(vfs);
 }
 
-/* --- 3. bad input --- */
+/* --- 3. mounts: a tmpfs with limits, one read-only, umount2 --- */
+
+static void mounts(void) {
+    svfs_vfs *vfs = svfs_vfs_new();
+    svfs_process *root = svfs_process_new(vfs, 0, 0);
+    svfs_process *user = svfs_process_new(vfs, 1000, 1000);
+    struct statfs sf;
+    EQ(svfs_mkdir(root, "/rw", 0755), 0);
+    EQ(svfs_mkdir(root, "/ro", 0755), 0);
+    EQ(svfs_mount_tmpfs(user, "/rw", 0, 0, 0), -EPERM);
+    EQ(svfs_mount_tmpfs(root, "/rw", 0, 0, MS_NOSUID), -EINVAL);
+    EQ(svfs_mount_tmpfs(root, "/missing", 0, 0, 0), -ENOENT);
+
+    EQ(svfs_mount_tmpfs(root, "/rw", 8192, 16, 0), 0);
+    int fd = svfs_open(root, "/rw/f", O_CREAT | O_WRONLY, 0644);
+    OK(fd);
+    EQ(svfs_write(root, fd, "data", 4), 4);
+    EQ(svfs_statfs(root, "/rw", &sf), 0);
+    EQ(sf.f_files, 16);
+    EQ(sf.f_flags & ST_RDONLY, 0);
+    EQ(svfs_umount2(root, "/rw", 0), -EBUSY);
+    EQ(svfs_close(root, fd), 0);
+    EQ(svfs_umount2(root, "/rw", 0), 0);
+    EQ(svfs_open(root, "/rw/f", O_RDONLY, 0), -ENOENT);
+
+    EQ(svfs_mount_tmpfs(root, "/ro", 0, 0, MS_RDONLY), 0);
+    EQ(svfs_open(root, "/ro/f", O_CREAT | O_WRONLY, 0644), -EROFS);
+    EQ(svfs_mkdir(root, "/ro/d", 0755), -EROFS);
+    EQ(svfs_statfs(root, "/ro", &sf), 0);
+    CHECK(sf.f_flags & ST_RDONLY);
+    EQ(svfs_umount2(root, "/ro", MNT_DETACH), 0);
+    EQ(svfs_mkdir(root, "/ro/d", 0755), 0);
+
+    EQ(svfs_process_free(user), 0);
+    EQ(svfs_process_free(root), 0);
+    EQ(svfs_vfs_free(vfs), 0);
+}
+
+/* --- 4. bad input --- */
 
 static void bad_input(void) {
     svfs_vfs *vfs = svfs_vfs_new();
@@ -484,6 +524,7 @@ int main(void) {
     lock_threads(0);
     lock_threads(1);
     free_while_in_use();
+    mounts();
     bad_input();
     if (failures) {
         printf("test_capi: FAIL (%d of %d checks failed)\n", failures, checks);
