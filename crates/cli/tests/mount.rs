@@ -492,6 +492,13 @@ fn size_inodes_and_sys_options_reach_the_mount() {
     let e = std::fs::write(root.join("big"), vec![1u8; 2 << 20]).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
     std::fs::remove_file(root.join("big")).unwrap();
+    // The kernel sends FUSE_RELEASE of the last close in the background, and the unlinked
+    // file's inode is freed only then: on a loaded machine the writes below could come
+    // first. Wait until it is back (at most 10 s).
+    let t0 = std::time::Instant::now();
+    while statfs_of(&root).f_ffree != 14 && t0.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     for i in 0..14 {
         std::fs::write(root.join(format!("f{i}")), b"x").unwrap();
     }
