@@ -1,6 +1,9 @@
 //! A per-CPU counter (Linux's `percpu_counter`, without the batching): one cache-padded
 //! atomic per CPU. `add` touches only the calling CPU's line, so counting on many CPUs at
 //! once shares nothing; `sum` reads every line and is exact only when nobody is adding.
+//! The CPU is the thread's hint, looked up again every few adds (as the per-CPU
+//! reference counts do: `percpu_ref::arena`), since asking the kernel costs more than the
+//! add.
 //!
 //! A thread may migrate between reading its CPU number and adding, so two threads can add
 //! to the same shard: that is why each shard is an atomic (a `Relaxed` RMW, never a lost
@@ -35,7 +38,7 @@ impl PerCpuCounter {
     /// Adds `delta` on the calling CPU's shard.
     #[inline]
     pub fn add(&self, delta: isize) {
-        let s = cpu::current_shard(self.shards.len());
+        let s = crate::percpu_ref::arena::hinted_shard(self.shards.len());
         self.shards[s].fetch_add(delta, Ordering::Relaxed);
     }
 

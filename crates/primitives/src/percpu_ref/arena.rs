@@ -323,7 +323,7 @@ fn cpu_hint() -> usize {
 /// The counter of `n` (one per CPU) that the calling thread adds to: its CPU hint's,
 /// modulo `n` for a CPU past the arena's (the division only then).
 #[inline]
-fn hinted_shard(n: usize) -> usize {
+pub(crate) fn hinted_shard(n: usize) -> usize {
     let cpu = cpu_hint();
     if cpu < n {
         cpu
