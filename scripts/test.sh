@@ -166,7 +166,7 @@ RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
     cargo +nightly test -q -Zbuild-std --target x86_64-unknown-linux-gnu --release \
     -p scalevfs-primitives -p scalevfs-vfs -p scalevfs-tmpfs -p scalevfs-kernfs -p scalevfs \
     --lib --test stress --test concurrency --test nodes --test locks --test umount \
-    --test epoll_process --test copy_file_range --test openat2 \
+    --test epoll_process --test copy_file_range --test openat2 --test remount \
     --test extreme_args --test syscalls --test xattr -- --skip shuttle
 
 step "Miri: the background lanes' reports"

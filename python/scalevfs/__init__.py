@@ -343,6 +343,12 @@ class Process:
         every change raises ``OSError(EROFS)``."""
         self._p.mount_tmpfs(path, size, nr_inodes, read_only)
 
+    def remount(self, path: PathArg, *, read_only: bool) -> None:
+        """``mount -o remount,ro`` (or ``rw``) of the mount at ``path`` (root only): going
+        read-only raises ``OSError(EBUSY)`` while a file on it is open for writing or an
+        unlinked file is still open."""
+        self._p.remount(path, read_only)
+
     def umount(self, path: PathArg, flags: int = 0) -> None:
         """``umount2(2)``: ``flags`` from ``MNT_FORCE``, ``MNT_DETACH``, ``MNT_EXPIRE``,
         ``UMOUNT_NOFOLLOW``. A mount in use raises ``OSError(EBUSY)`` unless

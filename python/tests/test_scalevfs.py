@@ -222,6 +222,16 @@ def test_mount_tmpfs_limits_read_only_and_umount(vfs, root):
         with pytest.raises(OSError) as e:
             root.umount("/rw")
         assert e.value.errno == errno.EBUSY
+    # Remounting read-only waits for the writer to close.
+    with root.open("/rw/g", os.O_CREAT | os.O_WRONLY) as f:
+        with pytest.raises(OSError) as e:
+            root.remount("/rw", read_only=True)
+        assert e.value.errno == errno.EBUSY
+    root.remount("/rw", read_only=True)
+    with pytest.raises(OSError) as e:
+        root.open("/rw/g", os.O_WRONLY)
+    assert e.value.errno == errno.EROFS
+    root.remount("/rw", read_only=False)
     root.umount("/rw")
     assert not root.exists("/rw/f")
 

@@ -107,6 +107,17 @@ int svfs_mount_tmpfs(struct svfs_process *p,
                      uint64_t inode_limit,
                      unsigned long mountflags);
 
+// `mount(NULL, path, NULL, MS_REMOUNT | mountflags, NULL)`: the file system mounted at
+// `path` becomes read-only (`mountflags` `MS_RDONLY`; `-EBUSY` while a file on it is open
+// for writing or an unlinked file is still open) or read-write (0). Any other bit is
+// `-EINVAL`; `path` not the root of a mount is `-EINVAL`; root only (`-EPERM`).
+//
+// # Safety
+// `path` is `NULL` or a NUL-terminated string.
+int svfs_remount(struct svfs_process *p,
+                 const char *path,
+                 unsigned long mountflags);
+
 // `umount2(2)` (`MNT_DETACH`, `MNT_EXPIRE`, `UMOUNT_NOFOLLOW`).
 //
 // # Safety

@@ -418,6 +418,46 @@ impl Target for HostTarget {
             )
         })
     }
+    fn remount(&mut self, path: &[u8], read_only: bool) -> SysResult<()> {
+        let p = cpath(path)?;
+        // A remount changes the superblock for every mount of it, in any namespace. So
+        // only what the script mounted is ever remounted: a path on the case root's file
+        // system is no mount root (the case directory is a plain directory), and the
+        // kernel would refuse it, with EPERM without CAP_SYS_ADMIN (`may_mount`, dropped
+        // with root) and EINVAL with it; say so without asking it.
+        let dev = |p: &std::ffi::CStr| {
+            let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
+            // SAFETY: `p` is NUL-terminated; `st` is writable for a `struct stat`.
+            unit(unsafe {
+                libc::syscall(
+                    libc::SYS_newfstatat,
+                    libc::AT_FDCWD,
+                    p.as_ptr(),
+                    st.as_mut_ptr(),
+                    0,
+                )
+            })
+            // SAFETY: zeroed, then filled by the kernel.
+            .map(|()| unsafe { st.assume_init() }.st_dev)
+        };
+        if dev(&p)? == dev(c"/")? {
+            // SAFETY: no arguments.
+            let root = unsafe { libc::geteuid() } == 0;
+            return Err(if root { Errno::EINVAL } else { Errno::EPERM });
+        }
+        let flags = libc::MS_REMOUNT | if read_only { libc::MS_RDONLY } else { 0 };
+        // SAFETY: `p` is NUL-terminated; the other pointers are NULL, as remount allows.
+        unit(unsafe {
+            libc::syscall(
+                libc::SYS_mount,
+                std::ptr::null::<u8>(),
+                p.as_ptr(),
+                std::ptr::null::<u8>(),
+                flags,
+                std::ptr::null::<u8>(),
+            )
+        })
+    }
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()> {
         let p = cpath(path)?;
         // SAFETY: `p` is NUL-terminated.

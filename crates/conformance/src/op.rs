@@ -249,6 +249,11 @@ pub enum Op {
     MountTmpfs(Vec<u8>),
     /// A new tmpfs mounted read-only (`MS_RDONLY`).
     MountTmpfsRo(Vec<u8>),
+    /// `mount(NULL, path, NULL, MS_REMOUNT | (MS_RDONLY if read_only), NULL)`.
+    Remount {
+        path: Vec<u8>,
+        read_only: bool,
+    },
     Umount2 {
         path: Vec<u8>,
         flags: i32,

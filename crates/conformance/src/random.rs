@@ -333,7 +333,7 @@ pub fn wide_script(max_len: usize) -> impl Strategy<Value = Script> {
 }
 
 /// One step of the wider set, or now and then a `mount` of a fresh tmpfs (read-write or
-/// read-only) or a `umount2`
+/// read-only), a remount (either way) or a `umount2`
 /// (plain, `MNT_DETACH`, `UMOUNT_NOFOLLOW`, an unknown flag) on one of the
 /// directories, so that the other steps meet mount points: busy and lazy unmounts,
 /// `rmdir`/`rename`/`unlink` of a mount point, walks and `..` across mounts, `link` and
@@ -354,6 +354,10 @@ pub fn mount_op() -> impl Strategy<Value = Op> {
         12 => wide_op(),
         1 => dir().prop_map(|p| Op::MountTmpfs(p.as_bytes().to_vec())),
         1 => dir().prop_map(|p| Op::MountTmpfsRo(p.as_bytes().to_vec())),
+        1 => (dir(), any::<bool>()).prop_map(|(p, read_only)| Op::Remount {
+            path: p.as_bytes().to_vec(),
+            read_only
+        }),
         2 => (dir(), flags).prop_map(|(p, flags)| Op::Umount2 {
             path: p.as_bytes().to_vec(),
             flags

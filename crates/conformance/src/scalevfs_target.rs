@@ -188,6 +188,10 @@ impl Target for ScalevfsTarget {
             MountOptions::new().read_only(read_only),
         )
     }
+    fn remount(&mut self, path: &[u8], read_only: bool) -> SysResult<()> {
+        self.proc
+            .remount(path, MountOptions::new().read_only(read_only))
+    }
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()> {
         self.proc.umount2(path, flags)
     }

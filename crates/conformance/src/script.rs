@@ -541,6 +541,13 @@ impl Script {
     pub fn mount_tmpfs_ro(&mut self, path: impl AsRef<[u8]>) -> &mut Self {
         self.push(Op::MountTmpfsRo(b(path)))
     }
+    /// `MS_REMOUNT`, read-only or read-write.
+    pub fn remount(&mut self, path: impl AsRef<[u8]>, read_only: bool) -> &mut Self {
+        self.push(Op::Remount {
+            path: b(path),
+            read_only,
+        })
+    }
     pub fn umount2(&mut self, path: impl AsRef<[u8]>, flags: i32) -> &mut Self {
         self.push(Op::Umount2 {
             path: b(path),
@@ -655,7 +662,7 @@ impl Script {
         self.steps.iter().any(|s| {
             matches!(
                 s,
-                Op::MountTmpfs(_) | Op::MountTmpfsRo(_) | Op::Umount2 { .. }
+                Op::MountTmpfs(_) | Op::MountTmpfsRo(_) | Op::Remount { .. } | Op::Umount2 { .. }
             )
         })
     }

@@ -85,6 +85,8 @@ pub trait Target {
     /// Mounts a fresh, empty tmpfs on `path`.
     /// A new tmpfs on `path`, read-only (`MS_RDONLY`) if `read_only`.
     fn mount_tmpfs(&mut self, path: &[u8], read_only: bool) -> SysResult<()>;
+    /// `MS_REMOUNT` of the mount at `path`, read-only if `read_only`.
+    fn remount(&mut self, path: &[u8], read_only: bool) -> SysResult<()>;
     fn umount2(&mut self, path: &[u8], flags: i32) -> SysResult<()>;
     fn setxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
     fn lsetxattr(&mut self, path: &[u8], name: &[u8], value: &[u8], flags: i32) -> SysResult<()>;
@@ -504,6 +506,7 @@ impl<'t> Executor<'t> {
             Op::Fdatasync(fd) => unit(self.target.fdatasync(self.fd(*fd))),
             Op::MountTmpfs(path) => unit(self.target.mount_tmpfs(path, false)),
             Op::MountTmpfsRo(path) => unit(self.target.mount_tmpfs(path, true)),
+            Op::Remount { path, read_only } => unit(self.target.remount(path, *read_only)),
             Op::Umount2 { path, flags } => unit(self.target.umount2(path, *flags)),
             Op::SetXattr {
                 on,

@@ -665,6 +665,14 @@ impl Process {
         )
     }
 
+    /// `mount(NULL, path, NULL, MS_REMOUNT | (MS_RDONLY if read_only), NULL)` (root only):
+    /// `EBUSY` to read-only while a file on it is open for writing or an unlinked file is
+    /// still open.
+    fn remount(&self, path: &Bound<'_, PyAny>, read_only: bool) -> PyResult<()> {
+        let opts = scalevfs::MountOptions::new().read_only(read_only);
+        ok_path(self.get()?.remount(fspath(path)?, opts), path)
+    }
+
     /// `umount2(path, flags)` (`MNT_FORCE`, `MNT_DETACH`, `MNT_EXPIRE`,
     /// `UMOUNT_NOFOLLOW`).
     fn umount2(&self, path: &Bound<'_, PyAny>, flags: i32) -> PyResult<()> {

@@ -55,12 +55,14 @@
 //!   Linux's tmpfs takes ACLs; no `*xattrat` calls (Linux 6.13); `user.` attributes are
 //!   not charged against `nr_inodes=`; kernfs has none (sysfs has `security.` ones).
 //! * Mounts: [`Process::mount`] mounts a file system object (no `mount(2)` sources or
-//!   types, no bind mounts, no remount, no propagation); [`Process::mount_with`] takes
+//!   types, no bind mounts, no propagation); [`Process::mount_with`] takes
 //!   [`MountOptions`], whose one flag is `MS_RDONLY` ([`MountOptions::read_only`]: `EROFS`
 //!   in Linux's order, compared with the host in the conformance suite's `read-only/*`
-//!   cases and random scripts). `umount2`
+//!   cases and random scripts), and [`Process::remount`] changes it (`MS_REMOUNT`:
+//!   `EBUSY` while a file is open for writing or an unlinked file is still open, as
+//!   Linux's; the `remount/*` cases). `umount2`
 //!   follows Linux (see the conformance suite's `mount/*` cases) except that the root
-//!   mount is `EBUSY` (Linux would remount it read-only). An `MNT_EXPIRE` mark is cleared
+//!   mount is `EBUSY` (Linux's `umount` would remount it read-only). An `MNT_EXPIRE` mark is cleared
 //!   when a path walk ends in the mount or the last close of a file opened in it (Linux
 //!   clears it in every `mntput`, which also covers a ref-walk passing through it).
 //! * `mknodat` makes regular files, FIFOs (named pipes, opened as Linux's `fifo_open`

@@ -202,7 +202,17 @@ fn a_read_only_mount_refuses_changes_before_the_file_system_sees_them() {
     let (_vfs, p) = mounted();
     let fd = p.openat(at, F, libc::O_WRONLY, 0).unwrap();
     assert_eq!(p.write(fd, b"x"), Err(Errno::EROFS));
+    // Open for writing: a remount read-only must wait for the close.
+    let ro = MountOptions::new().read_only(true);
+    assert_eq!(p.remount("/mnt", ro), Err(Errno::EBUSY));
     p.close(fd).unwrap();
+    // An open whose truncation the file system refuses leaves no write access behind.
+    assert_eq!(
+        p.openat(at, F, libc::O_WRONLY | libc::O_TRUNC, 0),
+        Err(Errno::EROFS)
+    );
+    p.remount("/mnt", ro).unwrap();
+    p.remount("/mnt", MountOptions::new()).unwrap();
     assert_eq!(p.statfs("/mnt").unwrap().flags & libc::ST_RDONLY as i64, 0);
     // A read moves the atime here (relatime: it was not newer than the mtime).
     let atime = p.stat(F).unwrap().atime;

@@ -16,6 +16,7 @@
 
 use crate::erc::{Erc, Release, TypeStableCache};
 use crate::inode::Inode;
+use crate::mount::write::KeptWriteAccess;
 use crate::mount::Path;
 use parking_lot::Mutex;
 use std::any::Any;
@@ -45,6 +46,9 @@ pub struct OpenFile {
     pub pos: Mutex<i64>,
     /// The file system's per-open state (`FileSystem::open`), taken back by `release`.
     private: UnsafeCell<Option<Box<dyn Any + Send + Sync>>>,
+    /// It holds a write access on its superblock until `release` (Linux's
+    /// `FMODE_WRITER`): a regular file opened for writing.
+    writer: bool,
 }
 
 // SAFETY: `path` is only written by `release`, when no other reference exists.
@@ -64,7 +68,38 @@ impl OpenFile {
         flags: i32,
         private: Option<Box<dyn Any + Send + Sync>>,
     ) -> FileRef {
+        Self::make(path, flags, private, false)
+    }
+
+    /// An open file that keeps `access`, a write access on its superblock, until its
+    /// last close (a regular file opened for writing: `mount::write`).
+    pub(crate) fn writer(
+        path: Path,
+        flags: i32,
+        private: Option<Box<dyn Any + Send + Sync>>,
+        access: KeptWriteAccess,
+    ) -> FileRef {
+        debug_assert!(std::ptr::eq(
+            access.sb,
+            path.dentry.inode().expect("open files are positive").sb()
+        ));
+        access.into_file();
+        Self::make(path, flags, private, true)
+    }
+
+    fn make(
+        path: Path,
+        flags: i32,
+        private: Option<Box<dyn Any + Send + Sync>>,
+        writer: bool,
+    ) -> FileRef {
         debug_assert!(path.dentry.inode().is_some());
+        debug_assert!(
+            writer
+                || !(path.dentry.inode().is_some_and(|i| i.is_reg())
+                    && matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR)),
+            "a regular file open for writing holds a write access (OpenFile::writer)"
+        );
         Erc::new(OpenFile {
             path: UnsafeCell::new(ManuallyDrop::new(path)),
             flags: AtomicI32::new(
@@ -77,6 +112,7 @@ impl OpenFile {
             ),
             pos: Mutex::new(0),
             private: UnsafeCell::new(private),
+            writer,
         })
     }
     /// Where the file was opened.
@@ -152,6 +188,10 @@ impl Release for OpenFile {
         if let Some(p) = unsafe { (*self.private.get()).take() } {
             let inode = self.inode();
             inode.fs().release(inode, p);
+        }
+        // `__fput`'s `put_file_access`: a remount read-only may succeed from now on.
+        if self.writer {
+            self.inode().sb().put_write_access();
         }
         // Linux's `__fput` ends with `mntput`, which clears an `MNT_EXPIRE` mark.
         self.path().mnt.note_use();

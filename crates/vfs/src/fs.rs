@@ -52,7 +52,9 @@ pub trait FileSystem: Send + Sync + 'static {
     fn fill_super(&self, sb: &SuperBlock) -> SysResult<InodeRef>;
     /// Unmount: drop every link the file system holds (the tree below `root`).
     fn kill_sb(&self, root: &Inode);
-    /// The inode's last reference went: free its data and give back its space.
+    /// The inode's last reference went: free its data and give back its space. It must not
+    /// change the file system through the VFS (it may run under a remount read-only's
+    /// hold, which such a change would wait for).
     fn evict_inode(&self, inode: &Inode);
     /// Looks `name` up in `dir`.
     fn lookup(&self, dir: &Inode, name: &[u8]) -> SysResult<Option<InodeRef>>;

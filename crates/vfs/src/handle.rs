@@ -232,6 +232,7 @@ impl VfsCore {
             return Err(Errno::ENOTDIR);
         }
         self.create_locked(&dir.path, name, |dirp, inode, d, name| {
+            let _write = inode.sb().want_write()?;
             // may_create without the permission check: no new entries in a removed
             // (ENOENT) or an immutable (EPERM) directory.
             perm::may_create(inode, &CHECKED)?;
@@ -340,6 +341,7 @@ impl VfsCore {
         if !dinode.is_dir() {
             return Err(Errno::ENOTDIR);
         }
+        let write = dinode.sb().want_write()?;
         perm::may_create(dinode, &CHECKED)?;
         let cred = owner.cred();
         let (gid, _) = self.new_owner(dinode, &cred, false);
@@ -354,13 +356,15 @@ impl VfsCore {
             mnt: dir.path.mnt,
             dentry: self.dcache.alloc_root(inode),
         };
-        let file = OpenFile::with_private(path.clone(), flags, private);
+        // The file's own write access (it is open for writing) takes over the call's.
+        let file = OpenFile::writer(path.clone(), flags, private, write.keep());
         Ok((Node { path }, file))
     }
 
     /// `unlink(dir/name)`: `EISDIR` for a directory.
     pub fn node_unlink(&self, dir: &Node, name: &[u8]) -> SysResult<()> {
         entry_name(name, Errno::EISDIR)?;
+        let _write = dir.inode().sb().want_write()?;
         self.unlink_locked(&self.checked_ctx(dir), &dir.path, name, false, false)
     }
 
@@ -372,6 +376,7 @@ impl VfsCore {
             b".." => return Err(Errno::ENOTEMPTY),
             _ => check_name(name)?,
         }
+        let _write = dir.inode().sb().want_write()?;
         self.unlink_locked(&self.checked_ctx(dir), &dir.path, name, true, false)
     }
 
@@ -437,7 +442,7 @@ impl VfsCore {
             let len = i64::try_from(size).map_err(|_| Errno::EFBIG)?;
             // vfs_truncate: the mount after EISDIR/EINVAL (a descriptor open for
             // writing cannot exist on a read-only mount).
-            inode.sb().want_write()?;
+            let _write = inode.sb().want_write()?;
             if a.by_file {
                 perm::may_ftruncate(inode)?;
             } else {

@@ -186,7 +186,8 @@ pub struct NewInode {
     pub uid: u32,
     /// Group.
     pub gid: u32,
-    /// Link count.
+    /// Link count. 0 while the inode is in use means an unlinked file still open, which
+    /// makes a remount read-only `EBUSY` (`SuperBlock::make_read_only`).
     pub nlink: u32,
     /// The device a device node stands for.
     pub rdev: u64,
@@ -323,8 +324,11 @@ impl Inode {
     /// (`__mnt_want_write_file` fails and `file_update_time` gives up quietly).
     pub fn file_update_time(&self) {
         let t = now_coarse();
-        if (t > self.mtime.get() || t > self.ctime.get()) && !self.sb().is_read_only() {
-            self.touch_mc();
+        if t > self.mtime.get() || t > self.ctime.get() {
+            // Under a write access, so that a remount read-only cannot come in between.
+            if let Ok(_write) = self.sb().want_write() {
+                self.touch_mc();
+            }
         }
     }
     /// Sets the status-change time to now.
@@ -339,12 +343,13 @@ impl Inode {
             return;
         }
         let a = self.atime.get();
-        // A read-only mount keeps atimes (`atime_needs_update`); asked only when relatime
-        // would update, so that the common read touches no superblock line.
-        if (a <= self.mtime.get() || a <= self.ctime.get() || now_coarse().sec - a.sec >= 24 * 3600)
-            && !self.sb().is_read_only()
-        {
-            self.atime.set(now());
+        // A read-only mount keeps atimes (`atime_needs_update`, then `touch_atime`'s write
+        // access): asked only when relatime would update, so that the common read touches
+        // no superblock line.
+        if a <= self.mtime.get() || a <= self.ctime.get() || now_coarse().sec - a.sec >= 24 * 3600 {
+            if let Ok(_write) = self.sb().want_write() {
+                self.atime.set(now());
+            }
         }
     }
     /// The attributes, as `stat` reports them.
@@ -446,9 +451,12 @@ pub struct SuperBlock {
     /// still holds a dentry of the file system (see `mount/mod.rs`). Per CPU, so that creates
     /// and unlinks on different CPUs share no counter.
     pub(crate) dentries: PerCpuCounter,
-    /// Mounted read-only (`MS_RDONLY`), fixed when the superblock is made: every mount has
-    /// a superblock of its own, so this is the mount's flag too.
-    read_only: bool,
+    /// `MS_RDONLY`, and the remount handshake (`mount::write`): every mount has a
+    /// superblock of its own, so this is the mount's flag too.
+    write_gate: crate::mount::write::WriteGate,
+    /// Write accesses in flight and held by files open for writing, per CPU (read only by
+    /// a remount read-only).
+    writers: PerCpuCounter,
 }
 
 impl SuperBlock {
@@ -468,32 +476,70 @@ impl SuperBlock {
             revalidates: fs.revalidates(),
             dentries: PerCpuCounter::new(locking == Locking::Scalable),
             fs,
-            read_only: false,
+            write_gate: crate::mount::write::WriteGate::new(false),
+            writers: PerCpuCounter::new(locking == Locking::Scalable),
         }
     }
 
     /// The same superblock, read-only (`MS_RDONLY`) or not. Set before the file system
     /// fills it, which may look at it ([`is_read_only`](Self::is_read_only)).
     pub fn with_read_only(mut self, read_only: bool) -> SuperBlock {
-        self.read_only = read_only;
+        self.write_gate = crate::mount::write::WriteGate::new(read_only);
         self
     }
 
-    /// Whether it was mounted read-only.
+    /// Whether it is read-only now.
     pub fn is_read_only(&self) -> bool {
-        self.read_only
+        self.write_gate.is_read_only()
     }
 
-    /// Linux's `mnt_want_write`: `EROFS` if the file system was mounted read-only. Called
-    /// by every call that changes it, where Linux calls it, so that its `EROFS` comes in
-    /// Linux's order among the call's other errors. (Nothing is counted: the flag never
-    /// changes, so no writer can be in flight when it is set.)
-    pub fn want_write(&self) -> crate::SysResult<()> {
-        if self.read_only {
-            Err(crate::Errno::EROFS)
+    /// Linux's `mnt_want_write`: a write access, held until the guard drops, or `EROFS` if
+    /// the file system is read-only. Taken by every call that changes it, where Linux
+    /// takes it, so that its `EROFS` comes in Linux's order among the call's other errors,
+    /// and held until the change is made, so that a remount read-only cannot succeed
+    /// in between (`mount::write`).
+    pub fn want_write(&self) -> crate::SysResult<crate::mount::WriteAccess<'_>> {
+        if self.write_gate.get_write(&self.writers) {
+            Ok(crate::mount::WriteAccess { sb: self })
         } else {
-            Ok(())
+            Err(crate::Errno::EROFS)
         }
+    }
+
+    /// Gives back a write access that a [`WriteAccess`](crate::mount::WriteAccess) kept
+    /// past its guard (an open file's, at its last close).
+    pub(crate) fn put_write_access(&self) {
+        self.write_gate.put_write(&self.writers);
+    }
+
+    /// A remount read-only (`sb_prepare_remount_readonly`): `EBUSY` while a change is in
+    /// flight, a file is open for writing, or an unlinked file is still open (an inode
+    /// with no links is still on the list). The caller holds the mount table mutex.
+    pub(crate) fn make_read_only(&self) -> crate::SysResult<()> {
+        let unlinked_in_use = || {
+            let mut found = false;
+            self.for_each_inode(|i| found |= i.nlink() == 0);
+            found
+        };
+        // First without the hold, so that a file system that is busy anyway fails at once
+        // rather than stall its writers for a walk of every inode (the walk under the hold
+        // is still needed: an unlink may come in between).
+        if unlinked_in_use() {
+            return Err(crate::Errno::EBUSY);
+        }
+        if self
+            .write_gate
+            .make_read_only(&self.writers, unlinked_in_use)
+        {
+            Ok(())
+        } else {
+            Err(crate::Errno::EBUSY)
+        }
+    }
+
+    /// A remount read-write. The caller holds the mount table mutex.
+    pub(crate) fn make_writable(&self) {
+        self.write_gate.make_writable();
     }
 
     /// Creates an inode with one reference, on the superblock's list and in the inode cache.

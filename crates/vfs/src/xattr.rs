@@ -132,7 +132,7 @@ fn fs_of(inode: &Inode) -> &dyn FileSystem {
 /// `vfs_setxattr`: the caller checked the arguments ([`check_set_args`]).
 pub fn set(inode: &Inode, cred: &Cred, name: &[u8], value: &[u8], flags: i32) -> SysResult<()> {
     // The mount before the permission checks (`filename_setxattr`).
-    inode.sb().want_write()?;
+    let _write = inode.sb().want_write()?;
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;
     namespace(name)?;
@@ -177,7 +177,7 @@ pub fn list(inode: &Inode, cred: &Cred, buf: &mut [u8]) -> SysResult<usize> {
 /// `vfs_removexattr`.
 pub fn remove(inode: &Inode, cred: &Cred, name: &[u8]) -> SysResult<()> {
     check_name(name)?;
-    inode.sb().want_write()?;
+    let _write = inode.sb().want_write()?;
     xattr_permission(inode, cred, name, MAY_WRITE)?;
     cap_check(cred, name)?;
     namespace(name)?;

@@ -321,6 +321,29 @@ pub unsafe extern "C" fn svfs_mount_tmpfs(
     })
 }
 
+/// `mount(NULL, path, NULL, MS_REMOUNT | mountflags, NULL)`: the file system mounted at
+/// `path` becomes read-only (`mountflags` `MS_RDONLY`; `-EBUSY` while a file on it is open
+/// for writing or an unlinked file is still open) or read-write (0). Any other bit is
+/// `-EINVAL`; `path` not the root of a mount is `-EINVAL`; root only (`-EPERM`).
+///
+/// # Safety
+/// `path` is `NULL` or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn svfs_remount(
+    p: *mut svfs_process,
+    path: *const c_char,
+    mountflags: c_ulong,
+) -> c_int {
+    int_call("svfs_remount", p, |p| {
+        if mountflags & !libc::MS_RDONLY != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let opts = scalevfs_rs::MountOptions::new().read_only(mountflags & libc::MS_RDONLY != 0);
+        // SAFETY: the caller's contract for `path`.
+        p.remount(unsafe { cpath(path) }?, opts)
+    })
+}
+
 /// `umount2(2)` (`MNT_DETACH`, `MNT_EXPIRE`, `UMOUNT_NOFOLLOW`).
 ///
 /// # Safety

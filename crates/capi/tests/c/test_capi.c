@@ -426,6 +426,23 @@ static void mounts(void) {
     EQ(svfs_umount2(root, "/rw", 0), 0);
     EQ(svfs_open(root, "/rw/f", O_RDONLY, 0), -ENOENT);
 
+    /* Remounting: busy while a file is open for writing, then read-only, then back. */
+    EQ(svfs_mount_tmpfs(root, "/rw", 0, 0, 0), 0);
+    fd = svfs_open(root, "/rw/g", O_CREAT | O_RDWR, 0644);
+    OK(fd);
+    EQ(svfs_remount(root, "/rw", MS_RDONLY), -EBUSY);
+    EQ(svfs_remount(user, "/rw", MS_RDONLY), -EPERM);
+    EQ(svfs_remount(root, "/rw/g", MS_RDONLY), -EINVAL);
+    EQ(svfs_remount(root, "/rw", MS_RDONLY | MS_NOSUID), -EINVAL);
+    EQ(svfs_close(root, fd), 0);
+    EQ(svfs_remount(root, "/rw", MS_RDONLY), 0);
+    EQ(svfs_open(root, "/rw/g", O_WRONLY, 0), -EROFS);
+    EQ(svfs_remount(root, "/rw", 0), 0);
+    fd = svfs_open(root, "/rw/g", O_WRONLY, 0);
+    OK(fd);
+    EQ(svfs_close(root, fd), 0);
+    EQ(svfs_umount2(root, "/rw", 0), 0);
+
     EQ(svfs_mount_tmpfs(root, "/ro", 0, 0, MS_RDONLY), 0);
     EQ(svfs_open(root, "/ro/f", O_CREAT | O_WRONLY, 0644), -EROFS);
     EQ(svfs_mkdir(root, "/ro/d", 0755), -EROFS);

@@ -17,6 +17,7 @@ mod paths;
 mod perms;
 mod punch;
 mod read_only;
+mod remount;
 mod tmpfile;
 mod whiteout;
 mod xattr;
@@ -38,6 +39,7 @@ pub fn all() -> Vec<Script> {
     perms::cases(&mut v);
     mounts::cases(&mut v);
     read_only::cases(&mut v);
+    remount::cases(&mut v);
     xattr::cases(&mut v);
     chattr::cases(&mut v);
     v

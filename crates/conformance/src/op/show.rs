@@ -395,6 +395,12 @@ impl fmt::Display for Op {
             Op::Fdatasync(fd) => write!(f, "fdatasync({fd})"),
             Op::MountTmpfs(path) => write!(f, "mount(tmpfs, {})", p(path)),
             Op::MountTmpfsRo(path) => write!(f, "mount(tmpfs, {}, MS_RDONLY)", p(path)),
+            Op::Remount { path, read_only } => write!(
+                f,
+                "mount(NULL, {}, MS_REMOUNT{})",
+                p(path),
+                if *read_only { "|MS_RDONLY" } else { "" }
+            ),
             Op::Umount2 { path, flags } => write!(f, "umount2({}, {flags:#x})", p(path)),
             Op::SetXattr {
                 on,

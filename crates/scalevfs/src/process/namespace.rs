@@ -202,6 +202,24 @@ impl Process {
         }
         self.core().mount_with(&at, fs, &opts).map(|_| ())
     }
+    /// `mount(NULL, path, NULL, MS_REMOUNT | flags, NULL)`: makes the file system mounted
+    /// at `path` read-only or read-write as `opts` says ([`MountOptions::read_only`]);
+    /// other options stay. Root only.
+    ///
+    /// Errors: the path walk's, then `EPERM` (not root), `EINVAL` (`path` is not the root
+    /// of a mount), and to read-only `EBUSY` while a file on it is open for writing, a
+    /// file unlinked from it is still open, or a change is in flight.
+    pub fn remount(&self, path: impl PathArg, opts: MountOptions) -> SysResult<()> {
+        let path = path.path_bytes();
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let target = self.resolve_at(libc::AT_FDCWD, path, 0, true)?;
+        if !self.creds.is_privileged() {
+            return Err(Errno::EPERM);
+        }
+        self.core().remount(&target, &opts)
+    }
     /// `umount2(2)`: unmounts the file system mounted at `path` (the checks, `EBUSY` and
     /// the lazy `MNT_DETACH` are `VfsCore::umount`'s). `EINVAL` for an unknown flag, then
     /// the path's own errors, then `EPERM` unless root, as Linux checks them;

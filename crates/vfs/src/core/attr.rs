@@ -102,7 +102,7 @@ impl VfsCore {
     /// `EPERM`, a symlink's `EOPNOTSUPP` (its mode never changes), then the owner's `EPERM`.
     pub fn chmod(&self, ctx: &Ctx<'_>, p: &Path, mode: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
-        inode.sb().want_write()?;
+        let _write = inode.sb().want_write()?;
         perm::may_setattr(inode)?;
         if inode.is_symlink() {
             return Err(Errno::EOPNOTSUPP);
@@ -126,7 +126,7 @@ impl VfsCore {
     /// `chown`: changes owner and group (`u32::MAX` keeps one), clearing set-id bits as Linux does.
     pub fn chown(&self, ctx: &Ctx<'_>, p: &Path, uid: u32, gid: u32) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
-        inode.sb().want_write()?;
+        let _write = inode.sb().want_write()?;
         let cred = ctx.cred;
         perm::may_setattr(inode)?;
         let _w = inode.rwsem.write();
@@ -165,7 +165,7 @@ impl VfsCore {
     /// `utimensat` on a resolved path; `times == None` means both now.
     pub fn utimes(&self, ctx: &Ctx<'_>, p: &Path, times: Option<[Timespec; 2]>) -> SysResult<()> {
         let inode = p.dentry.inode().ok_or(Errno::ENOENT)?;
-        inode.sb().want_write()?;
+        let _write = inode.sb().want_write()?;
         // Only "set both to now" (NULL, or both UTIME_NOW) is allowed to a writer who is not
         // the owner; anything else (explicit times, or UTIME_OMIT for one) needs ownership.
         let explicit = times.is_some_and(|t| t.iter().any(|x| x.nsec != libc::UTIME_NOW));
@@ -243,7 +243,7 @@ impl VfsCore {
         if !inode.is_reg() {
             return Err(Errno::EINVAL);
         }
-        inode.sb().want_write()?;
+        let _write = inode.sb().want_write()?;
         permission(inode, ctx.cred, MAY_WRITE)?;
         perm::may_truncate(inode)?;
         self.do_truncate(ctx, inode, len, true)

@@ -30,7 +30,7 @@ impl VfsCore {
     pub fn set_fileattr(&self, ctx: &Ctx<'_>, f: &OpenFile, set: SetAttr) -> SysResult<()> {
         let inode = f.inode();
         // ioctl_setflags: the mount first.
-        inode.sb().want_write()?;
+        let _write = inode.sb().want_write()?;
         let supported = inode.fs().fileattr_flags(inode).ok_or(Errno::ENOTTY)?;
         if !ctx.cred.owns(inode) {
             return Err(Errno::EPERM);

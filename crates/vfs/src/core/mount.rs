@@ -72,6 +72,31 @@ impl VfsCore {
         }
     }
 
+    /// `mount(2)` with `MS_REMOUNT` of the mount whose root is `target` (the caller
+    /// resolved the path and checked the privilege): the file system becomes read-only or
+    /// read-write as `opts` says (see `mount::write` for the handshake with writers).
+    ///
+    /// * `EINVAL`: `target` is not the root of an attached mount (`do_remount`).
+    /// * `EBUSY` (to read-only): a change is in flight, a file on it is open for writing,
+    ///   or a file unlinked from it is still open (`sb_prepare_remount_readonly`).
+    pub fn remount(&self, target: &Path, opts: &MountOptions) -> SysResult<()> {
+        let m = target.mnt;
+        if !m.is_root(&target.dentry) {
+            return Err(Errno::EINVAL);
+        }
+        // Serializes every change of the read-only flag (Linux holds `s_umount`).
+        let _all = self.mounts.lock();
+        if m.is_detached() {
+            return Err(Errno::EINVAL);
+        }
+        if opts.read_only {
+            m.sb.make_read_only()
+        } else {
+            m.sb.make_writable();
+            Ok(())
+        }
+    }
+
     /// `umount2(2)` of the mount whose root is `target` (the caller resolved the path and
     /// checked the flags and privilege). See `mount/mod.rs` for how "busy" is decided without a
     /// mount count.
@@ -104,7 +129,7 @@ impl VfsCore {
             return Err(Errno::EINVAL);
         }
         if m.parent().is_none() {
-            // The root mount (Linux remounts it read-only; we have no read-only mounts).
+            // The root mount (Linux's `umount` remounts it read-only; `remount` does that).
             return Err(if expire { Errno::EINVAL } else { Errno::EBUSY });
         }
         if expire && flags & (libc::MNT_FORCE | libc::MNT_DETACH) != 0 {

@@ -160,3 +160,36 @@ fn walks_race_an_umount() {
     assert_eq!(c.superblocks().len(), 1);
     assert_eq!(look(&c, "/mnt/d").err(), Some(Errno::ENOENT));
 }
+
+#[test]
+fn a_remount_read_only_waits_for_files_open_for_writing() {
+    use crate::mount::MountOptions;
+    for locking in [Locking::Scalable, Locking::Legacy] {
+        let c = core(locking);
+        mkdir(&c, "/mnt");
+        mount(&c, "/mnt");
+        let (root, cred) = (c.root(), Cred::root());
+        let ctx = Ctx::new(&cred, &root);
+        let open = |path: &str, flags: i32| c.open(&ctx, &root, path.as_bytes(), flags, 0o644, 0);
+        let (ro, rw) = (MountOptions::new().read_only(true), MountOptions::new());
+        let target = look(&c, "/mnt").unwrap();
+        let w = open("/mnt/f", libc::O_CREAT | libc::O_WRONLY).unwrap();
+        let r = open("/mnt/f", libc::O_RDONLY).unwrap();
+        assert_eq!(c.remount(&target, &ro), Err(Errno::EBUSY));
+        assert_eq!(
+            c.remount(&look(&c, "/mnt/f").unwrap(), &ro),
+            Err(Errno::EINVAL),
+            "not a mount's root"
+        );
+        drop(w);
+        c.remount(&target, &ro).unwrap();
+        assert!(c.superblocks()[1].is_read_only() || c.superblocks()[0].is_read_only());
+        assert_eq!(open("/mnt/f", libc::O_WRONLY).err(), Some(Errno::EROFS));
+        assert_eq!(c.mkdir(&ctx, &root, b"/mnt/d", 0o755, 0), Err(Errno::EROFS));
+        drop(r);
+        c.remount(&target, &rw).unwrap();
+        mkdir(&c, "/mnt/d");
+        drop((target, root));
+        assert_eq!(umount(&c, "/mnt", 0), Ok(()));
+    }
+}

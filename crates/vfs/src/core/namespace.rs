@@ -33,7 +33,7 @@ impl VfsCore {
                 return Err(Errno::ENOENT);
             }
             // filename_create: EEXIST and the trailing slash's ENOENT come first.
-            dir.sb().want_write()?;
+            let _write = dir.sb().want_write()?;
             if check_create {
                 perm::may_create(dir, ctx.cred)?;
             }
@@ -239,7 +239,8 @@ impl VfsCore {
             (LastKind::Root, true) => return Err(Errno::EBUSY),
         }
         // Before the name is looked up: EROFS comes before ENOENT.
-        dirp.dentry
+        let _write = dirp
+            .dentry
             .inode()
             .ok_or(Errno::ENOENT)?
             .sb()
@@ -358,7 +359,7 @@ impl VfsCore {
         }
         let odir = odp.dentry.inode().ok_or(Errno::ENOENT)?;
         // One mount (checked above), before either name is looked up.
-        odir.sb().want_write()?;
+        let _write = odir.sb().want_write()?;
         let ndir = ndp.dentry.inode().ok_or(Errno::ENOENT)?;
         let same = odp.dentry == ndp.dentry;
         let rename = RenameArgs {

@@ -71,7 +71,7 @@ impl VfsCore {
                     let d = self.lookup_one(&dirp, &last.name, true)?;
                     if d.is_negative() {
                         // lookup_open: only a name that does not exist gives EROFS.
-                        dir.sb().want_write()?;
+                        let _write = dir.sb().want_write()?;
                         perm::may_create(dir, ctx.cred)?;
                         let (gid, _) = self.new_owner(dir, ctx.cred, false);
                         let m = self.strip_sgid(
@@ -83,14 +83,17 @@ impl VfsCore {
                         let private = inode.fs().open(&inode, flags)?;
                         self.dcache.instantiate(&d, &dirp.dentry, inode);
                         drop(_w);
-                        return Ok(OpenFile::with_private(
-                            Path {
-                                mnt: dirp.mnt,
-                                dentry: d,
-                            },
-                            flags & !libc::O_TRUNC,
-                            private,
-                        ));
+                        let path = Path {
+                            mnt: dirp.mnt,
+                            dentry: d,
+                        };
+                        let flags = flags & !libc::O_TRUNC;
+                        // Opened for writing: the file keeps the create's write access.
+                        return Ok(if open_for_write(flags) {
+                            OpenFile::writer(path, flags, private, _write.keep())
+                        } else {
+                            OpenFile::with_private(path, flags, private)
+                        });
                     }
                     d
                 }
@@ -135,7 +138,7 @@ impl VfsCore {
     ) -> SysResult<FileRef> {
         let dirp = self.lookup(ctx, start, path, flags & libc::O_NOFOLLOW == 0, true)?;
         let dir = dirp.dentry.inode().ok_or(Errno::ENOENT)?;
-        dir.sb().want_write()?;
+        let write = dir.sb().want_write()?;
         permission(dir, ctx.cred, MAY_WRITE | MAY_EXEC)?;
         let (gid, _) = self.new_owner(dir, ctx.cred, false);
         let m = self.strip_sgid(dir, ctx.cred, libc::S_IFREG | mode);
@@ -147,13 +150,15 @@ impl VfsCore {
         // Linux's file has an unhashed dentry below the directory; no walk can reach it,
         // so an unhashed dentry of its own serves.
         let dentry = self.dcache.alloc_root(inode);
-        Ok(OpenFile::with_private(
+        // Always open for writing (`O_TMPFILE` needs it): the file keeps the write access.
+        Ok(OpenFile::writer(
             Path {
                 mnt: dirp.mnt,
                 dentry,
             },
             flags,
             private,
+            write.keep(),
         ))
     }
 
@@ -203,9 +208,11 @@ impl VfsCore {
         }
         // do_open: a regular file to truncate wants a writable mount before `may_open`
         // (whose permission check gives EROFS for any other write).
-        if flags & libc::O_TRUNC != 0 && inode.is_reg() {
-            inode.sb().want_write()?;
-        }
+        let mut truncate_access = if flags & libc::O_TRUNC != 0 && inode.is_reg() {
+            Some(inode.sb().want_write()?)
+        } else {
+            None
+        };
         if inode.is_dir() && mask & MAY_WRITE != 0 {
             return Err(Errno::EISDIR);
         }
@@ -230,6 +237,20 @@ impl VfsCore {
         if flags & libc::O_DIRECT != 0 && !inode.is_reg() {
             return Err(Errno::EINVAL);
         }
+        // do_dentry_open: a regular file opened for writing holds a write access for its
+        // life (`file_get_write_access`; special files do not). The permission check gave
+        // EROFS already, unless a remount read-only came in between.
+        let file_access = if open_for_write(flags) && inode.is_reg() {
+            Some(
+                match truncate_access.take() {
+                    Some(w) => w,
+                    None => inode.sb().want_write()?,
+                }
+                .keep(),
+            )
+        } else {
+            None
+        };
         let private = inode.fs().open(inode, flags)?;
         let release = |private: Option<Box<dyn std::any::Any + Send + Sync>>| {
             if let Some(pv) = private {
@@ -245,8 +266,18 @@ impl VfsCore {
             }
             inode.touch_mc();
         }
-        Ok(OpenFile::with_private(p, flags, private))
+        // An `O_RDONLY | O_TRUNC` open held the access for the truncation only.
+        drop(truncate_access);
+        Ok(match file_access {
+            Some(w) => OpenFile::writer(p, flags, private, w),
+            None => OpenFile::with_private(p, flags, private),
+        })
     }
+}
+
+/// Whether an open with `flags` is for writing (`FMODE_WRITE`; `O_ACCMODE` 3 is neither).
+fn open_for_write(flags: i32) -> bool {
+    matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR)
 }
 
 /// `__O_TMPFILE` alone (`O_TMPFILE` includes `O_DIRECTORY`).

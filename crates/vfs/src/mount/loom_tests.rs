@@ -12,21 +12,10 @@
 //! * A plain umount races a lazy one, with the table mutex and the steps of
 //!   `VfsCore::umount`: a detached mount stays detached.
 
-mod sync {
-    pub use loom::sync::atomic::{fence, AtomicU8, Ordering};
-
-    /// A spin wait in the model: a yield, so that loom schedules another thread.
-    pub struct Backoff;
-
-    impl Backoff {
-        pub fn new() -> Backoff {
-            Backoff
-        }
-        pub fn snooze(&self) {
-            loom::thread::yield_now();
-        }
-    }
-}
+// Both models bind `sync` to the same loom shim.
+#[allow(clippy::duplicate_mod)]
+#[path = "loom_sync.rs"]
+mod sync;
 
 include!("state_impl.rs");
 

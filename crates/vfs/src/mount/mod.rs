@@ -65,6 +65,9 @@
 //! under the table mutex; only the claimant frees the mount, so it runs the file system's
 //! `kill_sb` unpinned and no other thread's retirements wait for it.
 //!
+//! Read-only mounts, remounting, and the write accesses that changing calls and files
+//! open for writing hold are in [`mod@write`].
+//!
 //! Lock order: table mutex -> rename lock (write) -> d_lock. The superblock list's mutex
 //! is a leaf.
 
@@ -84,6 +87,9 @@ include!("state_impl.rs");
 
 #[cfg(test)]
 mod loom_tests;
+
+pub mod write;
+pub use write::WriteAccess;
 
 /// A dentry a mount holds one count of until `MountDentry::release`. The pointer stays
 /// valid for readers that hold a reference into the mount, or that are pinned (as for any
@@ -261,8 +267,8 @@ pub struct MountOptions {
     /// `MS_RDONLY`: nothing on the mount may be changed. Every call that would change a
     /// file, a directory's entries or any attribute fails with `EROFS`, in Linux's order
     /// among the call's other errors; reads leave atimes alone; `statfs` reports
-    /// `ST_RDONLY`. FIFOs, sockets and device nodes on it stay writable, as in Linux. Set
-    /// at mount time for the mount's life (there is no remount).
+    /// `ST_RDONLY`. FIFOs, sockets and device nodes on it stay writable, as in Linux. A
+    /// remount changes it ([`mod@write`]).
     pub read_only: bool,
 }
 
