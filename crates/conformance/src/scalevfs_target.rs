@@ -5,8 +5,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use scalevfs::{
-    Credentials, FcntlArg, MountOptions, Process, Stat, SysResult, Timespec, Tmpfs, TmpfsOptions,
-    Vfs, VfsOptions,
+    Credentials, Errno, FcntlArg, MountOptions, Process, Stat, SysResult, Timespec, Tmpfs,
+    TmpfsOptions, Vfs, VfsOptions,
 };
 
 use crate::op::Outcome;
@@ -189,6 +189,15 @@ impl Target for ScalevfsTarget {
         )
     }
     fn remount(&mut self, path: &[u8], read_only: bool) -> SysResult<()> {
+        // The host target answers for its case root's file system without asking (see
+        // `HostTarget::remount`): there the case root is a plain directory, here the root
+        // mount. So remounts are compared on the mounts a script made, and on the root's
+        // file system both sides give the answer the host kernel gives for a directory
+        // that is no mount root.
+        if self.proc.stat(path)?.dev == self.proc.stat("/")?.dev {
+            let root = self.proc.credentials().euid == 0;
+            return Err(if root { Errno::EINVAL } else { Errno::EPERM });
+        }
         self.proc
             .remount(path, MountOptions::new().read_only(read_only))
     }
