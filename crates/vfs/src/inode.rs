@@ -521,6 +521,10 @@ impl SuperBlock {
             self.for_each_inode(|i| found |= i.nlink() == 0);
             found
         };
+        if self.is_read_only() {
+            // Linux asks nothing of a file system that is read-only already.
+            return Ok(());
+        }
         // First without the hold, so that a file system that is busy anyway fails at once
         // rather than stall its writers for a walk of every inode (the walk under the hold
         // is still needed: an unlink may come in between).
